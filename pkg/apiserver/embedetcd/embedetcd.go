@@ -1,0 +1,179 @@
+// Package embedetcd runs a real etcd member inside the apiserver process
+// (go.etcd.io/etcd/server/v3/embed), alone or as one member of a cluster.
+package embedetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Config describes one embedded etcd member.
+type Config struct {
+	Name                    string        // member name
+	DataDir                 string        // where the member keeps its WAL and snapshot
+	ClientURL               string        // e.g. http://127.0.0.1:2379 (kept on loopback for etcdctl)
+	PeerURL                 string        // listen and advertise peer URL, e.g. http://10.0.0.1:2380
+	InitialCluster          string        // name=peerURL,... ; empty means just this member
+	InitialClusterState     string        // "new" or "existing"
+	PeerCertFile            string        // peer TLS (optional)
+	PeerKeyFile             string        //
+	PeerTrustedCAFile       string        //
+	PeerClientCertAuth      bool          //
+	UnsafeNoFsync           bool          // tests and benchmarks only
+	ProgressNotifyInterval  time.Duration // etcd watch progress notifications
+	StartTimeout            time.Duration // how long to wait for the member to be ready
+	LogLevel                string        // etcd's zap level; "error" by default
+	AutoCompactionRetention string        // periodic compaction retention ("0" = off)
+}
+
+// Server is a running embedded member.
+type Server struct {
+	etcd      *embed.Etcd
+	clientURL string
+}
+
+// Start starts the member and waits until it has joined (or formed) its cluster.
+func Start(cfg Config) (*Server, error) {
+	ec := embed.NewConfig()
+	if cfg.Name != "" {
+		ec.Name = cfg.Name
+	}
+	ec.Dir = cfg.DataDir
+	lvl := cfg.LogLevel
+	if lvl == "" {
+		lvl = "error"
+	}
+	if lvl == "off" {
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+		lvl = "error"
+	}
+	ec.LogLevel = lvl
+	cu, err := url.Parse(cfg.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: client url %q: %w", cfg.ClientURL, err)
+	}
+	pu, err := url.Parse(cfg.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: peer url %q: %w", cfg.PeerURL, err)
+	}
+	ec.ListenClientUrls = []url.URL{*cu}
+	ec.AdvertiseClientUrls = []url.URL{*cu}
+	ec.ListenPeerUrls = []url.URL{*pu}
+	ec.AdvertisePeerUrls = []url.URL{*pu}
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	} else {
+		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	}
+	if cfg.InitialClusterState != "" {
+		ec.ClusterState = cfg.InitialClusterState
+	}
+	ec.PeerTLSInfo.CertFile = cfg.PeerCertFile
+	ec.PeerTLSInfo.KeyFile = cfg.PeerKeyFile
+	ec.PeerTLSInfo.TrustedCAFile = cfg.PeerTrustedCAFile
+	ec.PeerTLSInfo.ClientCertAuth = cfg.PeerClientCertAuth
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	if cfg.ProgressNotifyInterval > 0 {
+		ec.WatchProgressNotifyInterval = cfg.ProgressNotifyInterval
+	}
+	if cfg.AutoCompactionRetention != "" {
+		ec.AutoCompactionMode = embed.CompactorModePeriodic
+		ec.AutoCompactionRetention = cfg.AutoCompactionRetention
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: start member %q in %s: %w", ec.Name, cfg.DataDir, err)
+	}
+	timeout := cfg.StartTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcd: member %q failed: %w", ec.Name, err)
+	case <-time.After(timeout):
+		e.Server.Stop()
+		e.Close()
+		return nil, fmt.Errorf("etcd: member %q not ready after %s (is a quorum of %s reachable?)", ec.Name, timeout, ec.InitialCluster)
+	}
+	return &Server{etcd: e, clientURL: cu.Scheme + "://" + e.Clients[0].Addr().String()}, nil
+}
+
+// ClientURL is the URL clients (and etcdctl) use to reach this member.
+func (s *Server) ClientURL() string { return s.clientURL }
+
+// Err reports fatal errors of the running member.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Close stops the member.
+func (s *Server) Close() { s.etcd.Close() }
+
+// Client returns a new client connected to this member only.
+func (s *Server) Client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:   []string{s.clientURL},
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+}
+
+// FreeLocalURL returns http://127.0.0.1:PORT for a port that was free a moment ago.
+func FreeLocalURL() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String(), nil
+}
+
+// StartLocal starts a single loopback member in dir on free ports, retrying
+// a few times if a picked port was taken in between. Used by tests and benchmarks.
+func StartLocal(dir string, noFsync bool) (*Server, error) {
+	var last error
+	for range 5 {
+		cu, err := FreeLocalURL()
+		if err != nil {
+			return nil, err
+		}
+		pu, err := FreeLocalURL()
+		if err != nil {
+			return nil, err
+		}
+		s, err := Start(Config{Name: "default", DataDir: dir, ClientURL: cu, PeerURL: pu, UnsafeNoFsync: noFsync, LogLevel: "off", StartTimeout: 30 * time.Second})
+		if err == nil {
+			return s, nil
+		}
+		last = err
+		if !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+// Healthy reports whether the member at c can serve a linearizable read,
+// which needs a quorum of the cluster.
+func Healthy(ctx context.Context, c *clientv3.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := c.Get(ctx, "health")
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("etcd: no quorum or unreachable: %w", err)
+		}
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// etcdWatcher turns an etcd watch into watch.Events of decoded objects.
+type etcdWatcher struct {
+	s        *Etcd3
+	cancel   context.CancelFunc
+	result   chan watch.Event
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *etcdWatcher) Stop() {
+	w.stopOnce.Do(func() {
+		w.cancel()
+	})
+}
+
+func (w *etcdWatcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Watch starts a watch. With ResourceVersion "" or "0" (or SendInitialEvents)
+// the current state is sent first as ADDED events; otherwise events after the
+// given revision follow. A compacted revision yields one ERROR event (410 Expired).
+func (s *Etcd3) Watch(ctx context.Context, key string, opts ListOptions) (watch.Interface, error) {
+	rv, err := ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	k := s.fullKey(key)
+	if opts.Recursive && !strings.HasSuffix(k, "/") {
+		k += "/"
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	// A distinct stream per watcher keeps RequestProgress scoped to it.
+	wctx = clientv3.WithRequireLeader(wctx)
+	w := &etcdWatcher{s: s, cancel: cancel, result: make(chan watch.Event, 100), done: make(chan struct{})}
+	initial := rv == 0 || opts.SendInitialEvents
+	go w.run(wctx, k, rv, initial, opts)
+	return w, nil
+}
+
+func (w *etcdWatcher) send(ctx context.Context, ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *etcdWatcher) sendError(ctx context.Context, code int32, reason metav1.StatusReason, msg string) {
+	w.send(ctx, watch.Event{Type: watch.Error, Object: &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Message: msg, Reason: reason, Code: code,
+	}})
+}
+
+func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial bool, opts ListOptions) {
+	defer close(w.result)
+	defer w.cancel()
+	s := w.s
+	var getOps []clientv3.OpOption
+	if opts.Recursive {
+		getOps = append(getOps, clientv3.WithPrefix())
+	}
+	if initial {
+		if rv > 0 {
+			getOps = append(getOps, clientv3.WithRev(rv))
+		}
+		resp, err := s.client.Get(ctx, key, getOps...)
+		if err != nil {
+			if ctx.Err() == nil {
+				err = wrapEtcdErr(key, err)
+				if IsExpired(err) {
+					w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired, fmt.Sprintf("too old resource version: %d", rv))
+				} else {
+					w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+				}
+			}
+			return
+		}
+		for _, kv := range resp.Kvs {
+			obj := s.cfg.NewFunc()
+			if err := s.decode(kv.Value, kv.ModRevision, obj); err != nil {
+				w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+				return
+			}
+			if ok, _ := opts.Predicate.Matches(obj); ok {
+				if !w.send(ctx, watch.Event{Type: watch.Added, Object: obj}) {
+					return
+				}
+			}
+		}
+		rv = resp.Header.Revision
+		if opts.SendInitialEvents && opts.AllowBookmarks {
+			// Upstream marks the end of the initial events with an annotated bookmark.
+			if !w.send(ctx, w.bookmark(rv, true)) {
+				return
+			}
+		}
+	}
+
+	wopts := []clientv3.OpOption{clientv3.WithRev(rv + 1), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
+	if opts.Recursive {
+		wopts = append(wopts, clientv3.WithPrefix())
+	}
+	wch := s.client.Watch(ctx, key, wopts...)
+	var ticker <-chan time.Time
+	if opts.AllowBookmarks {
+		t := time.NewTicker(s.cfg.BookmarkInterval)
+		defer t.Stop()
+		ticker = t.C
+	}
+	lastRV := rv
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker:
+			// Ask etcd where this stream is; the answer arrives as a progress notification.
+			_ = s.client.RequestProgress(ctx)
+		case resp, ok := <-wch:
+			if !ok {
+				return
+			}
+			if resp.CompactRevision != 0 {
+				w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired,
+					fmt.Sprintf("too old resource version: %d (%d)", rv, resp.CompactRevision))
+				return
+			}
+			if err := resp.Err(); err != nil {
+				if ctx.Err() == nil {
+					w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, "etcd watch: "+err.Error())
+				}
+				return
+			}
+			if resp.IsProgressNotify() {
+				if opts.AllowBookmarks && resp.Header.Revision > lastRV {
+					lastRV = resp.Header.Revision
+					if !w.send(ctx, w.bookmark(lastRV, false)) {
+						return
+					}
+				}
+				continue
+			}
+			for _, ev := range resp.Events {
+				out, ok := w.convert(ev, opts.Predicate)
+				if ev.Kv.ModRevision > lastRV {
+					lastRV = ev.Kv.ModRevision
+				}
+				if !ok {
+					continue
+				}
+				if !w.send(ctx, out) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (w *etcdWatcher) bookmark(rev int64, initialEventsEnd bool) watch.Event {
+	obj := w.s.cfg.NewFunc()
+	_ = setRV(obj, rev)
+	if initialEventsEnd {
+		if a, err := metaAccessor(obj); err == nil {
+			a.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+	}
+	return watch.Event{Type: watch.Bookmark, Object: obj}
+}
+
+// convert maps one etcd event onto a watch event, applying the predicate the
+// upstream way: leaving the selection is DELETED, entering it is ADDED.
+func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (watch.Event, bool) {
+	s := w.s
+	var cur, prev runtime.Object
+	if ev.Type == clientv3.EventTypePut {
+		cur = s.cfg.NewFunc()
+		if err := s.decode(ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
+			return watch.Event{}, false
+		}
+	}
+	if ev.PrevKv != nil {
+		prev = s.cfg.NewFunc()
+		// A deleted object carries the revision of its deletion.
+		if err := s.decode(ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
+			return watch.Event{}, false
+		}
+	}
+	curOK := cur != nil && matches(p, cur)
+	prevOK := prev != nil && matches(p, prev)
+	switch {
+	case ev.Type == clientv3.EventTypeDelete:
+		if prev == nil || !prevOK {
+			return watch.Event{}, false
+		}
+		return watch.Event{Type: watch.Deleted, Object: prev}, true
+	case ev.IsCreate() || prev == nil:
+		if !curOK {
+			return watch.Event{}, false
+		}
+		return watch.Event{Type: watch.Added, Object: cur}, true
+	case curOK && prevOK:
+		return watch.Event{Type: watch.Modified, Object: cur}, true
+	case curOK && !prevOK:
+		return watch.Event{Type: watch.Added, Object: cur}, true
+	case !curOK && prevOK:
+		// Report the deletion with the new state, as upstream does.
+		return watch.Event{Type: watch.Deleted, Object: cur}, true
+	}
+	return watch.Event{}, false
+}
+
+func matches(p Predicate, obj runtime.Object) bool {
+	ok, err := p.Matches(obj)
+	return err == nil && ok
+}
+
+// Compact compacts etcd history up to the current revision. Tests and tools only.
+func (s *Etcd3) Compact(ctx context.Context) (int64, error) {
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		return 0, err
+	}
+	_, err = s.client.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	return rev, wrapEtcdErr("", err)
+}
+
+// FormatRV formats a revision as a resourceVersion.
+func FormatRV(rev int64) string { return strconv.FormatInt(rev, 10) }
