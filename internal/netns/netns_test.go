@@ -1,0 +1,92 @@
+package netns
+
+import (
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTwoHosts(t *testing.T) {
+	n := New(t, "hn-", "10.77.9")
+	a := n.AddHost("a", 1)
+	b := n.AddHost("b", 2)
+
+	var ln net.Listener
+	if err := a.Do(func() (err error) {
+		ln, err = net.Listen("tcp", a.Addr.String()+":7000")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = c.Write([]byte("hello"))
+			c.Close()
+		}
+	}()
+
+	var got []byte
+	if err := b.Do(func() error {
+		c, err := net.DialTimeout("tcp", a.Addr.String()+":7000", 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		got, err = io.ReadAll(c)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "hello" {
+		t.Fatalf("read %q, want hello", got)
+	}
+
+	// A silent host: its link is down, so a dial times out instead of being refused.
+	a.SetLink(false)
+	err := b.Do(func() error {
+		c, err := net.DialTimeout("tcp", a.Addr.String()+":7000", 300*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("dial to a silent host: %v, want a timeout", err)
+	}
+}
+
+func TestCrashKillsEverything(t *testing.T) {
+	n := New(t, "hn-", "10.77.9")
+	h := n.AddHost("c", 3)
+	p := h.Start("sleep", "300")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(pidsIn(h.NS)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(pidsIn(h.NS)) == 0 {
+		t.Fatal("started process not seen in the namespace")
+	}
+	h.Crash()
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat("/proc/" + itoa(p.Cmd.Process.Pid) + "/status"); err != nil {
+			break
+		}
+		data, _ := os.ReadFile("/proc/" + itoa(p.Cmd.Process.Pid) + "/status")
+		if strings.Contains(string(data), "zombie") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if left := pidsIn(h.NS); len(left) != 0 {
+		t.Fatalf("processes left in %s after Crash: %v", h.NS, left)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+

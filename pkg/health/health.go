@@ -1,0 +1,273 @@
+// Package health is the active health checker shared by lbproxy (one per backend) and vipd
+// (the local apiserver): an HTTP(S) GET or a TCP connect every interval, with a timeout, and
+// rise/fall hysteresis so that one lost probe does not flap the state.
+package health
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+)
+
+// Config says what to probe and how often.
+type Config struct {
+	// URL is "https://host:port/path", "http://host:port/path" or "tcp://host:port".
+	URL string
+	// Interval between probes while the state is settled.
+	Interval time.Duration
+	// FastInterval between probes while the state is changing (some, but not yet rise or
+	// fall, probes disagree with it), like haproxy's fastinter. Zero means Interval.
+	FastInterval time.Duration
+	// Timeout of one probe, connect to response headers.
+	Timeout time.Duration
+	// Rise is the number of consecutive successes that turn an unhealthy target healthy.
+	Rise int
+	// Fall is the number of consecutive failures that turn a healthy target unhealthy.
+	Fall int
+	// ExpectStatus is the HTTP status a healthy target answers; 200 when zero.
+	ExpectStatus int
+	// CAFile verifies the target's certificate; empty means the system roots.
+	CAFile string
+	// Insecure skips certificate verification.
+	Insecure bool
+	// ServerName overrides the name verified in the target's certificate.
+	ServerName string
+	// ClientCert and ClientKey, when set, are presented to the target.
+	ClientCert, ClientKey string
+	// InitiallyHealthy is the state before the first probe. The first probe's result then
+	// sets the state directly, without waiting for rise or fall probes.
+	InitiallyHealthy bool
+}
+
+// Status is a snapshot of a checker.
+type Status struct {
+	Healthy   bool      `json:"healthy"`
+	Checked   bool      `json:"checked"` // at least one probe finished
+	Streak    int       `json:"streak"`  // consecutive probes that disagree with Healthy
+	Checks    uint64    `json:"checks"`
+	Failures  uint64    `json:"failures"`
+	LastCheck time.Time `json:"lastCheck"`
+	LastError string    `json:"lastError,omitempty"`
+	Since     time.Time `json:"since"` // when Healthy last changed
+}
+
+// Checker probes one target. Its zero value is not usable; call New.
+type Checker struct {
+	cfg      Config
+	probe    func(ctx context.Context) error
+	onChange func(healthy bool, reason error)
+	wake     chan struct{}
+
+	mu sync.Mutex
+	st Status
+}
+
+// New validates cfg and returns a checker. onChange, if not nil, is called (from the
+// goroutine that ran the probe) each time the state flips, with the error that caused a
+// fall.
+func New(cfg Config, onChange func(healthy bool, reason error)) (*Checker, error) {
+	if cfg.Interval <= 0 {
+		return nil, errors.New("health: interval must be positive")
+	}
+	if cfg.Timeout <= 0 {
+		return nil, errors.New("health: timeout must be positive")
+	}
+	if cfg.Rise < 1 || cfg.Fall < 1 {
+		return nil, errors.New("health: rise and fall must be at least 1")
+	}
+	if cfg.FastInterval <= 0 {
+		cfg.FastInterval = cfg.Interval
+	}
+	if cfg.ExpectStatus == 0 {
+		cfg.ExpectStatus = http.StatusOK
+	}
+	c := &Checker{cfg: cfg, onChange: onChange, wake: make(chan struct{}, 1)}
+	c.st.Healthy = cfg.InitiallyHealthy
+	c.st.Since = time.Now()
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("health: check URL %q: want scheme://host:port[/path]", cfg.URL)
+	}
+	switch u.Scheme {
+	case "tcp":
+		addr := u.Host
+		c.probe = func(ctx context.Context) error {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		}
+	case "http", "https":
+		tlsCfg, err := clientTLS(cfg)
+		if err != nil {
+			return nil, err
+		}
+		client := &http.Client{
+			Transport: &http.Transport{
+				TLSClientConfig:   tlsCfg,
+				DisableKeepAlives: true, // every probe proves a fresh connect and handshake
+				Proxy:             nil,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		target := u.String()
+		c.probe = func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			if resp.StatusCode != cfg.ExpectStatus {
+				return fmt.Errorf("status %d, want %d", resp.StatusCode, cfg.ExpectStatus)
+			}
+			return nil
+		}
+	default:
+		return nil, fmt.Errorf("health: check URL %q: scheme must be https, http or tcp", cfg.URL)
+	}
+	return c, nil
+}
+
+func clientTLS(cfg Config) (*tls.Config, error) {
+	t := &tls.Config{InsecureSkipVerify: cfg.Insecure, ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("health: read CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("health: CA file %s holds no PEM certificate", cfg.CAFile)
+		}
+		t.RootCAs = pool
+	}
+	if cfg.ClientCert != "" || cfg.ClientKey != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.ClientCert, cfg.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("health: load client certificate: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+// Run probes until ctx is done.
+func (c *Checker) Run(ctx context.Context) {
+	for {
+		c.CheckNow(ctx)
+		c.mu.Lock()
+		wait := c.cfg.Interval
+		if c.st.Streak > 0 || !c.st.Checked {
+			wait = c.cfg.FastInterval
+		}
+		c.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-c.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// CheckNow runs one probe and records its result.
+func (c *Checker) CheckNow(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	err := c.probe(pctx)
+	cancel()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	c.record(err, false)
+	return err
+}
+
+// ReportFailure records a failure seen outside the prober, such as a refused or timed-out
+// connection to the target. It marks the target unhealthy at once (haproxy's "observe
+// layer4" with error-limit 1); probes must then see rise successes to bring it back. The
+// prober is woken to start probing at the fast interval.
+func (c *Checker) ReportFailure(err error) {
+	c.record(err, true)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Checker) record(err error, immediate bool) {
+	c.mu.Lock()
+	st := &c.st
+	now := time.Now()
+	st.LastCheck = now
+	if !immediate {
+		st.Checks++
+	}
+	if err != nil {
+		st.Failures++
+		st.LastError = err.Error()
+	} else {
+		st.LastError = ""
+	}
+	ok := err == nil
+	flip := false
+	switch {
+	case !st.Checked && !immediate, immediate && !ok:
+		flip = st.Healthy != ok
+		st.Streak = 0
+	case ok == st.Healthy:
+		st.Streak = 0
+	default:
+		st.Streak++
+		need := c.cfg.Rise
+		if st.Healthy {
+			need = c.cfg.Fall
+		}
+		flip = st.Streak >= need
+	}
+	if !immediate {
+		st.Checked = true
+	}
+	if flip {
+		st.Healthy = ok
+		st.Streak = 0
+		st.Since = now
+	}
+	cb := c.onChange
+	c.mu.Unlock()
+	if flip && cb != nil {
+		cb(ok, err)
+	}
+}
+
+// Healthy reports the current state.
+func (c *Checker) Healthy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Healthy
+}
+
+// Status returns a snapshot of the checker.
+func (c *Checker) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
