@@ -89,4 +89,3 @@ func TestCrashKillsEverything(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
