@@ -114,8 +114,8 @@ func TestKinds(t *testing.T) {
 			cells:   []any{"master-1", "Ready,SchedulingDisabled", "control-plane,master", "50d", "v1.33.0", "10.77.0.2", "<none>", "Debian 13", "<unknown>", "<unknown>"},
 		},
 		{
-			name: "node without conditions",
-			obj:  &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+			name:  "node without conditions",
+			obj:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
 			cells: []any{"n", "Unknown", "<none>", "<unknown>", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"},
 		},
 		{
@@ -389,8 +389,8 @@ func TestUnstructured(t *testing.T) {
 	t.Run("built-in kind as unstructured", func(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Service",
-			"metadata":   map[string]any{"name": "s", "creationTimestamp": ago(time.Minute).Format(time.RFC3339)},
-			"spec":       map[string]any{"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": []any{map[string]any{"port": int64(53), "protocol": "UDP"}}},
+			"metadata": map[string]any{"name": "s", "creationTimestamp": ago(time.Minute).Format(time.RFC3339)},
+			"spec":     map[string]any{"type": "ClusterIP", "clusterIP": "10.96.0.10", "ports": []any{map[string]any{"port": int64(53), "protocol": "UDP"}}},
 		}}
 		table, err := toTable(u, metav1.TableOptions{}, now)
 		if err != nil {
