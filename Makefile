@@ -1,0 +1,35 @@
+# hacp: apiserver, vipd and lbproxy. `make run` starts the apiserver with embedded etcd on
+# https://127.0.0.1:6443; `make test` runs every suite (root needed for the namespace ones).
+
+GO          ?= go
+VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
+DATA        ?= _data
+
+.PHONY: all build run test lint bench drill clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/apiserver ./cmd/vipd ./cmd/lbproxy
+
+run: build
+	bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
+
+test:
+	$(GO) test -count=1 -timeout 30m ./...
+
+lint:
+	@out=$$(gofmt -l cmd pkg internal test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: build
+	@set -e; for d in test/bench/*/; do echo "== $$d"; $(GO) run ./$$d; done
+
+drill: build
+	$(GO) run ./test/drill
+
+clean:
+	rm -rf bin _output
