@@ -39,7 +39,8 @@ type Program[T any] struct {
 	Output io.Writer
 }
 
-// ErrHelp is returned by Parse after --help or --version was printed; Exit maps it to 0.
+// ErrHelp is returned by Parse after --help, --version or a successful --check-config was
+// printed; Exit maps it to 0.
 var ErrHelp = errors.New("config: help requested")
 
 // Validator is implemented by config structs that check their values. Validate returns
@@ -143,12 +144,21 @@ func (p Program[T]) Parse(args []string) (*T, error) {
 			return nil, locate(err, meta.file, doc, set)
 		}
 	}
+	if meta.check {
+		what := "flags"
+		if meta.file != "" {
+			what = meta.file + " and flags"
+		}
+		fmt.Fprintf(out, "%s: configuration (%s) is valid\n", p.Name, what)
+		return nil, ErrHelp
+	}
 	return cfg, nil
 }
 
 type metaFlags struct {
 	file    string
 	version bool
+	check   bool
 }
 
 func (p Program[T]) flagSet(c *T, out io.Writer) (*flag.FlagSet, *metaFlags) {
@@ -157,6 +167,7 @@ func (p Program[T]) flagSet(c *T, out io.Writer) (*flag.FlagSet, *metaFlags) {
 	m := &metaFlags{}
 	fs.StringVar(&m.file, "config", "", "YAML `file` with settings; its top-level keys are the flag names, and flags given on the command line override it")
 	fs.BoolVar(&m.version, "version", false, "print the version and exit")
+	fs.BoolVar(&m.check, "check-config", false, "load and validate the configuration (file and flags), report the result and exit: 0 when valid, 2 when not")
 	p.Flags(fs, c)
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: %s [flags]\n\n", p.Name)

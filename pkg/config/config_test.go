@@ -134,6 +134,17 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+func TestCheckConfig(t *testing.T) {
+	good := writeFile(t, "priority: 9\n")
+	if _, err := testProgram.Parse([]string{"--config", good, "--check-config"}); !errors.Is(err, ErrHelp) {
+		t.Fatalf("valid config: err = %v, want ErrHelp (exit 0)", err)
+	}
+	bad := writeFile(t, "priority: 0\n")
+	if _, err := testProgram.Parse([]string{"--config", bad, "--check-config"}); err == nil || errors.Is(err, ErrHelp) {
+		t.Fatalf("invalid config: err = %v, want a config error", err)
+	}
+}
+
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {
 		_, err := testProgram.Parse(args)
