@@ -1,0 +1,358 @@
+package vrrp
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+var (
+	t0      = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	addrLo  = netip.MustParseAddr("10.77.1.10")
+	addrMe  = netip.MustParseAddr("10.77.1.11")
+	addrHi  = netip.MustParseAddr("10.77.1.12")
+	ms      = time.Millisecond
+	us      = time.Microsecond
+	noTimer = time.Duration(-1)
+)
+
+// step feeds one event at t0+at and checks the actions (summarised as strings), the state
+// and the next timer (noTimer: none).
+type step struct {
+	at    time.Duration
+	ev    Event
+	want  []string
+	state State
+	next  time.Duration
+}
+
+func summarize(acts []Action) []string {
+	var out []string
+	for _, a := range acts {
+		switch a.Kind {
+		case ActSendAdvert:
+			out = append(out, fmt.Sprintf("advert:%d", a.Priority))
+		case ActAddAddrs:
+			out = append(out, "add")
+		case ActRemoveAddrs:
+			out = append(out, "remove")
+		case ActAnnounce:
+			out = append(out, "announce")
+		case ActTransition:
+			out = append(out, a.From.String()+"->"+a.To.String())
+		case ActHoldDown:
+			out = append(out, "hold:"+a.Until.Sub(t0).String())
+		}
+	}
+	return out
+}
+
+func advert(from netip.Addr, prio uint8, interval time.Duration) Event {
+	return Event{Kind: EvAdvert, From: from, Priority: prio, Interval: interval}
+}
+
+var (
+	startup  = Event{Kind: EvStartup}
+	shutdown = Event{Kind: EvShutdown}
+	tick     = Event{Kind: EvTimer}
+)
+
+func v3(prio uint8) MachineConfig {
+	return MachineConfig{Version: 3, Priority: prio, Interval: 100 * ms, Addr: addrMe, Preempt: true}
+}
+
+// down100 is the v3 master down interval at priority 100 and 100 ms adverts:
+// 3 x 100 ms + (256-100) x 100 ms / 256 = 360.9375 ms.
+const down100 = 360937500 * time.Nanosecond
+
+// skew100 is the v3 skew time at priority 100 and 100 ms adverts.
+const skew100 = 60937500 * time.Nanosecond
+
+var toMaster = []string{"advert:100", "add", "announce", "BACKUP->MASTER"}
+
+func TestMachine(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   MachineConfig
+		steps []step
+	}{
+		{"startup goes to backup with master down timer", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+		}},
+		{"priority 255 owner starts as master", v3(255), []step{
+			{0, startup, []string{"advert:255", "add", "announce", "INIT->MASTER"}, Master, 100 * ms},
+		}},
+		{"timer before deadline does nothing", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100 - us, tick, nil, Backup, down100},
+		}},
+		{"master down timer expiry takes over, then adverts every interval", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 100*ms, tick, []string{"advert:100"}, Master, down100 + 200*ms},
+		}},
+		{"higher advert in backup restarts master down timer", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{300 * ms, advert(addrLo, 150, 100*ms), nil, Backup, 300*ms + down100},
+		}},
+		{"equal advert in backup restarts the timer even from a lower address", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrLo, 100, 100*ms), nil, Backup, 100*ms + down100},
+		}},
+		{"priority 0 advert in backup: take over after skew time only", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 200, 100*ms), nil, Backup, 100*ms + down100},
+			{150 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 150*ms + skew100},
+			{150*ms + skew100, tick, toMaster, Master, 250*ms + skew100},
+		}},
+		{"preempt: lower advert ignored, backup takes over", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
+			{200 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+		}},
+		{"nopreempt: lower master is followed", func() MachineConfig { c := v3(100); c.Preempt = false; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 100*ms + down100},
+		}},
+		{"preempt delay: lower master tolerated for the delay", func() MachineConfig { c := v3(100); c.PreemptDelay = 500 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 100*ms + down100},
+			{599 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
+			{600 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
+			{599*ms + down100, tick, toMaster, Master, 699*ms + down100},
+		}},
+		{"master steps down on higher priority and adopts its interval", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 10*ms, advert(addrLo, 101, time.Second), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + 10*ms + 3*time.Second + 609375000},
+		}},
+		{"equal priority: higher address wins, master steps down", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + ms, advert(addrHi, 100, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + ms + down100},
+		}},
+		{"equal priority: lower address loses, master re-asserts", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + ms, advert(addrLo, 100, 100*ms), []string{"advert:100", "announce"}, Master, down100 + 101*ms},
+		}},
+		{"master re-asserts on a lower-priority advert", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 50*ms, advert(addrHi, 99, 100*ms), []string{"advert:100", "announce"}, Master, down100 + 150*ms},
+		}},
+		{"master answers a priority 0 advert at once", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 50*ms, advert(addrHi, 0, 100*ms), []string{"advert:100"}, Master, down100 + 150*ms},
+		}},
+		{"shutdown of master: priority 0 advert, addresses removed", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 50*ms, shutdown, []string{"advert:0", "remove", "MASTER->INIT"}, Initialize, noTimer},
+		}},
+		{"shutdown of backup is silent", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{ms, shutdown, []string{"BACKUP->INIT"}, Initialize, noTimer},
+		}},
+		{"fault in master: priority 0, remove, FAULT; clear: back to backup", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + ms, Event{Kind: EvFault, Fault: true, Reason: "check"}, []string{"advert:0", "remove", "MASTER->FAULT"}, Fault, noTimer},
+			{down100 + 2*ms, advert(addrHi, 50, 100*ms), nil, Fault, noTimer},
+			{time.Second, Event{Kind: EvFault, Fault: false}, []string{"FAULT->BACKUP"}, Backup, time.Second + down100},
+		}},
+		{"fault before startup starts in FAULT", v3(100), []step{
+			{0, Event{Kind: EvFault, Fault: true, Reason: "link down"}, nil, Initialize, noTimer},
+			{ms, startup, []string{"INIT->FAULT"}, Fault, noTimer},
+		}},
+		{"priority change in master is advertised at once", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100 + 10*ms, Event{Kind: EvPriority, Priority: 80}, []string{"advert:80"}, Master, down100 + 110*ms},
+			{down100 + 20*ms, advert(addrHi, 90, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + 20*ms + 300*ms + 68750000},
+		}},
+		{"owner never lowers its priority", v3(255), []step{
+			{0, startup, []string{"advert:255", "add", "announce", "INIT->MASTER"}, Master, 100 * ms},
+			{ms, Event{Kind: EvPriority, Priority: 200}, nil, Master, 100 * ms},
+		}},
+		{"v2 skew is in seconds", MachineConfig{Version: 2, Priority: 100, Interval: time.Second, Addr: addrMe, Preempt: true}, []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*time.Second + 609375000},
+		}},
+		{"flap damping holds in backup", func() MachineConfig {
+			c := v3(100)
+			c.FlapMax, c.FlapWindow, c.FlapHold = 2, 10*time.Second, 5*time.Second
+			return c
+		}(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, advert(addrHi, 200, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, time.Second + down100},
+			{2 * time.Second, tick, toMaster, Master, 2*time.Second + 100*ms},
+			{3 * time.Second, advert(addrHi, 200, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, 3*time.Second + down100},
+			{4 * time.Second, tick, []string{"hold:9s"}, Backup, 9 * time.Second},
+			{5 * time.Second, advert(addrHi, 200, 100*ms), nil, Backup, 9 * time.Second},
+			{9 * time.Second, tick, toMaster, Master, 9*time.Second + 100*ms},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMachine(tt.cfg)
+			for i, s := range tt.steps {
+				got := summarize(m.Handle(s.ev, t0.Add(s.at)))
+				if !slices.Equal(got, s.want) {
+					t.Fatalf("step %d (t=%s): actions %q, want %q", i, s.at, got, s.want)
+				}
+				if m.State() != s.state {
+					t.Fatalf("step %d (t=%s): state %s, want %s", i, s.at, m.State(), s.state)
+				}
+				next := noTimer
+				if n := m.Next(); !n.IsZero() {
+					next = n.Sub(t0)
+				}
+				if next != s.next {
+					t.Fatalf("step %d (t=%s): next timer at %s, want %s", i, s.at, next, s.next)
+				}
+			}
+		})
+	}
+}
+
+// TestThreeRouters runs three machines against each other on a simulated wire (each advert
+// reaches the others at once) and checks the election of RFC 5798: highest priority wins,
+// a returning higher router preempts, a priority 0 advert hands over after skew time.
+func TestThreeRouters(t *testing.T) {
+	addrs := []netip.Addr{netip.MustParseAddr("10.77.1.11"), netip.MustParseAddr("10.77.1.12"), netip.MustParseAddr("10.77.1.13")}
+	prios := []uint8{101, 100, 99}
+	ms := make([]*Machine, 3)
+	up := []bool{true, true, true}
+	for i := range ms {
+		c := v3(prios[i])
+		c.Addr = addrs[i]
+		ms[i] = NewMachine(c)
+	}
+	now := t0
+	var deliver func(from int, acts []Action)
+	deliver = func(from int, acts []Action) {
+		for _, a := range acts {
+			if a.Kind != ActSendAdvert {
+				continue
+			}
+			for j, m := range ms {
+				if j != from && up[j] {
+					deliver(j, m.Handle(advert(addrs[from], a.Priority, 100*time.Millisecond), now))
+				}
+			}
+		}
+	}
+	// run advances time to until, firing timers in order.
+	run := func(until time.Time) {
+		for {
+			next, who := time.Time{}, -1
+			for i, m := range ms {
+				if n := m.Next(); up[i] && !n.IsZero() && (who < 0 || n.Before(next)) {
+					next, who = n, i
+				}
+			}
+			if who < 0 || next.After(until) {
+				now = until
+				return
+			}
+			now = next
+			deliver(who, ms[who].Handle(tick, now))
+		}
+	}
+	masters := func() []int {
+		var out []int
+		for i, m := range ms {
+			if up[i] && m.State() == Master {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for i := range ms {
+		deliver(i, ms[i].Handle(startup, now))
+	}
+	run(t0.Add(2 * time.Second))
+	if got := masters(); !slices.Equal(got, []int{0}) {
+		t.Fatalf("after election: masters %v, want [0]", got)
+	}
+	// Crash router 0: router 1 takes over after its master down interval.
+	up[0] = false
+	crash := now
+	run(now.Add(2 * time.Second))
+	if got := masters(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("after crash: masters %v, want [1]", got)
+	}
+	if took := ms[1].Since().Sub(crash); took > MasterDownInterval(3, 100, 100*time.Millisecond) {
+		t.Fatalf("takeover after %s, more than the master down interval", took)
+	}
+	// Router 0 returns and preempts.
+	up[0] = true
+	ms[0] = NewMachine(func() MachineConfig { c := v3(101); c.Addr = addrs[0]; return c }())
+	deliver(0, ms[0].Handle(startup, now))
+	run(now.Add(2 * time.Second))
+	if got := masters(); !slices.Equal(got, []int{0}) {
+		t.Fatalf("after return: masters %v, want [0]", got)
+	}
+	// Graceful stop of router 0: router 1 takes over after its skew time.
+	stop := now
+	deliver(0, ms[0].Handle(shutdown, now))
+	up[0] = false
+	run(now.Add(time.Second))
+	if got := masters(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("after shutdown: masters %v, want [1]", got)
+	}
+	if took := ms[1].Since().Sub(stop); took != SkewTime(3, 100, 100*time.Millisecond) {
+		t.Fatalf("graceful takeover after %s, want the skew time %s", took, SkewTime(3, 100, 100*time.Millisecond))
+	}
+}
+
+func TestFilterCheck(t *testing.T) {
+	f3 := Filter{Version: 3, VRID: 51, Interval: 100 * time.Millisecond}
+	f2 := Filter{Version: 2, VRID: 52, AuthPass: "secret1", Interval: time.Second}
+	p3 := func(mod func(*Packet)) *Packet {
+		p := &Packet{Version: 3, Type: 1, VRID: 51, Priority: 100, MaxAdvertInt: 10}
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	p2 := func(mod func(*Packet)) *Packet {
+		p := &Packet{Version: 2, Type: 1, VRID: 52, Priority: 100, MaxAdvertInt: 1}
+		p.SetPassword("secret1")
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		f        Filter
+		p        *Packet
+		ttl      int
+		reason   string
+		mismatch bool
+	}{
+		{"v3 ok", f3, p3(nil), 255, "", false},
+		{"ttl 254", f3, p3(nil), 254, DropTTL, false},
+		{"wrong version", f3, p2(func(p *Packet) { p.VRID = 51 }), 255, DropVersion, false},
+		{"other vrid", f3, p3(func(p *Packet) { p.VRID = 9 }), 255, DropVRID, false},
+		{"v3 interval mismatch accepted", f3, p3(func(p *Packet) { p.MaxAdvertInt = 100 }), 255, "", true},
+		{"v2 ok", f2, p2(nil), 255, "", false},
+		{"v2 wrong password", f2, p2(func(p *Packet) { p.SetPassword("secret2") }), 255, DropAuth, false},
+		{"v2 no auth", f2, p2(func(p *Packet) { p.SetPassword("") }), 255, DropAuth, false},
+		{"v2 interval mismatch dropped", f2, p2(func(p *Packet) { p.MaxAdvertInt = 3 }), 255, DropInterval, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, mm := tt.f.Check(tt.p, tt.ttl)
+			if r != tt.reason || mm != tt.mismatch {
+				t.Fatalf("Check = %q, %v; want %q, %v", r, mm, tt.reason, tt.mismatch)
+			}
+		})
+	}
+}
