@@ -1,0 +1,268 @@
+package lb
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hacp/hacp/pkg/config"
+)
+
+// Config is lbproxy's configuration. Its yaml keys are the flag names.
+type Config struct {
+	Listen   string   `yaml:"listen"`
+	Backends []string `yaml:"backend"`
+	Balance  string   `yaml:"balance"`
+
+	CheckMode         string        `yaml:"check-mode"`
+	CheckPath         string        `yaml:"check-path"`
+	CheckCA           string        `yaml:"check-ca"`
+	CheckInsecure     bool          `yaml:"check-insecure"`
+	CheckServerName   string        `yaml:"check-server-name"`
+	CheckInterval     time.Duration `yaml:"check-interval"`
+	CheckFastInterval time.Duration `yaml:"check-fast-interval"`
+	CheckTimeout      time.Duration `yaml:"check-timeout"`
+	Rise              int           `yaml:"rise"`
+	Fall              int           `yaml:"fall"`
+
+	ConnectTimeout    time.Duration `yaml:"connect-timeout"`
+	Retries           int           `yaml:"retries"`
+	ClientIdleTimeout time.Duration `yaml:"client-idle-timeout"`
+	ServerIdleTimeout time.Duration `yaml:"server-idle-timeout"`
+	TCPUserTimeout    time.Duration `yaml:"tcp-user-timeout"`
+	TCPKeepAlive      time.Duration `yaml:"tcp-keepalive"`
+
+	MaxConn        int           `yaml:"maxconn"`
+	BackendMaxConn int           `yaml:"backend-maxconn"`
+	MaxQueue       int           `yaml:"max-queue"`
+	QueueTimeout   time.Duration `yaml:"queue-timeout"`
+	SlowStart      time.Duration `yaml:"slow-start"`
+	DrainTimeout   time.Duration `yaml:"drain-timeout"`
+
+	StatusAddr string `yaml:"status-addr"`
+	LogLevel   string `yaml:"log-level"`
+}
+
+// DefaultConfig returns the defaults: round-robin over backends checked with an HTTPS GET of
+// /healthz every 2 s (500 ms while a backend changes state), rise 2, fall 2, a LAN-sized
+// connect timeout of 300 ms and idle timeouts of 10 minutes, far above client-go's 30 s
+// HTTP/2 ping, so long watches survive.
+func DefaultConfig() *Config {
+	return &Config{
+		Listen:            ":8443",
+		Balance:           "roundrobin",
+		CheckMode:         "https",
+		CheckPath:         "/healthz",
+		CheckInterval:     2 * time.Second,
+		CheckFastInterval: 500 * time.Millisecond,
+		CheckTimeout:      1 * time.Second,
+		Rise:              2,
+		Fall:              2,
+		ConnectTimeout:    300 * time.Millisecond,
+		Retries:           2,
+		ClientIdleTimeout: 10 * time.Minute,
+		ServerIdleTimeout: 10 * time.Minute,
+		TCPKeepAlive:      15 * time.Second,
+		MaxConn:           20000,
+		BackendMaxConn:    0,
+		MaxQueue:          1000,
+		QueueTimeout:      5 * time.Second,
+		SlowStart:         0,
+		DrainTimeout:      30 * time.Second,
+		LogLevel:          "info",
+	}
+}
+
+// AddFlags binds every setting to a flag of the same name as its yaml key.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "`address` to accept client connections on, host:port; an empty host means every address (IPv4 and IPv6)")
+	config.StringList(fs, &c.Backends, "backend", "upstream `server`: \"host:port\", optionally followed by \" weight=N\" (1-256, default 1); repeat the flag (or separate with commas) for each master; IPv6 as [addr]:port")
+	fs.StringVar(&c.Balance, "balance", c.Balance, "balancing `algorithm`: roundrobin (smooth weighted rotation) or leastconn (fewest active connections per unit of weight)")
+	fs.StringVar(&c.CheckMode, "check-mode", c.CheckMode, "active health check `mode`: https (GET check-path, expect 200, like haproxy's httpchk + check-ssl), http, or tcp (connect only)")
+	fs.StringVar(&c.CheckPath, "check-path", c.CheckPath, "`path` requested by https and http checks")
+	fs.StringVar(&c.CheckCA, "check-ca", c.CheckCA, "PEM `file` of the CA that signed the backends' serving certificates, for https checks; empty means the system roots")
+	fs.BoolVar(&c.CheckInsecure, "check-insecure", c.CheckInsecure, "do not verify the backends' certificates in https checks")
+	fs.StringVar(&c.CheckServerName, "check-server-name", c.CheckServerName, "`name` to verify in the backends' certificates instead of their address")
+	fs.DurationVar(&c.CheckInterval, "check-interval", c.CheckInterval, "time between checks of a backend whose state is settled")
+	fs.DurationVar(&c.CheckFastInterval, "check-fast-interval", c.CheckFastInterval, "time between checks while a backend is changing state (after a failure, or rising)")
+	fs.DurationVar(&c.CheckTimeout, "check-timeout", c.CheckTimeout, "timeout of one check, connect to response headers")
+	fs.IntVar(&c.Rise, "rise", c.Rise, "consecutive successful checks that bring a DOWN backend UP")
+	fs.IntVar(&c.Fall, "fall", c.Fall, "consecutive failed checks that take an UP backend DOWN (a refused or timed-out client connect takes it DOWN at once)")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "timeout of a connect to a backend; on timeout or refusal the backend is marked DOWN and the client connection is retried on another one. Sized for a LAN: a value below 1 s means one lost SYN marks a backend DOWN until rise checks pass")
+	fs.IntVar(&c.Retries, "retries", c.Retries, "further backends tried, each a different one, after a failed connect before the client connection is closed")
+	fs.DurationVar(&c.ClientIdleTimeout, "client-idle-timeout", c.ClientIdleTimeout, "close a connection when the client has sent nothing and received nothing for this long (0: never)")
+	fs.DurationVar(&c.ServerIdleTimeout, "server-idle-timeout", c.ServerIdleTimeout, "close a connection when the backend has sent nothing and received nothing for this long (0: never)")
+	fs.DurationVar(&c.TCPUserTimeout, "tcp-user-timeout", c.TCPUserTimeout, "TCP_USER_TIMEOUT on both sides: close a connection whose sent data stays unacknowledged this long (0: kernel default)")
+	fs.DurationVar(&c.TCPKeepAlive, "tcp-keepalive", c.TCPKeepAlive, "idle time before TCP keepalive probes on both sides, then probes every third of it, 3 probes (0: keepalive off)")
+	fs.IntVar(&c.MaxConn, "maxconn", c.MaxConn, "most client connections at once; further ones wait in the kernel's accept backlog (0: no limit)")
+	fs.IntVar(&c.BackendMaxConn, "backend-maxconn", c.BackendMaxConn, "most connections at once to one backend; when every UP backend is full, new ones wait in a queue (0: no limit)")
+	fs.IntVar(&c.MaxQueue, "max-queue", c.MaxQueue, "most client connections waiting for a backend slot; more are refused")
+	fs.DurationVar(&c.QueueTimeout, "queue-timeout", c.QueueTimeout, "longest wait in the queue for a backend slot before the client connection is closed")
+	fs.DurationVar(&c.SlowStart, "slow-start", c.SlowStart, "after a backend comes UP, ramp its weight from 5% to full over this time (0: full weight at once)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM stop accepting and wait this long for open connections to end, then close them")
+	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "`address` serving /status (JSON per backend) and /metrics (Prometheus); empty: off")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
+}
+
+// Validate checks every value and returns one config.FieldError per problem.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, config.FieldErrorf(key, format, args...))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "want host:port, got %q", c.Listen)
+	}
+	if len(c.Backends) == 0 {
+		bad("backend", "no backends: give at least one host:port")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Backends {
+		b, err := ParseBackend(s)
+		key := fmt.Sprintf("backend.%d", i)
+		if len(c.Backends) == 1 {
+			key = "backend"
+		}
+		switch {
+		case err != nil:
+			bad(key, "%v", err)
+		case seen[b.Addr]:
+			bad(key, "backend %s listed twice", b.Addr)
+		}
+		seen[b.Addr] = true
+	}
+	if c.Balance != "roundrobin" && c.Balance != "leastconn" {
+		bad("balance", "want roundrobin or leastconn, got %q", c.Balance)
+	}
+	switch c.CheckMode {
+	case "https", "http", "tcp":
+	default:
+		bad("check-mode", "want https, http or tcp, got %q", c.CheckMode)
+	}
+	if c.CheckMode != "tcp" && !strings.HasPrefix(c.CheckPath, "/") {
+		bad("check-path", "want an absolute path such as /healthz, got %q", c.CheckPath)
+	}
+	if c.CheckCA != "" {
+		if data, err := os.ReadFile(c.CheckCA); err != nil {
+			bad("check-ca", "cannot read CA file: %v", unwrapPathError(err))
+		} else if !strings.Contains(string(data), "-----BEGIN CERTIFICATE-----") {
+			bad("check-ca", "%s holds no PEM certificate", c.CheckCA)
+		}
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			bad(key, "must be positive, got %v", d)
+		}
+	}
+	nonNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			bad(key, "must not be negative, got %v", d)
+		}
+	}
+	positive("check-interval", c.CheckInterval)
+	positive("check-fast-interval", c.CheckFastInterval)
+	positive("check-timeout", c.CheckTimeout)
+	positive("connect-timeout", c.ConnectTimeout)
+	positive("queue-timeout", c.QueueTimeout)
+	nonNegative("client-idle-timeout", c.ClientIdleTimeout)
+	nonNegative("server-idle-timeout", c.ServerIdleTimeout)
+	nonNegative("tcp-user-timeout", c.TCPUserTimeout)
+	nonNegative("tcp-keepalive", c.TCPKeepAlive)
+	nonNegative("slow-start", c.SlowStart)
+	nonNegative("drain-timeout", c.DrainTimeout)
+	if c.TCPUserTimeout > 0 && c.TCPUserTimeout < time.Millisecond {
+		bad("tcp-user-timeout", "must be at least 1ms, got %v", c.TCPUserTimeout)
+	}
+	if c.Rise < 1 {
+		bad("rise", "must be at least 1, got %d", c.Rise)
+	}
+	if c.Fall < 1 {
+		bad("fall", "must be at least 1, got %d", c.Fall)
+	}
+	if c.Retries < 0 {
+		bad("retries", "must not be negative, got %d", c.Retries)
+	}
+	if c.MaxConn < 0 {
+		bad("maxconn", "must not be negative, got %d", c.MaxConn)
+	}
+	if c.BackendMaxConn < 0 {
+		bad("backend-maxconn", "must not be negative, got %d", c.BackendMaxConn)
+	}
+	if c.MaxQueue < 0 {
+		bad("max-queue", "must not be negative, got %d", c.MaxQueue)
+	}
+	if c.StatusAddr != "" {
+		if _, _, err := net.SplitHostPort(c.StatusAddr); err != nil {
+			bad("status-addr", "want host:port, got %q", c.StatusAddr)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// BackendSpec is one parsed --backend value.
+type BackendSpec struct {
+	Addr   string // host:port, as given
+	Weight int    // 1-256
+}
+
+// ParseBackend parses "host:port" optionally followed by " weight=N".
+func ParseBackend(s string) (BackendSpec, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return BackendSpec{}, errors.New("empty backend")
+	}
+	b := BackendSpec{Addr: fields[0], Weight: 1}
+	host, port, err := net.SplitHostPort(b.Addr)
+	if err != nil {
+		return b, fmt.Errorf("backend %q: want host:port (IPv6 as [addr]:port)", b.Addr)
+	}
+	if host == "" {
+		return b, fmt.Errorf("backend %q: missing host", b.Addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return b, fmt.Errorf("backend %q: port must be 1-65535", b.Addr)
+	}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k != "weight" {
+			return b, fmt.Errorf("backend %q: unknown option %q (want weight=N)", b.Addr, f)
+		}
+		w, err := strconv.Atoi(v)
+		if err != nil || w < 1 || w > 256 {
+			return b, fmt.Errorf("backend %q: weight must be 1-256, got %q", b.Addr, v)
+		}
+		b.Weight = w
+	}
+	return b, nil
+}
+
+// BackendSpecs parses every backend of c; call it after Validate.
+func (c *Config) BackendSpecs() ([]BackendSpec, error) {
+	out := make([]BackendSpec, 0, len(c.Backends))
+	for _, s := range c.Backends {
+		b, err := ParseBackend(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

@@ -1,0 +1,525 @@
+// Package lb is lbproxy's engine: a TCP proxy that spreads client connections over
+// health-checked backends (round-robin or least-connections, with weights), retries a failed
+// connect on another backend, and closes the sessions of a backend that goes DOWN.
+//
+// The data path is io.Copy between two raw *net.TCPConn, so Linux moves the bytes with
+// splice(2) and they never enter user space.
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hacp/hacp/pkg/health"
+)
+
+// Proxy accepts client connections and forwards each to one backend.
+type Proxy struct {
+	cfg  *Config
+	log  *slog.Logger
+	pool *pool
+
+	ln       *net.TCPListener
+	statusLn net.Listener
+
+	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
+	sessions sync.WaitGroup
+	nActive  atomic.Int64
+	accepted atomic.Uint64
+	refused  atomic.Uint64
+	retried  atomic.Uint64
+}
+
+// New builds a proxy from a validated config. It does not open sockets yet.
+func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	specs, err := cfg.BackendSpecs()
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, errors.New("lb: no backends")
+	}
+	p := &Proxy{
+		cfg: cfg,
+		log: log,
+		pool: &pool{
+			leastconn: cfg.Balance == "leastconn",
+			maxConn:   cfg.BackendMaxConn,
+			maxQueue:  cfg.MaxQueue,
+			slowStart: cfg.SlowStart,
+		},
+	}
+	for _, s := range specs {
+		b, err := p.newBackend(s)
+		if err != nil {
+			return nil, err
+		}
+		p.pool.backends = append(p.pool.backends, b)
+	}
+	return p, nil
+}
+
+func (p *Proxy) newBackend(s BackendSpec) (*backend, error) {
+	b := &backend{addr: s.Addr, weight: s.Weight, sessions: map[*session]struct{}{}}
+	hc := health.Config{
+		URL:          checkURL(p.cfg, s.Addr),
+		Interval:     p.cfg.CheckInterval,
+		FastInterval: p.cfg.CheckFastInterval,
+		Timeout:      p.cfg.CheckTimeout,
+		Rise:         p.cfg.Rise,
+		Fall:         p.cfg.Fall,
+		CAFile:       p.cfg.CheckCA,
+		Insecure:     p.cfg.CheckInsecure,
+		ServerName:   p.cfg.CheckServerName,
+	}
+	c, err := health.New(hc, func(up bool, reason error) { p.onHealth(b, up, reason) })
+	if err != nil {
+		return nil, fmt.Errorf("lb: backend %s: %w", s.Addr, err)
+	}
+	b.checker = c
+	return b, nil
+}
+
+func checkURL(cfg *Config, addr string) string {
+	if cfg.CheckMode == "tcp" {
+		return "tcp://" + addr
+	}
+	u := url.URL{Scheme: cfg.CheckMode, Host: addr, Path: cfg.CheckPath}
+	return u.String()
+}
+
+func (p *Proxy) onHealth(b *backend, up bool, reason error) {
+	state := "DOWN"
+	if up {
+		state = "UP"
+	}
+	attrs := []any{"backend", b.addr, "state", state}
+	if reason != nil {
+		attrs = append(attrs, "reason", reason.Error())
+	}
+	sessions := p.pool.setUp(b, up)
+	if !up {
+		attrs = append(attrs, "closed_sessions", len(sessions))
+	}
+	p.log.Warn("backend state changed", attrs...)
+	for _, s := range sessions {
+		s.close(false)
+	}
+}
+
+// Listen opens the client listener; Run calls it when it was not called before. It is
+// separate so that a program can report "address already in use" before anything starts.
+func (p *Proxy) Listen() error {
+	if p.ln != nil {
+		return nil
+	}
+	lc := net.ListenConfig{KeepAliveConfig: keepAlive(p.cfg.TCPKeepAlive)}
+	if !lc.KeepAliveConfig.Enable {
+		lc.KeepAlive = -1
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", p.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("lb: listen on %s: %w", p.cfg.Listen, err)
+	}
+	p.ln = ln.(*net.TCPListener)
+	if p.cfg.StatusAddr != "" {
+		sl, err := net.Listen("tcp", p.cfg.StatusAddr)
+		if err != nil {
+			p.ln.Close()
+			p.ln = nil
+			return fmt.Errorf("lb: status listener on %s: %w", p.cfg.StatusAddr, err)
+		}
+		p.statusLn = sl
+	}
+	return nil
+}
+
+// Addr is the client listener's address, once Listen succeeded.
+func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
+
+// StatusAddr is the status listener's address, or nil.
+func (p *Proxy) StatusAddr() net.Addr {
+	if p.statusLn == nil {
+		return nil
+	}
+	return p.statusLn.Addr()
+}
+
+// Run checks the backends, accepts connections until ctx is done, then drains: it stops
+// accepting, waits up to the drain timeout for open sessions to end, and closes the rest.
+func (p *Proxy) Run(ctx context.Context) error {
+	if err := p.Listen(); err != nil {
+		return err
+	}
+	p.pool.mu.Lock()
+	p.runCtx = ctx
+	backends := append([]*backend(nil), p.pool.backends...)
+	p.pool.mu.Unlock()
+	for _, b := range backends {
+		p.startChecker(ctx, b)
+	}
+	p.waitFirstChecks(backends)
+
+	var statusSrv *http.Server
+	if p.statusLn != nil {
+		statusSrv = &http.Server{Handler: p.StatusHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = statusSrv.Serve(p.statusLn) }()
+	}
+	p.log.Info("lbproxy listening", "addr", p.ln.Addr().String(), "backends", len(backends), "balance", p.cfg.Balance)
+
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		p.acceptLoop(ctx)
+	}()
+	<-ctx.Done()
+	p.ln.Close()
+	<-acceptDone
+	p.drain()
+	p.pool.mu.Lock()
+	for _, b := range p.pool.backends {
+		if b.stop != nil {
+			b.stop()
+		}
+	}
+	p.pool.mu.Unlock()
+	if statusSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = statusSrv.Shutdown(sctx)
+		cancel()
+	}
+	return nil
+}
+
+func (p *Proxy) startChecker(ctx context.Context, b *backend) {
+	cctx, cancel := context.WithCancel(ctx)
+	b.stop = cancel
+	go b.checker.Run(cctx)
+}
+
+// waitFirstChecks lets every backend's first probe finish (bounded by the check timeout)
+// so that the first clients are not refused only because no probe has answered yet.
+func (p *Proxy) waitFirstChecks(backends []*backend) {
+	deadline := time.Now().Add(p.cfg.CheckTimeout + 100*time.Millisecond)
+	for time.Now().Before(deadline) {
+		done := true
+		for _, b := range backends {
+			if !b.checker.Status().Checked {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (p *Proxy) acceptLoop(ctx context.Context) {
+	var slots chan struct{}
+	if p.cfg.MaxConn > 0 {
+		slots = make(chan struct{}, p.cfg.MaxConn)
+	}
+	var delay time.Duration
+	for {
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		c, err := p.ln.AcceptTCP()
+		if err != nil {
+			if slots != nil {
+				<-slots
+			}
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			p.log.Error("accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		p.accepted.Add(1)
+		p.sessions.Add(1)
+		go func() {
+			defer p.sessions.Done()
+			if slots != nil {
+				defer func() { <-slots }()
+			}
+			p.handle(ctx, c)
+		}()
+	}
+}
+
+// drain waits for sessions to end, up to the drain timeout, then closes the rest.
+func (p *Proxy) drain() {
+	done := make(chan struct{})
+	go func() {
+		p.sessions.Wait()
+		close(done)
+	}()
+	n := p.nActive.Load()
+	if n > 0 {
+		p.log.Info("draining", "sessions", n, "timeout", p.cfg.DrainTimeout)
+	}
+	t := time.NewTimer(p.cfg.DrainTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	p.pool.mu.Lock()
+	var rest []*session
+	for _, b := range p.pool.backends {
+		for s := range b.sessions {
+			rest = append(rest, s)
+		}
+	}
+	p.pool.mu.Unlock()
+	p.log.Warn("drain timeout: closing sessions", "sessions", len(rest))
+	for _, s := range rest {
+		s.close(false)
+	}
+	<-done
+}
+
+// refuse closes a client connection with a reset, so the client fails at once.
+func (p *Proxy) refuse(c *net.TCPConn, why error) {
+	p.refused.Add(1)
+	p.log.Debug("refused client", "client", c.RemoteAddr().String(), "err", why)
+	_ = c.SetLinger(0)
+	c.Close()
+}
+
+func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
+	server, b, err := p.connect(ctx)
+	if err != nil {
+		p.refuse(client, err)
+		return
+	}
+	if p.cfg.TCPUserTimeout > 0 {
+		setUserTimeout(client, p.cfg.TCPUserTimeout)
+		setUserTimeout(server, p.cfg.TCPUserTimeout)
+	}
+	b.connTotal.Add(1)
+	s := &session{client: client, server: server}
+	s.lastActive.Store(time.Now().UnixNano())
+	if !p.pool.addSession(b, s) {
+		// DOWN between the connect and now.
+		p.pool.release(b)
+		s.close(false)
+		return
+	}
+	p.nActive.Add(1)
+	s.run(b, p.cfg.ClientIdleTimeout, p.cfg.ServerIdleTimeout)
+	p.nActive.Add(-1)
+	p.pool.removeSession(b, s)
+	p.pool.release(b)
+}
+
+// connect reaches a backend: it picks one, and when the connect fails it marks that backend
+// DOWN and tries another, up to the configured retries.
+func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
+	d := dialer(p.cfg)
+	tried := map[*backend]bool{}
+	var lastErr error
+	for attempt := 0; attempt <= p.cfg.Retries; attempt++ {
+		b, err := p.pool.acquire(ctx, tried, p.cfg.QueueTimeout)
+		if err != nil {
+			if lastErr != nil {
+				return nil, nil, fmt.Errorf("%w (after %v)", err, lastErr)
+			}
+			return nil, nil, err
+		}
+		if attempt > 0 {
+			p.retried.Add(1)
+		}
+		conn, err := d.DialContext(ctx, "tcp", b.addr)
+		if err == nil {
+			return conn.(*net.TCPConn), b, nil
+		}
+		p.pool.release(b)
+		tried[b] = true
+		lastErr = err
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		b.connFailures.Add(1)
+		p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", attempt+1, "err", err)
+		b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
+	}
+	return nil, nil, lastErr
+}
+
+func setUserTimeout(c *net.TCPConn, d time.Duration) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+	})
+}
+
+// session is one proxied client connection.
+type session struct {
+	client, server *net.TCPConn
+	lastActive     atomic.Int64 // unix nanoseconds of the last byte moved either way
+	closeOnce      sync.Once
+}
+
+// close ends both connections; with reset, the client gets an RST, as the backend's
+// reset is passed on.
+func (s *session) close(reset bool) {
+	s.closeOnce.Do(func() {
+		if reset {
+			_ = s.client.SetLinger(0)
+		}
+		s.client.Close()
+		s.server.Close()
+	})
+}
+
+// run copies both ways until both directions ended, one failed, or the session was idle.
+func (s *session) run(b *backend, clientIdle, serverIdle time.Duration) {
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.pipe(s.server, s.client, clientIdle, &b.bytesIn)
+	}()
+	err1 := s.pipe(s.client, s.server, serverIdle, &b.bytesOut)
+	if err1 != nil {
+		s.close(isReset(err1))
+	}
+	err2 := <-errc
+	s.close(err1 == nil && isReset(err2))
+}
+
+// pipe copies src to dst and passes src's end of stream on as a half-close. A read
+// deadline of a fraction of idle bounds the idle time without wrapping the connections, so
+// io.Copy keeps using splice(2).
+func (s *session) pipe(dst, src *net.TCPConn, idle time.Duration, counter *atomic.Uint64) error {
+	window := idle / 8
+	window = min(max(window, 50*time.Millisecond), 30*time.Second)
+	for {
+		if idle > 0 {
+			_ = src.SetReadDeadline(time.Now().Add(window))
+		}
+		n, err := io.Copy(dst, src)
+		if n > 0 {
+			counter.Add(uint64(n))
+			s.lastActive.Store(time.Now().UnixNano())
+		}
+		switch {
+		case err == nil:
+			_ = dst.CloseWrite()
+			return nil
+		case idle > 0 && errors.Is(err, os.ErrDeadlineExceeded):
+			if time.Since(time.Unix(0, s.lastActive.Load())) < idle {
+				continue
+			}
+			s.close(false)
+			return errIdle
+		default:
+			s.close(isReset(err))
+			return err
+		}
+	}
+}
+
+var errIdle = errors.New("lb: idle timeout")
+
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// Reload replaces the backend list: backends that stay keep their health state and
+// sessions (their weight may change), new ones start DOWN until their first check, and
+// removed ones take no new connections while their established sessions run to their end.
+// It is what SIGHUP does. Other settings are not reloaded.
+func (p *Proxy) Reload(specs []BackendSpec) error {
+	if len(specs) == 0 {
+		return errors.New("lb: reload: no backends")
+	}
+	p.pool.mu.Lock()
+	byAddr := map[string]*backend{}
+	for _, b := range p.pool.backends {
+		byAddr[b.addr] = b
+	}
+	p.pool.mu.Unlock()
+
+	// Build new backends outside the lock: health.New reads the CA file.
+	want := map[string]bool{}
+	var added []*backend
+	for _, s := range specs {
+		want[s.Addr] = true
+		if b, ok := byAddr[s.Addr]; ok && !b.removed {
+			continue
+		}
+		b, err := p.newBackend(s)
+		if err != nil {
+			return err
+		}
+		added = append(added, b)
+	}
+
+	p.pool.mu.Lock()
+	weights := map[string]int{}
+	for _, s := range specs {
+		weights[s.Addr] = s.Weight
+	}
+	var stopped []*backend
+	for _, b := range p.pool.backends {
+		if b.removed {
+			continue
+		}
+		if want[b.addr] {
+			b.weight = weights[b.addr]
+			continue
+		}
+		b.removed = true
+		stopped = append(stopped, b)
+	}
+	for _, b := range added {
+		b.weight = weights[b.addr]
+		p.pool.backends = append(p.pool.backends, b)
+	}
+	p.pool.pruneLocked()
+	ctx := p.runCtx
+	p.pool.mu.Unlock()
+
+	for _, b := range stopped {
+		if b.stop != nil {
+			b.stop()
+		}
+		p.log.Info("backend removed", "backend", b.addr)
+	}
+	for _, b := range added {
+		if ctx != nil {
+			p.startChecker(ctx, b)
+		}
+		p.log.Info("backend added", "backend", b.addr, "weight", b.weight)
+	}
+	return nil
+}

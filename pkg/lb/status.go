@@ -1,0 +1,147 @@
+package lb
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hacp/hacp/pkg/health"
+)
+
+// BackendStatus is one backend in /status.
+type BackendStatus struct {
+	Addr           string        `json:"addr"`
+	Weight         int           `json:"weight"`
+	State          string        `json:"state"` // UP, DOWN, or REMOVED (dropped by a reload, sessions still open)
+	Check          health.Status `json:"check"`
+	ActiveConns    int           `json:"activeConns"`
+	TotalConns     uint64        `json:"totalConns"`
+	ConnectFailure uint64        `json:"connectFailures"`
+	BytesIn        uint64        `json:"bytesIn"`  // client to backend
+	BytesOut       uint64        `json:"bytesOut"` // backend to client
+}
+
+// Status is the whole of /status.
+type Status struct {
+	Listen      string          `json:"listen"`
+	Balance     string          `json:"balance"`
+	ActiveConns int64           `json:"activeConns"`
+	Accepted    uint64          `json:"accepted"`
+	Refused     uint64          `json:"refused"`
+	Retries     uint64          `json:"retries"`
+	Queued      int             `json:"queued"`
+	Backends    []BackendStatus `json:"backends"`
+}
+
+// Status returns a snapshot of the proxy and its backends. Byte counts of a running
+// session are added each time it pauses, at least every few seconds while it moves data.
+func (p *Proxy) Status() Status {
+	st := Status{
+		Balance:     p.cfg.Balance,
+		ActiveConns: p.nActive.Load(),
+		Accepted:    p.accepted.Load(),
+		Refused:     p.refused.Load(),
+		Retries:     p.retried.Load(),
+	}
+	if p.ln != nil {
+		st.Listen = p.ln.Addr().String()
+	}
+	p.pool.mu.Lock()
+	st.Queued = p.pool.queue.Len()
+	type row struct {
+		b  *backend
+		bs BackendStatus
+	}
+	rows := make([]row, 0, len(p.pool.backends))
+	for _, b := range p.pool.backends {
+		state := "DOWN"
+		switch {
+		case b.removed:
+			state = "REMOVED"
+		case b.up:
+			state = "UP"
+		}
+		rows = append(rows, row{b, BackendStatus{Addr: b.addr, Weight: b.weight, State: state, ActiveConns: b.active}})
+	}
+	p.pool.mu.Unlock()
+	for _, r := range rows {
+		r.bs.Check = r.b.checker.Status()
+		r.bs.TotalConns = r.b.connTotal.Load()
+		r.bs.ConnectFailure = r.b.connFailures.Load()
+		r.bs.BytesIn = r.b.bytesIn.Load()
+		r.bs.BytesOut = r.b.bytesOut.Load()
+		st.Backends = append(st.Backends, r.bs)
+	}
+	return st
+}
+
+// StatusHandler serves /status (JSON) and /metrics (Prometheus).
+func (p *Proxy) StatusHandler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{p: p})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(p.Status())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+var (
+	descUp          = prometheus.NewDesc("lbproxy_backend_up", "1 when the backend is UP.", []string{"backend"}, nil)
+	descActive      = prometheus.NewDesc("lbproxy_backend_active_connections", "Open sessions through the backend.", []string{"backend"}, nil)
+	descConns       = prometheus.NewDesc("lbproxy_backend_connections_total", "Sessions established through the backend.", []string{"backend"}, nil)
+	descConnFail    = prometheus.NewDesc("lbproxy_backend_connect_failures_total", "Connects to the backend that failed or timed out.", []string{"backend"}, nil)
+	descBytes       = prometheus.NewDesc("lbproxy_backend_bytes_total", "Bytes moved; direction in is client to backend.", []string{"backend", "direction"}, nil)
+	descChecks      = prometheus.NewDesc("lbproxy_backend_checks_total", "Active health checks run.", []string{"backend"}, nil)
+	descCheckFail   = prometheus.NewDesc("lbproxy_backend_check_failures_total", "Failed health checks and passive failures.", []string{"backend"}, nil)
+	descStateChange = prometheus.NewDesc("lbproxy_backend_state_since_seconds", "Unix time of the backend's last state change.", []string{"backend"}, nil)
+	descActiveAll   = prometheus.NewDesc("lbproxy_active_connections", "Open client sessions.", nil, nil)
+	descAccepted    = prometheus.NewDesc("lbproxy_accepted_connections_total", "Client connections accepted.", nil, nil)
+	descRefused     = prometheus.NewDesc("lbproxy_refused_connections_total", "Client connections closed because no backend could take them.", nil, nil)
+	descRetries     = prometheus.NewDesc("lbproxy_retries_total", "Connects retried on another backend.", nil, nil)
+	descQueued      = prometheus.NewDesc("lbproxy_queued_connections", "Client connections waiting for a backend slot.", nil, nil)
+)
+
+// collector reads the proxy's counters at scrape time.
+type collector struct{ p *Proxy }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.p.Status()
+	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
+	for _, b := range st.Backends {
+		if b.State == "REMOVED" {
+			continue // may share its address with a re-added backend
+		}
+		up := 0.0
+		if b.State == "UP" {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descUp, gauge, up, b.Addr)
+		ch <- prometheus.MustNewConstMetric(descActive, gauge, float64(b.ActiveConns), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descConns, counter, float64(b.TotalConns), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descConnFail, counter, float64(b.ConnectFailure), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descBytes, counter, float64(b.BytesIn), b.Addr, "in")
+		ch <- prometheus.MustNewConstMetric(descBytes, counter, float64(b.BytesOut), b.Addr, "out")
+		ch <- prometheus.MustNewConstMetric(descChecks, counter, float64(b.Check.Checks), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descCheckFail, counter, float64(b.Check.Failures), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descStateChange, gauge, float64(b.Check.Since.UnixNano())/float64(time.Second), b.Addr)
+	}
+	ch <- prometheus.MustNewConstMetric(descActiveAll, gauge, float64(st.ActiveConns))
+	ch <- prometheus.MustNewConstMetric(descAccepted, counter, float64(st.Accepted))
+	ch <- prometheus.MustNewConstMetric(descRefused, counter, float64(st.Refused))
+	ch <- prometheus.MustNewConstMetric(descRetries, counter, float64(st.Retries))
+	ch <- prometheus.MustNewConstMetric(descQueued, gauge, float64(st.Queued))
+}
