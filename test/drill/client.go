@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+)
+
+// The client side of the drill: it lives in the drill process, but every socket it opens is
+// created inside a namespace (the client host, or a master for the isolated-write check), so
+// its traffic takes the same path kubectl's would.
+
+const (
+	drillNamespace = "default"
+	runLabel       = "hacp-drill/run"
+	requestTimeout = time.Second // the client's patience, as in the issue-7 measurement
+)
+
+// clock gives times relative to the drill's start (monotonic).
+type clock struct{ epoch time.Time }
+
+func (c clock) now() time.Duration { return time.Since(c.epoch) }
+
+// restConfig returns a client-go config for server, dialing from inside h, as admin. The
+// rate limiter is off: the writer decides its own pace.
+func restConfig(b *certs.Bundle, h *host, server string, timeout time.Duration) *rest.Config {
+	return &rest.Config{
+		Host: server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   b.CAPEM,
+			CertData: b.AdminCertPEM,
+			KeyData:  b.AdminKeyPEM,
+		},
+		Dial:    h.dialContext,
+		Timeout: timeout,
+		QPS:     1e6,
+		Burst:   1e6,
+	}
+}
+
+// newConnPerRequest returns a clientset whose every request uses a new TCP and TLS
+// connection over HTTP/1.1, as separate kubectl invocations or restarted controllers do:
+// each write asks the VIP holder's balancer for a backend again, which is where a balancer
+// that still sends connections to a dead backend shows.
+func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Clientset, error) {
+	cfg := restConfig(b, h, server, requestTimeout)
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg.NextProtos = []string{"http/1.1"}
+	tr := &http.Transport{
+		DialContext:         h.dialContext,
+		TLSClientConfig:     tlsCfg,
+		DisableKeepAlives:   true,
+		TLSHandshakeTimeout: requestTimeout,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Dial = nil
+	cfg.Transport = tr
+	return kubernetes.NewForConfig(cfg)
+}
+
+// recorder collects a scenario's events; safe for concurrent use.
+type recorder struct {
+	mu       sync.Mutex
+	requests []request
+	watch    []watchEvent
+	vip      []vipSample
+	probes   []probe
+	isolated []request
+}
+
+func (r *recorder) addRequest(q request) {
+	r.mu.Lock()
+	r.requests = append(r.requests, q)
+	r.mu.Unlock()
+}
+
+func (r *recorder) addWatch(e watchEvent) {
+	r.mu.Lock()
+	r.watch = append(r.watch, e)
+	r.mu.Unlock()
+}
+
+// writer creates numbered ConfigMaps one at a time through cs until ctx ends, recording
+// each attempt. interval is the least time between the starts of two writes.
+func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string, interval time.Duration, rec func(request)) {
+	for i := 1; ctx.Err() == nil; i++ {
+		name := fmt.Sprintf("%s-%06d", run, i)
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{runLabel: run}},
+			Data:       map[string]string{"n": fmt.Sprint(i)},
+		}
+		start := clk.now()
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		_, err := cs.CoreV1().ConfigMaps(drillNamespace).Create(rctx, cm, metav1.CreateOptions{})
+		cancel()
+		end := clk.now()
+		if ctx.Err() != nil && err != nil {
+			return // cut off by the end of recording, not by the fault
+		}
+		q := request{Name: name, Start: start, End: end, OK: err == nil}
+		if err != nil {
+			q.Err = err.Error()
+		}
+		rec(q)
+		if wait := interval - (end - start); wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+	}
+}
+
+// startInformer runs a client-go informer on the drill's ConfigMaps through server and
+// reports each added object with its arrival time. It uses client-go's default transport
+// (HTTP/2, one long-lived connection), as a controller does.
+func startInformer(ctx context.Context, clk clock, b *certs.Bundle, h *host, server string, rec func(watchEvent)) (cache.SharedIndexInformer, error) {
+	cs, err := kubernetes.NewForConfig(restConfig(b, h, server, 0))
+	if err != nil {
+		return nil, err
+	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", drillNamespace, fields.Everything())
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				rec(watchEvent{Name: cm.Name, At: clk.now()})
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	go inf.Run(ctx.Done())
+	return inf, nil
+}
+
+// readBack lists the ConfigMaps of run from server (a surviving master's apiserver, read
+// from etcd with quorum) and returns their names.
+func readBack(ctx context.Context, b *certs.Bundle, h *host, server, run string) (map[string]bool, error) {
+	cs, err := kubernetes.NewForConfig(restConfig(b, h, server, 10*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	opts := metav1.ListOptions{LabelSelector: runLabel + "=" + run, Limit: 500}
+	for {
+		list, err := cs.CoreV1().ConfigMaps(drillNamespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("read back %s from %s: %w", run, server, err)
+		}
+		for _, cm := range list.Items {
+			names[cm.Name] = true
+		}
+		if list.Continue == "" {
+			return names, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// ensureNamespace creates the drill's namespace if the server does not have it yet.
+func ensureNamespace(ctx context.Context, cs *kubernetes.Clientset) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: drillNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// healthClient returns an HTTPS client that dials from h, trusts the drill's CA and opens a
+// new connection for every request.
+func healthClient(b *certs.Bundle, h *host, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:       h.dialContext,
+			TLSClientConfig:   b.ClientTLSConfig(),
+			DisableKeepAlives: true,
+		},
+	}
+}
+
+// healthy reports whether GET url answers 200.
+func healthy(ctx context.Context, c *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// cluster is one stack running on the three masters: a fresh 3-member etcd cluster inside
+// the apiservers, and the stack's VIP daemon and balancer on every master.
+type cluster struct {
+	d    *drill
+	spec stackSpec
+	dir  string
+
+	mu    sync.Mutex
+	api   map[string]*proc   // master name -> apiserver
+	plane map[string][]*proc // master name -> VIP daemon and balancer
+	watch []watchEvent       // everything the informer delivered
+	down  map[string]string  // master name -> what is stopped ("host", "apiserver")
+
+	stopInformer context.CancelFunc
+	writes       *kubernetes.Clientset // connection-per-request client through the VIP
+}
+
+func (d *drill) newCluster(spec stackSpec) (*cluster, error) {
+	dir := filepath.Join(d.dir, strings.NewReplacer("+", "-", "(", "-", ")", "").Replace(spec.Name))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return &cluster{d: d, spec: spec, dir: dir, api: map[string]*proc{}, plane: map[string][]*proc{}, down: map[string]string{}}, nil
+}
+
+func (c *cluster) master(name string) *host {
+	for _, m := range c.d.masters {
+		if m.Name == name {
+			return m
+		}
+	}
+	panic("no master " + name)
+}
+
+func (c *cluster) index(m *host) int { return slices.Index(c.d.masters, m) }
+
+func peerURL(m *host) string { return fmt.Sprintf("http://%s:2380", m.Addr) }
+
+// apiserverArgs is the command line of the apiserver on m, with its embedded etcd member
+// in a 3-member cluster over the master addresses.
+func (c *cluster) apiserverArgs(m *host, state string) []string {
+	var initial []string
+	for _, o := range c.d.masters {
+		initial = append(initial, o.Name+"="+peerURL(o))
+	}
+	b := c.d.bundle
+	return []string{
+		"--bind-address", "0.0.0.0",
+		"--secure-port", fmt.Sprint(apiPort),
+		"--data-dir", filepath.Join(c.dir, m.Name, "data"),
+		"--cert-dir", b.Dir,
+		"--etcd-name", m.Name,
+		"--etcd-initial-cluster", strings.Join(initial, ","),
+		"--etcd-initial-cluster-state", state,
+		"--etcd-listen-peer-urls", peerURL(m),
+		"--etcd-advertise-peer-urls", peerURL(m),
+	}
+}
+
+// startAPIServer starts the apiserver on m; state is "new" for the first start of the
+// cluster and "existing" when a member comes back with its data.
+func (c *cluster) startAPIServer(m *host, state string) error {
+	p, err := m.start(c.d.bin["apiserver"], c.apiserverArgs(m, state)...)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.api[m.Name] = p
+	c.mu.Unlock()
+	return nil
+}
+
+// startPlane starts the stack's VIP daemon and balancer on m.
+func (c *cluster) startPlane(m *host) error {
+	i := c.index(m)
+	var procs []*proc
+	if c.spec.HACP {
+		var lbArgs []string
+		lbArgs = append(lbArgs, "--listen", fmt.Sprintf(":%d", lbPort), "--check-ca", c.d.bundle.CACert)
+		for _, o := range c.d.masters {
+			lbArgs = append(lbArgs, "--backend", fmt.Sprintf("%s:%d", o.Addr, apiPort))
+		}
+		lb, err := m.start(c.d.bin["lbproxy"], lbArgs...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, lb)
+		vipArgs := []string{
+			"--iface", m.Iface,
+			"--vip", vipAddr + "/24",
+			"--vrid", fmt.Sprint(vrid),
+			"--priority", fmt.Sprint(priorities[i]),
+			"--advert-interval", c.spec.Advert.String(),
+			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
+			"--check-ca", c.d.bundle.CACert,
+		}
+		vd, err := m.start(c.d.bin["vipd"], vipArgs...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, vd)
+	} else {
+		dir := filepath.Join(c.dir, m.Name, "anchor")
+		kaConf, haConf, err := c.spec.renderAnchor(dir, i, m, c.d.masters)
+		if err != nil {
+			return err
+		}
+		ha, err := m.start("haproxy", "-db", "-f", haConf)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, ha)
+		ka, err := m.start("keepalived", "--dont-fork", "--log-console", "--log-detail", "--vrrp",
+			"--use-file", kaConf,
+			"--pid", filepath.Join(dir, "keepalived.pid"),
+			"--vrrp_pid", filepath.Join(dir, "vrrp.pid"),
+			"--checkers_pid", filepath.Join(dir, "checkers.pid"))
+		if err != nil {
+			return err
+		}
+		procs = append(procs, ka)
+	}
+	c.mu.Lock()
+	c.plane[m.Name] = procs
+	c.mu.Unlock()
+	return nil
+}
+
+// start brings the stack up from nothing and waits until it is settled.
+func (c *cluster) start(ctx context.Context) error {
+	for _, m := range c.d.masters {
+		if err := c.startAPIServer(m, "new"); err != nil {
+			return err
+		}
+	}
+	if err := c.waitAPIServers(ctx, c.d.masters, 90*time.Second); err != nil {
+		return err
+	}
+	c.d.progress("%s: apiservers healthy", c.spec.Name)
+	for _, m := range c.d.masters {
+		if err := c.startPlane(m); err != nil {
+			return err
+		}
+	}
+	var err error
+	c.writes, err = newConnPerRequest(c.d.bundle, c.d.client, vipURL())
+	if err != nil {
+		return err
+	}
+	if err := c.waitSettled(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	c.stopInformer = cancel
+	inf, err := startInformer(ictx, c.d.clk, c.d.bundle, c.d.client, vipURL(), func(e watchEvent) {
+		c.mu.Lock()
+		c.watch = append(c.watch, e)
+		c.mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	if err := poll(ctx, 30*time.Second, inf.HasSynced); err != nil {
+		return fmt.Errorf("%s: informer did not sync through the VIP: %w", c.spec.Name, err)
+	}
+	return nil
+}
+
+// stop kills everything the stack started and removes VIPs left on the masters, so the
+// next stack starts on clean hosts.
+func (c *cluster) stop() {
+	if c.stopInformer != nil {
+		c.stopInformer()
+	}
+	for _, m := range c.d.masters {
+		m.killAll()
+		m.waitProcs(5 * time.Second)
+		_ = m.setLink(true)
+		_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
+	}
+}
+
+func vipURL() string { return fmt.Sprintf("https://%s:%d", vipAddr, lbPort) }
+
+func apiURL(m *host) string { return fmt.Sprintf("https://%s:%d", m.Addr, apiPort) }
+
+// waitAPIServers waits until every listed apiserver answers /healthz 200 from the client.
+func (c *cluster) waitAPIServers(ctx context.Context, ms []*host, timeout time.Duration) error {
+	hc := healthClient(c.d.bundle, c.d.client, time.Second)
+	err := poll(ctx, timeout, func() bool {
+		for _, m := range ms {
+			if !healthy(ctx, hc, apiURL(m)+"/healthz") {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("%s: apiservers not healthy: %w%s", c.spec.Name, err, c.procTails())
+	}
+	return nil
+}
+
+// holders returns the masters that have the VIP configured.
+func (c *cluster) holders() []string {
+	var out []string
+	vip := netip.MustParseAddr(vipAddr)
+	for _, m := range c.d.masters {
+		if m.holdsAddr(vip) {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// waitSettled waits until every apiserver is healthy, the VIP sits on m1 alone, and ten
+// writes in a row through the VIP succeed, each on a new connection (so every balancer
+// backend has been used).
+func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error {
+	if err := c.waitAPIServers(ctx, c.d.masters, timeout); err != nil {
+		return err
+	}
+	if err := poll(ctx, timeout, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" }); err != nil {
+		return fmt.Errorf("%s: VIP not settled on m1 (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
+	}
+	if err := poll(ctx, timeout, func() bool { return ensureNamespace(ctx, c.writes) == nil }); err != nil {
+		return fmt.Errorf("%s: create namespace %s: %w", c.spec.Name, drillNamespace, err)
+	}
+	n := 0
+	var last request
+	err := poll(ctx, timeout, func() bool {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ok := true
+		writer(sctx, c.d.clk, c.writes, "settle-"+shortName(c.spec.Name), 0, func(q request) {
+			last = q
+			if q.OK {
+				n++
+			} else {
+				n, ok = 0, false
+			}
+			if n >= 10 || !ok {
+				cancel()
+			}
+		})
+		return ok && n >= 10
+	})
+	if err != nil {
+		return fmt.Errorf("%s: writes through the VIP do not succeed (last: %s): %w%s", c.spec.Name, last.Err, err, c.procTails())
+	}
+	return nil
+}
+
+// procTails returns the end of every master process's log, for error messages.
+func (c *cluster) procTails() string {
+	var b strings.Builder
+	for _, m := range c.d.masters {
+		m.mu.Lock()
+		procs := slices.Clone(m.procs)
+		m.mu.Unlock()
+		for _, p := range procs {
+			fmt.Fprintf(&b, "\n--- %s %s (%s):\n%s", m.Name, p.Name, p.Log, p.tail(1500))
+		}
+	}
+	return b.String()
+}
+
+// poll calls cond every 50 ms until it is true, ctx ends or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not reached within %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// shortName gives a DNS-label-safe short name for a stack, used in object names.
+func shortName(stack string) string {
+	switch stack {
+	case stackHACP:
+		return "hacp"
+	case stackAnchor:
+		return "kh"
+	case stackAnchorTuned:
+		return "kht"
+	}
+	return "x"
+}

@@ -1,0 +1,355 @@
+// Command drill is hacp's failover drill: it builds three masters and a client host from
+// network namespaces on one machine, runs the hacp stack (apiserver + lbproxy + vipd) and
+// the kubeadm-guide anchor (the same apiservers behind keepalived + haproxy, as the guide
+// configures them and again tuned to hacp's timers), injects faults into the master that
+// holds the VIP, and measures what a client writing through the VIP feels.
+//
+// It writes _output/drill/report.json, report.md, timeline.png and the raw event log of
+// every scenario, and exits non-zero when hacp loses an acknowledged write, an isolated
+// master acknowledges a write, or a split brain outlives one advert interval after a
+// partition heals. Run it as root: make drill, or go run ./test/drill --quick.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+)
+
+type options struct {
+	scenarios     []string
+	stacks        []string
+	out           string
+	advert        time.Duration
+	quick         bool
+	binDir        string
+	writeInterval time.Duration
+	keep          bool
+}
+
+// drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
+type drill struct {
+	opts    options
+	win     windows
+	dir     string
+	topo    *topology
+	masters []*host
+	client  *host
+	bundle  *certs.Bundle
+	bin     map[string]string
+	clk     clock
+}
+
+func (d *drill) progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%7.1fs] %s\n", d.clk.now().Seconds(), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var o options
+	var scenarios, stacks string
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of scenarios to run: "+strings.Join(allScenarios, ", "))
+	flag.StringVar(&stacks, "stacks", strings.Join(allStacks, ","), "comma-separated `list` of stacks: "+strings.Join(allStacks, ", ")+" (or hacp, guide, tuned)")
+	flag.StringVar(&o.out, "out", "_output/drill", "`directory` for report.json, report.md, timeline.png and events/")
+	flag.DurationVar(&o.advert, "advert-interval", 100*time.Millisecond, "VRRP advert interval of hacp's vipd and of the tuned anchor")
+	flag.BoolVar(&o.quick, "quick", false, "shorter recording windows (about half the run time)")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "`directory` holding apiserver, vipd and lbproxy (make build); built into a temp dir when missing")
+	flag.DurationVar(&o.writeInterval, "write-interval", 10*time.Millisecond, "least time between the starts of two writes of the client")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
+	flag.Parse()
+	var err error
+	if o.scenarios, err = parseList(scenarios, allScenarios, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "drill: --scenarios: %v\n", err)
+		return 2
+	}
+	aliases := map[string]string{"guide": stackAnchor, "anchor": stackAnchor, "tuned": stackAnchorTuned}
+	if o.stacks, err = parseList(stacks, allStacks, aliases); err != nil {
+		fmt.Fprintf(os.Stderr, "drill: --stacks: %v\n", err)
+		return 2
+	}
+	if o.advert <= 0 {
+		fmt.Fprintln(os.Stderr, "drill: --advert-interval must be positive")
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d := &drill{opts: o, win: defaultWindows(o.quick), clk: clock{epoch: time.Now()}}
+	code, err := d.run(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drill: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// parseList splits a comma-separated list and checks every entry against known, in the
+// order of known.
+func parseList(s string, known []string, aliases map[string]string) ([]string, error) {
+	want := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, ok := aliases[f]; ok {
+			f = a
+		}
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("unknown %q (want one of %s)", f, strings.Join(known, ", "))
+		}
+		want[f] = true
+	}
+	var out []string
+	for _, k := range known {
+		if want[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+func (d *drill) run(ctx context.Context) (code int, err error) {
+	if os.Geteuid() != 0 {
+		return 2, errors.New("must run as root (network namespaces, VRRP raw sockets)")
+	}
+	need := []string{"ip", "nsenter"}
+	for _, s := range d.opts.stacks {
+		if s != stackHACP {
+			need = append(need, "keepalived", "haproxy", "curl")
+		}
+	}
+	for _, c := range need {
+		if _, err := exec.LookPath(c); err != nil {
+			return 2, fmt.Errorf("%s not found on PATH", c)
+		}
+	}
+	if d.dir, err = os.MkdirTemp("", "hacp-drill-"); err != nil {
+		return 1, err
+	}
+	defer func() {
+		if d.opts.keep {
+			d.progress("kept %s", d.dir)
+			return
+		}
+		os.RemoveAll(d.dir)
+	}()
+	if err := d.findBinaries(ctx); err != nil {
+		return 1, err
+	}
+
+	d.progress("building hosts %s{br,m1,m2,m3,client} on %s.0/24, VIP %s", nsPrefix, subnet, vipAddr)
+	if d.topo, err = newTopology(d.dir); err != nil {
+		return 1, err
+	}
+	// Everything the drill started dies with it: on return, on a panic, on Ctrl-C.
+	defer func() {
+		if r := recover(); r != nil {
+			d.topo.destroy()
+			panic(r)
+		}
+		d.progress("tearing down hosts")
+		d.topo.destroy()
+	}()
+	for i, name := range []string{"m1", "m2", "m3"} {
+		m, err := d.topo.addHost(name, 11+i)
+		if err != nil {
+			return 1, err
+		}
+		d.masters = append(d.masters, m)
+	}
+	if d.client, err = d.topo.addHost("client", 10); err != nil {
+		return 1, err
+	}
+	hosts := []string{vipAddr}
+	for _, m := range d.masters {
+		hosts = append(hosts, m.Addr.String())
+	}
+	if d.bundle, err = certs.Ensure(filepath.Join(d.dir, "pki"), certs.Options{Hosts: hosts}); err != nil {
+		return 1, err
+	}
+
+	rep := newReport()
+	tl := timeline{}
+	var failures []string
+	var stackErrs []error
+	for _, name := range d.opts.stacks {
+		if ctx.Err() != nil {
+			break
+		}
+		spec := map[string]stackSpec{
+			stackHACP:        hacpStack(d.opts.advert),
+			stackAnchor:      guideStack(),
+			stackAnchorTuned: tunedStack(d.opts.advert),
+		}[name]
+		results, err := d.runStack(ctx, spec)
+		for sc, r := range results {
+			rep.set(name, sc, r.Metrics)
+			var acks []float64
+			for _, q := range r.Log.Requests {
+				if q.OK {
+					acks = append(acks, (q.End - r.Log.Fault).Seconds())
+				}
+			}
+			tl.add(sc, name, acks)
+			failures = append(failures, judge(spec, sc, r.Metrics)...)
+		}
+		if err != nil {
+			d.progress("%s: %v", name, err)
+			stackErrs = append(stackErrs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if err := d.writeOutputs(rep, tl, failures, stackErrs); err != nil {
+		return 1, err
+	}
+	for _, f := range failures {
+		fmt.Fprintf(os.Stderr, "drill: FAIL: %s\n", f)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 130, errors.New("interrupted")
+	case len(stackErrs) > 0:
+		return 1, errors.Join(stackErrs...)
+	case len(failures) > 0:
+		return 1, nil
+	}
+	d.progress("done: %s", filepath.Join(d.opts.out, "report.md"))
+	return 0, nil
+}
+
+// judge returns the drill's hard failures for one scenario's metrics.
+func judge(spec stackSpec, scenario string, m metrics) []string {
+	var out []string
+	if spec.HACP && m.WritesLost > 0 {
+		out = append(out, fmt.Sprintf("%s %s: %d acknowledged writes lost", spec.Name, scenario, m.WritesLost))
+	}
+	if m.IsolatedWrites != nil && *m.IsolatedWrites > 0 {
+		out = append(out, fmt.Sprintf("%s %s: the isolated master acknowledged %d writes", spec.Name, scenario, *m.IsolatedWrites))
+	}
+	if spec.HACP && m.SplitBrainAfterHeal != nil && *m.SplitBrainAfterHeal > spec.Advert.Seconds() {
+		out = append(out, fmt.Sprintf("%s %s: split brain for %.3fs after the heal, more than one advert interval (%v)", spec.Name, scenario, *m.SplitBrainAfterHeal, spec.Advert))
+	}
+	return out
+}
+
+// runStack brings one stack up and runs the selected scenarios on it; results so far are
+// returned even when a later step fails.
+func (d *drill) runStack(ctx context.Context, spec stackSpec) (map[string]*scenarioResult, error) {
+	results := map[string]*scenarioResult{}
+	c, err := d.newCluster(spec)
+	if err != nil {
+		return results, err
+	}
+	defer c.stop()
+	d.progress("%s: starting 3 apiservers (embedded etcd) and %s on m1..m3", spec.Name, c.planeName())
+	if err := c.start(ctx); err != nil {
+		return results, err
+	}
+	d.progress("%s: settled, VIP on m1", spec.Name)
+	for _, sc := range d.opts.scenarios {
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+		start := time.Now()
+		r, err := c.runScenario(ctx, sc)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", sc, err)
+		}
+		results[sc] = r
+		d.progress("%s %s: done in %.1fs", spec.Name, sc, time.Since(start).Seconds())
+	}
+	return results, nil
+}
+
+// findBinaries uses --bin-dir when it holds all three programs, and otherwise builds them.
+func (d *drill) findBinaries(ctx context.Context) error {
+	d.bin = map[string]string{}
+	progs := []string{"apiserver", "vipd", "lbproxy"}
+	all := true
+	for _, p := range progs {
+		path, err := filepath.Abs(filepath.Join(d.opts.binDir, p))
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); err != nil {
+			all = false
+		}
+		d.bin[p] = path
+	}
+	if all {
+		return nil
+	}
+	out := filepath.Join(d.dir, "bin")
+	d.progress("building %s into %s", strings.Join(progs, ", "), out)
+	args := []string{"build", "-o", out + "/"}
+	for _, p := range progs {
+		args = append(args, "./cmd/"+p)
+		d.bin[p] = filepath.Join(out, p)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build: %w (run make build, or pass --bin-dir)", err)
+	}
+	return nil
+}
+
+func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackErrs []error) error {
+	var h strings.Builder
+	fmt.Fprintf(&h, "Run %s on %d CPUs (%s/%s), %s mode. Masters m1..m3 = %s.11-13, client %s.10, VIP %s:%d.\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, map[bool]string{true: "quick", false: "full"}[d.opts.quick],
+		subnet, subnet, vipAddr, lbPort)
+	h.WriteString("Stacks (the same apiserver binary with its embedded 3-member etcd in every stack):\n\n")
+	for _, s := range d.opts.stacks {
+		spec := map[string]stackSpec{stackHACP: hacpStack(d.opts.advert), stackAnchor: guideStack(), stackAnchorTuned: tunedStack(d.opts.advert)}[s]
+		fmt.Fprintf(&h, "- **%s**: %s\n", s, spec.describe())
+	}
+	fmt.Fprintf(&h, "\nClient: one writer creating ConfigMaps through the VIP with client-go, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
+	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a probe through it answered (`never`: the VIP did not move); " +
+		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +
+		"`watch_gap_s` fault -> first informer event for an object written after the fault; `split_brain_s` time two reachable hosts held the VIP; " +
+		"`writes_lost` acknowledged writes missing when read back from m2; `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off.\n\n")
+	if len(failures) > 0 {
+		h.WriteString("**FAILED:**\n\n")
+		for _, f := range failures {
+			fmt.Fprintf(&h, "- %s\n", f)
+		}
+		h.WriteString("\n")
+	}
+	if len(stackErrs) > 0 {
+		h.WriteString("**Not completed:**\n\n")
+		for _, e := range stackErrs {
+			fmt.Fprintf(&h, "- %s\n", strings.SplitN(e.Error(), "\n", 2)[0])
+		}
+		h.WriteString("\n")
+	}
+	if err := rep.write(d.opts.out, h.String()); err != nil {
+		return err
+	}
+	png, err := tl.plotPNG()
+	if err != nil {
+		d.progress("timeline: %v", err)
+		return nil
+	}
+	return os.WriteFile(filepath.Join(d.opts.out, "timeline.png"), png, 0o644)
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// The event logs a scenario records, all times relative to the drill's start, and the pure
+// functions that turn them into the reported metrics.
+
+// request is one write by the client: a create through the VIP with a 1 s timeout.
+type request struct {
+	Name  string        `json:"name"`
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	OK    bool          `json:"ok"`
+	Err   string        `json:"err,omitempty"`
+}
+
+// watchEvent is an object delivered by the client's informer.
+type watchEvent struct {
+	Name string        `json:"name"`
+	At   time.Duration `json:"at"`
+}
+
+// vipSample is who held the VIP at one instant, and which of those holders the rest of the
+// network could reach (link up).
+type vipSample struct {
+	At        time.Duration `json:"at"`
+	Holders   []string      `json:"holders"`
+	Reachable []string      `json:"reachable"`
+}
+
+// probe is one HTTPS GET /healthz through the VIP from the client host.
+type probe struct {
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	OK    bool          `json:"ok"`
+}
+
+// eventLog is everything recorded during one scenario.
+type eventLog struct {
+	Fault    time.Duration // when the fault (or the rejoin) was injected
+	Heal     time.Duration // partition-master: when the partition healed; 0 otherwise
+	End      time.Duration // when recording stopped
+	Faulted  string        // the host the fault hit ("m1")
+	WantBack bool          // rejoin: the VIP is expected to move back to Faulted
+	Requests []request
+	Watch    []watchEvent
+	VIP      []vipSample
+	Probes   []probe
+}
+
+// metrics is one scenario's row in report.json. Times are in seconds; -1 means the event
+// did not happen before recording stopped (the VIP never moved, no event arrived).
+type metrics struct {
+	VIPFailoverS   float64 `json:"vip_failover_s"`
+	APIDowntimeS   float64 `json:"api_downtime_s"`
+	WritesAcked    int     `json:"writes_acked"`
+	WritesLost     int     `json:"writes_lost"`
+	WatchGapS      float64 `json:"watch_gap_s"`
+	SplitBrainS    float64 `json:"split_brain_s"`
+	FailedRequests int     `json:"failed_requests"`
+	LastFailureS   float64 `json:"last_failure_s"`
+	// partition-master only: writes the isolated master acknowledged (must be 0), and how
+	// long two reachable hosts held the VIP after the heal.
+	IsolatedWrites      *int     `json:"isolated_writes_accepted,omitempty"`
+	SplitBrainAfterHeal *float64 `json:"split_brain_after_heal_s,omitempty"`
+}
+
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
+
+// apiDowntime is the longest gap between two consecutive acknowledged writes (by
+// acknowledgement time) in the log, and from the last acknowledgement to the end if no write
+// was acknowledged after the fault.
+func apiDowntime(l *eventLog) time.Duration {
+	var acks []time.Duration
+	for _, r := range l.Requests {
+		if r.OK {
+			acks = append(acks, r.End)
+		}
+	}
+	slices.Sort(acks)
+	var longest time.Duration
+	for i := 1; i < len(acks); i++ {
+		longest = max(longest, acks[i]-acks[i-1])
+	}
+	if len(acks) == 0 || acks[len(acks)-1] < l.Fault {
+		from := time.Duration(0)
+		if len(acks) > 0 {
+			from = acks[len(acks)-1]
+		}
+		longest = max(longest, l.End-from)
+	}
+	return longest
+}
+
+// failures counts the requests that failed or timed out at or after the fault, and returns
+// the time of the last one relative to the fault (0 when none failed).
+func failures(l *eventLog) (n int, last time.Duration) {
+	for _, r := range l.Requests {
+		if r.OK || r.End < l.Fault {
+			continue
+		}
+		n++
+		last = max(last, r.End-l.Fault)
+	}
+	return n, last
+}
+
+// watchGap is the time from the fault to the first informer event for an object whose
+// write started after the fault: the moment the watch delivers new data again. Events for
+// objects written before the fault that happen to arrive late do not count. -1 if none.
+func watchGap(l *eventLog) time.Duration {
+	started := make(map[string]time.Duration, len(l.Requests))
+	for _, r := range l.Requests {
+		started[r.Name] = r.Start
+	}
+	best := time.Duration(-1)
+	for _, e := range l.Watch {
+		s, ok := started[e.Name]
+		if !ok || s < l.Fault || e.At < l.Fault {
+			continue
+		}
+		if best < 0 || e.At-l.Fault < best {
+			best = e.At - l.Fault
+		}
+	}
+	return best
+}
+
+// splitBrain sums the time during which two or more hosts held the VIP while the network
+// could reach at least two of them, counting only samples at or after from. Each sample
+// stands for the time until the next one.
+func splitBrain(samples []vipSample, from time.Duration) time.Duration {
+	var total time.Duration
+	for i := 0; i+1 < len(samples); i++ {
+		s := samples[i]
+		if s.At < from || len(s.Holders) < 2 {
+			continue
+		}
+		reachable := 0
+		for _, h := range s.Holders {
+			if slices.Contains(s.Reachable, h) {
+				reachable++
+			}
+		}
+		if reachable >= 2 {
+			total += samples[i+1].At - s.At
+		}
+	}
+	return total
+}
+
+// vipFailover is the time from the fault until the VIP sits on exactly one reachable host
+// other than the faulted one (rejoin: on the faulted host again) and a probe through the
+// VIP that started after the move has succeeded. -1 if that never happened.
+func vipFailover(l *eventLog) time.Duration {
+	moved := time.Duration(-1)
+	for _, s := range l.VIP {
+		if s.At < l.Fault || len(s.Holders) == 0 {
+			continue
+		}
+		var on []string
+		for _, h := range s.Holders {
+			if slices.Contains(s.Reachable, h) {
+				on = append(on, h)
+			}
+		}
+		if len(on) != 1 || (on[0] == l.Faulted) != l.WantBack {
+			continue
+		}
+		moved = s.At
+		break
+	}
+	if moved < 0 {
+		return -1
+	}
+	for _, p := range l.Probes {
+		if p.OK && p.Start >= moved {
+			return p.End - l.Fault
+		}
+	}
+	return -1
+}
+
+// compute derives a scenario's metrics from its log; lost is the number of acknowledged
+// writes missing when read back.
+func compute(l *eventLog, lost int) metrics {
+	m := metrics{WritesLost: lost}
+	for _, r := range l.Requests {
+		if r.OK {
+			m.WritesAcked++
+		}
+	}
+	m.APIDowntimeS = seconds(apiDowntime(l))
+	n, last := failures(l)
+	m.FailedRequests, m.LastFailureS = n, seconds(last)
+	m.WatchGapS = orMinusOne(watchGap(l))
+	m.VIPFailoverS = orMinusOne(vipFailover(l))
+	m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+	if l.Heal > 0 {
+		v := seconds(splitBrain(l.VIP, l.Heal))
+		m.SplitBrainAfterHeal = &v
+	}
+	return m
+}
+
+func orMinusOne(d time.Duration) float64 {
+	if d < 0 {
+		return -1
+	}
+	return seconds(d)
+}

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Timing of a scenario's recording window.
+type windows struct {
+	Before    time.Duration // writes recorded before the fault
+	MinAfter  time.Duration // least recording after the fault
+	Quiet     time.Duration // recording ends once this long has passed without a failed write
+	MaxAfter  time.Duration // most recording after the fault
+	Partition time.Duration // how long partition-master keeps the master cut off
+}
+
+func defaultWindows(quick bool) windows {
+	if quick {
+		return windows{Before: time.Second, MinAfter: 3 * time.Second, Quiet: 2 * time.Second, MaxAfter: 20 * time.Second, Partition: 4 * time.Second}
+	}
+	return windows{Before: 2 * time.Second, MinAfter: 5 * time.Second, Quiet: 3 * time.Second, MaxAfter: 25 * time.Second, Partition: 6 * time.Second}
+}
+
+// session records one scenario: the writer through the VIP, the VIP sampler and the probes,
+// all running until stop is called.
+type session struct {
+	c      *cluster
+	run    string
+	rec    recorder
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	lastFail time.Duration
+	lastAck  time.Duration
+	mu       sync.Mutex
+}
+
+func (c *cluster) record(ctx context.Context, run string) *session {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &session{c: c, run: run, cancel: cancel}
+	clk := c.d.clk
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		writer(ctx, clk, c.writes, run, c.d.opts.writeInterval, func(q request) {
+			s.rec.addRequest(q)
+			s.mu.Lock()
+			if q.OK {
+				s.lastAck = q.End
+			} else {
+				s.lastFail = q.End
+			}
+			s.mu.Unlock()
+		})
+	}()
+	go func() {
+		defer s.wg.Done()
+		vip := netip.MustParseAddr(vipAddr)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			smp := vipSample{At: clk.now()}
+			for _, m := range c.d.masters {
+				if m.holdsAddr(vip) {
+					smp.Holders = append(smp.Holders, m.Name)
+					if m.linkUp() {
+						smp.Reachable = append(smp.Reachable, m.Name)
+					}
+				}
+			}
+			s.rec.mu.Lock()
+			s.rec.vip = append(s.rec.vip, smp)
+			s.rec.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		hc := healthClient(c.d.bundle, c.d.client, 300*time.Millisecond)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			p := probe{Start: clk.now()}
+			p.OK = healthy(ctx, hc, vipURL()+"/healthz")
+			p.End = clk.now()
+			if ctx.Err() != nil {
+				return
+			}
+			s.rec.mu.Lock()
+			s.rec.probes = append(s.rec.probes, p)
+			s.rec.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// waitRecovered returns once the window after fault is over: at least MinAfter, then until
+// no write has failed for Quiet and one has been acknowledged in that time, or at MaxAfter.
+func (s *session) waitRecovered(ctx context.Context, fault time.Duration, w windows, extra func() bool) {
+	clk := s.c.d.clk
+	for ctx.Err() == nil {
+		now := clk.now()
+		if now-fault >= w.MaxAfter {
+			return
+		}
+		s.mu.Lock()
+		quiet := now-s.lastFail >= w.Quiet && now-s.lastAck < w.Quiet
+		s.mu.Unlock()
+		if now-fault >= w.MinAfter && quiet && (extra == nil || extra()) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *session) stop() *eventLog {
+	s.cancel()
+	s.wg.Wait()
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, VIP: s.rec.vip, Probes: s.rec.probes}
+	prefix := s.run + "-"
+	s.c.mu.Lock()
+	for _, e := range s.c.watch {
+		if strings.HasPrefix(e.Name, prefix) {
+			l.Watch = append(l.Watch, e)
+		}
+	}
+	s.c.mu.Unlock()
+	return l
+}
+
+// scenarioResult is what a scenario hands to the report.
+type scenarioResult struct {
+	Metrics metrics
+	Log     *eventLog
+	Notes   []string
+}
+
+// runScenario runs one scenario from a settled cluster and leaves the cluster as the next
+// scenario needs it.
+func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult, error) {
+	d := c.d
+	w := d.win
+	if name == scRejoin {
+		if c.down["m1"] != "host" {
+			// rejoin needs a killed master: kill it without measuring.
+			d.progress("%s %s: killing m1 first (not measured)", c.spec.Name, name)
+			if err := c.master("m1").crash(); err != nil {
+				return nil, err
+			}
+			c.down["m1"] = "host"
+		}
+		if err := c.waitServing(ctx, 60*time.Second); err != nil {
+			return nil, err
+		}
+	} else if err := c.restore(ctx); err != nil {
+		return nil, err
+	}
+	m1 := c.master("m1")
+	run := shortName(c.spec.Name) + "-" + name
+	d.progress("%s %s: recording", c.spec.Name, name)
+	s := c.record(ctx, run)
+	time.Sleep(w.Before) // recording the steady state before the fault is the point here
+	res := &scenarioResult{}
+	var isolated *isolatedProbe
+	fault := d.clk.now()
+	var extra func() bool
+	switch name {
+	case scKillMaster:
+		d.progress("%s %s: crash m1 (SIGSTOP+SIGKILL of every process, link down)", c.spec.Name, name)
+		if err := m1.crash(); err != nil {
+			return nil, err
+		}
+		c.down["m1"] = "host"
+	case scKillAPIServer:
+		d.progress("%s %s: SIGKILL the apiserver on m1", c.spec.Name, name)
+		c.mu.Lock()
+		p := c.api["m1"]
+		c.mu.Unlock()
+		p.signal(9)
+		c.down["m1"] = "apiserver"
+	case scGracefulMaster:
+		d.progress("%s %s: SIGTERM every process on m1", c.spec.Name, name)
+		go m1.stopGracefully(20 * time.Second)
+		c.down["m1"] = "host-graceful"
+	case scPartitionMaster:
+		d.progress("%s %s: m1's bridge port down", c.spec.Name, name)
+		if err := m1.setLink(false); err != nil {
+			return nil, err
+		}
+		isolated = c.startIsolatedProbe(ctx, m1)
+	case scRejoin:
+		d.progress("%s %s: m1 boots: link up, apiserver and %s start", c.spec.Name, name, c.planeName())
+		if err := c.boot(m1); err != nil {
+			return nil, err
+		}
+		hc := healthClient(d.bundle, d.client, 500*time.Millisecond)
+		extra = func() bool {
+			h := c.holders()
+			return len(h) == 1 && h[0] == "m1" && healthy(ctx, hc, apiURL(m1)+"/healthz")
+		}
+	}
+	if name == scPartitionMaster {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(w.Partition):
+		}
+		n := isolated.stop()
+		res.Metrics.IsolatedWrites = &n
+		d.progress("%s %s: heal after %v (isolated master acknowledged %d writes)", c.spec.Name, name, w.Partition, n)
+		heal := d.clk.now()
+		if err := m1.setLink(true); err != nil {
+			return nil, err
+		}
+		s.waitRecovered(ctx, heal, w, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" })
+		l := s.stop()
+		l.Heal = heal
+		return c.finish(ctx, name, run, fault, l, res)
+	}
+	s.waitRecovered(ctx, fault, w, extra)
+	l := s.stop()
+	return c.finish(ctx, name, run, fault, l, res)
+}
+
+// finish reads the run's objects back from a surviving master and computes the metrics.
+func (c *cluster) finish(ctx context.Context, name, run string, fault time.Duration, l *eventLog, res *scenarioResult) (*scenarioResult, error) {
+	d := c.d
+	l.Fault, l.Faulted, l.WantBack = fault, "m1", name == scRejoin
+	var names map[string]bool
+	survivor := c.master("m2")
+	err := poll(ctx, 30*time.Second, func() bool {
+		var err error
+		names, err = readBack(ctx, d.bundle, d.client, apiURL(survivor), run)
+		return err == nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read back from %s: %w", c.spec.Name, name, survivor.Name, err)
+	}
+	lost := 0
+	for _, q := range l.Requests {
+		if q.OK && !names[q.Name] {
+			lost++
+		}
+	}
+	isolated := res.Metrics.IsolatedWrites
+	res.Metrics = compute(l, lost)
+	res.Metrics.IsolatedWrites = isolated
+	res.Log = l
+	if name == scRejoin {
+		// The VIP should return to m1 only once m1's apiserver is healthy.
+		_ = fault
+	}
+	d.progress("%s %s: vip_failover_s=%v api_downtime_s=%v failed_requests=%d last_failure_s=%v writes_acked=%d writes_lost=%d watch_gap_s=%v split_brain_s=%v",
+		c.spec.Name, name, res.Metrics.VIPFailoverS, res.Metrics.APIDowntimeS, res.Metrics.FailedRequests, res.Metrics.LastFailureS,
+		res.Metrics.WritesAcked, res.Metrics.WritesLost, res.Metrics.WatchGapS, res.Metrics.SplitBrainS)
+	if err := d.saveLog(c.spec.Name, name, l); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (c *cluster) planeName() string {
+	if c.spec.HACP {
+		return "vipd+lbproxy"
+	}
+	return "keepalived+haproxy"
+}
+
+// boot brings a stopped master back as a reboot would: no VIP left on it, link up, then
+// the apiserver (with its data) and the VIP daemon and balancer.
+func (c *cluster) boot(m *host) error {
+	m.killAll()
+	m.waitProcs(5 * time.Second)
+	_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
+	if err := m.setLink(true); err != nil {
+		return err
+	}
+	if err := c.startAPIServer(m, "existing"); err != nil {
+		return err
+	}
+	if err := c.startPlane(m); err != nil {
+		return err
+	}
+	delete(c.down, m.Name)
+	return nil
+}
+
+// restore undoes the last scenario's fault and waits until the cluster is settled again.
+func (c *cluster) restore(ctx context.Context) error {
+	for name, what := range c.down {
+		m := c.master(name)
+		c.d.progress("%s: restoring %s (%s)", c.spec.Name, name, what)
+		switch what {
+		case "apiserver":
+			if err := c.startAPIServer(m, "existing"); err != nil {
+				return err
+			}
+			delete(c.down, name)
+		default:
+			if err := c.boot(m); err != nil {
+				return err
+			}
+		}
+	}
+	return c.waitSettled(ctx, 90*time.Second)
+}
+
+// waitServing waits, with m1 down, until the VIP is on another master and writes succeed.
+func (c *cluster) waitServing(ctx context.Context, timeout time.Duration) error {
+	err := poll(ctx, timeout, func() bool {
+		h := c.holders()
+		on := 0
+		for _, n := range h {
+			if n != "m1" {
+				on++
+			}
+		}
+		return on == 1
+	})
+	if err != nil {
+		return fmt.Errorf("%s: VIP did not move off m1: %w", c.spec.Name, err)
+	}
+	ok := 0
+	return poll(ctx, timeout, func() bool {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		writer(wctx, c.d.clk, c.writes, "settle-"+shortName(c.spec.Name), 0, func(q request) {
+			if q.OK {
+				ok++
+			} else {
+				ok = 0
+			}
+			if ok >= 10 || !q.OK {
+				cancel()
+			}
+		})
+		return ok >= 10
+	})
+}
+
+// isolatedProbe writes through the isolated master's own apiserver, from inside that
+// master: any acknowledged write there would be a write a partitioned master served.
+type isolatedProbe struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	acked  int
+}
+
+func (c *cluster) startIsolatedProbe(ctx context.Context, m *host) *isolatedProbe {
+	ctx, cancel := context.WithCancel(ctx)
+	ip := &isolatedProbe{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(ip.done)
+		cs, err := newConnPerRequest(c.d.bundle, m, fmt.Sprintf("https://127.0.0.1:%d", apiPort))
+		if err != nil {
+			return
+		}
+		writer(ctx, c.d.clk, cs, shortName(c.spec.Name)+"-isolated", 50*time.Millisecond, func(q request) {
+			if q.OK {
+				ip.acked++
+			}
+		})
+	}()
+	return ip
+}
+
+// stop ends the probe and waits for its last request (at most one request timeout).
+func (ip *isolatedProbe) stop() int {
+	ip.cancel()
+	<-ip.done
+	return ip.acked
+}
+
+// saveLog writes a scenario's raw event log next to the report, for anyone who wants to
+// check a number.
+func (d *drill) saveLog(stack, scenario string, l *eventLog) error {
+	dir := filepath.Join(d.opts.out, "events")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, shortName(stack)+"-"+scenario+".json"), data, 0o644)
+}

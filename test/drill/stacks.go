@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
+
+// Ports and VRRP settings shared by every stack.
+const (
+	apiPort = 6443
+	lbPort  = 8443
+	vrid    = 51
+)
+
+// priorities of m1, m2, m3: m1 holds the VIP when everything is healthy.
+var priorities = []int{101, 100, 99}
+
+// stackSpec is one way of putting the VIP and the balancer in front of the same three
+// apiservers.
+type stackSpec struct {
+	Name   string
+	HACP   bool
+	Advert time.Duration // VRRP advert interval
+
+	// anchor only
+	VRRPVersion   int
+	AuthPass      string
+	CheckInterval int // keepalived vrrp_script interval, seconds (keepalived's minimum is 1)
+	CheckFall     int
+	CheckRise     int
+	HAInter       string // haproxy check interval
+	HAFastInter   string
+	HAFall        int
+	HARise        int
+	HACheckTO     string
+	HAConnectTO   string
+	HARetries     int
+}
+
+// guideStack is keepalived + haproxy exactly as the kubeadm HA guide configures them.
+func guideStack() stackSpec {
+	return stackSpec{
+		Name: stackAnchor, Advert: time.Second,
+		VRRPVersion: 2, AuthPass: "hacpdril", // PASS auth: at most 8 characters
+		CheckInterval: 3, CheckFall: 10, CheckRise: 2,
+		HAInter: "2s", HAFall: 3, HARise: 2, HACheckTO: "10s", HAConnectTO: "5s", HARetries: 1,
+	}
+}
+
+// tunedStack is the guide's architecture with the timers of hacp's defaults: VRRPv3 at
+// hacp's advert interval, haproxy's checks, connect timeout and retries as lbproxy's
+// defaults. keepalived cannot run a vrrp_script more often than once a second, so its
+// check runs every second and falls after one failure.
+func tunedStack(advert time.Duration) stackSpec {
+	return stackSpec{
+		Name: stackAnchorTuned, Advert: advert,
+		VRRPVersion:   3,
+		CheckInterval: 1, CheckFall: 1, CheckRise: 2,
+		HAInter: "2s", HAFastInter: "500ms", HAFall: 2, HARise: 2, HACheckTO: "1s", HAConnectTO: "300ms", HARetries: 2,
+	}
+}
+
+func hacpStack(advert time.Duration) stackSpec {
+	return stackSpec{Name: stackHACP, HACP: true, Advert: advert}
+}
+
+// describe says in one line how the stack is configured, for report.md.
+func (s stackSpec) describe() string {
+	if s.HACP {
+		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
+	}
+	auth := "no auth"
+	if s.AuthPass != "" {
+		auth = "PASS auth"
+	}
+	fast := ""
+	if s.HAFastInter != "" {
+		fast = " fastinter " + s.HAFastInter
+	}
+	return fmt.Sprintf("keepalived (VRRPv%d, %s, %v adverts, check script curl https://localhost:%d/healthz every %ds fall %d rise %d weight -2) + haproxy (tcp, httpchk GET /healthz over TLS, inter %s%s fall %d rise %d, timeout check %s, timeout connect %s, retries %d, redispatch)",
+		s.VRRPVersion, auth, s.Advert, lbPort, s.CheckInterval, s.CheckFall, s.CheckRise, s.HAInter, fast, s.HAFall, s.HARise, s.HACheckTO, s.HAConnectTO, s.HARetries)
+}
+
+type backendTmpl struct{ Name, Addr string }
+
+// renderAnchor writes keepalived.conf, the check script and haproxy.cfg for master i into
+// dir and returns their paths.
+func (s stackSpec) renderAnchor(dir string, i int, m *host, masters []*host) (kaConf, haConf string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	render := func(name, path string, mode os.FileMode, data any) error {
+		var b bytes.Buffer
+		if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+			return fmt.Errorf("render %s: %w", name, err)
+		}
+		return os.WriteFile(path, b.Bytes(), mode)
+	}
+	script := filepath.Join(dir, "check_apiserver.sh")
+	if err := render("check_apiserver.sh.tmpl", script, 0o700, map[string]any{
+		"Port": lbPort, "MaxTime": max(1, min(2, s.CheckInterval)),
+	}); err != nil {
+		return "", "", err
+	}
+	state := "BACKUP"
+	if i == 0 {
+		state = "MASTER"
+	}
+	kaConf = filepath.Join(dir, "keepalived.conf")
+	if err := render("keepalived.conf.tmpl", kaConf, 0o600, map[string]any{
+		"Comment":       s.Name + " on " + m.Name,
+		"RouterID":      "hd_" + m.Name,
+		"VRRPVersion":   s.VRRPVersion,
+		"CheckScript":   script,
+		"CheckInterval": s.CheckInterval,
+		"Fall":          s.CheckFall,
+		"Rise":          s.CheckRise,
+		"State":         state,
+		"Iface":         m.Iface,
+		"VRID":          vrid,
+		"Priority":      priorities[i],
+		"AdvertInt":     strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", s.Advert.Seconds()), "0"), "."),
+		"AuthPass":      s.AuthPass,
+		"VIP":           vipAddr + "/24",
+	}); err != nil {
+		return "", "", err
+	}
+	var backends []backendTmpl
+	for _, o := range masters {
+		backends = append(backends, backendTmpl{Name: o.Name, Addr: fmt.Sprintf("%s:%d", o.Addr, apiPort)})
+	}
+	haConf = filepath.Join(dir, "haproxy.cfg")
+	if err := render("haproxy.cfg.tmpl", haConf, 0o600, map[string]any{
+		"Comment":        s.Name + " on " + m.Name,
+		"PIDFile":        filepath.Join(dir, "haproxy.pid"),
+		"Retries":        s.HARetries,
+		"ConnectTimeout": s.HAConnectTO,
+		"CheckTimeout":   s.HACheckTO,
+		"Port":           lbPort,
+		"Inter":          s.HAInter,
+		"FastInter":      s.HAFastInter,
+		"Fall":           s.HAFall,
+		"Rise":           s.HARise,
+		"Backends":       backends,
+	}); err != nil {
+		return "", "", err
+	}
+	return kaConf, haConf, nil
+}

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// The drill's network: one bridge namespace and a namespace per host, all named with
+// nsPrefix so that a later run can find and delete what an interrupted run left behind.
+const (
+	nsPrefix = "hd-"
+	subnet   = "10.77.0"
+	bridgeNS = nsPrefix + "br"
+	vipAddr  = subnet + ".100"
+)
+
+// topology is the drill's own small version of internal/netns (which needs a testing.TB):
+// the same rules, for a main package that must clean up on errors and signals itself.
+type topology struct {
+	dir   string // per-run temp dir: logs, configs, data dirs
+	hosts []*host
+
+	mu sync.Mutex
+}
+
+// host is one network namespace on the bridge.
+type host struct {
+	topo       *topology
+	Name       string // "m1"
+	NS         string // "hd-m1"
+	Addr       netip.Addr
+	Iface      string // "eth0" inside the host
+	BridgePort string // "p-m1" in the bridge namespace
+
+	mu    sync.Mutex
+	procs []*proc
+	link  bool // bridge port up
+	nl    *netlink.Handle
+}
+
+// proc is a process started inside a host.
+type proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	Log  string
+	done chan struct{}
+}
+
+func runIP(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// cleanupLeftovers deletes every namespace named with nsPrefix, killing its processes by
+// PID first: what an interrupted earlier run (or this one) left behind.
+func cleanupLeftovers() {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), nsPrefix) {
+			deleteNS(e.Name())
+		}
+	}
+}
+
+func deleteNS(name string) {
+	if _, err := os.Stat("/run/netns/" + name); err != nil {
+		return
+	}
+	killPIDs(pidsIn(name))
+	_ = exec.Command("ip", "netns", "del", name).Run()
+}
+
+// pidsIn lists the processes whose network namespace is ns.
+func pidsIn(ns string) []int {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killPIDs stops, then kills, every listed process, so that none can react in between
+// (keepalived's child sends a priority-0 advert when its parent dies).
+func killPIDs(pids []int) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// newTopology builds the bridge namespace; dir receives logs and configs.
+func newTopology(dir string) (*topology, error) {
+	cleanupLeftovers()
+	t := &topology{dir: dir}
+	for _, args := range [][]string{
+		{"netns", "add", bridgeNS},
+		{"-n", bridgeNS, "link", "set", "lo", "up"},
+		{"-n", bridgeNS, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0"},
+		{"-n", bridgeNS, "link", "set", "br0", "up"},
+	} {
+		if err := runIP(args...); err != nil {
+			t.destroy()
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// addHost creates namespace nsPrefix+name with eth0 at subnet.octet/24 on the bridge.
+func (t *topology) addHost(name string, octet int) (*host, error) {
+	h := &host{
+		topo:       t,
+		Name:       name,
+		NS:         nsPrefix + name,
+		Addr:       netip.MustParseAddr(fmt.Sprintf("%s.%d", subnet, octet)),
+		Iface:      "eth0",
+		BridgePort: "p-" + name,
+		link:       true,
+	}
+	t.mu.Lock()
+	t.hosts = append(t.hosts, h)
+	t.mu.Unlock()
+	for _, args := range [][]string{
+		{"netns", "add", h.NS},
+		{"-n", h.NS, "link", "set", "lo", "up"},
+		{"-n", bridgeNS, "link", "add", h.BridgePort, "type", "veth", "peer", "name", h.Iface, "netns", h.NS},
+		{"-n", bridgeNS, "link", "set", h.BridgePort, "master", "br0", "up"},
+		{"-n", h.NS, "addr", "add", h.Addr.String() + "/24", "dev", h.Iface},
+		{"-n", h.NS, "link", "set", h.Iface, "up"},
+	} {
+		if err := runIP(args...); err != nil {
+			return nil, fmt.Errorf("topology: host %s: %w", name, err)
+		}
+	}
+	nsh, err := netns.GetFromPath("/run/netns/" + h.NS)
+	if err != nil {
+		return nil, fmt.Errorf("topology: open %s: %w", h.NS, err)
+	}
+	defer nsh.Close()
+	if h.nl, err = netlink.NewHandleAt(nsh); err != nil {
+		return nil, fmt.Errorf("topology: netlink in %s: %w", h.NS, err)
+	}
+	return h, nil
+}
+
+// destroy kills every process by PID and deletes every namespace.
+func (t *topology) destroy() {
+	t.mu.Lock()
+	hosts := t.hosts
+	t.mu.Unlock()
+	for _, h := range hosts {
+		h.killAll()
+		if h.nl != nil {
+			h.nl.Close()
+		}
+		deleteNS(h.NS)
+	}
+	deleteNS(bridgeNS)
+	cleanupLeftovers()
+}
+
+// start runs a long-lived program inside the host, with output to a log file in the run's
+// directory. It runs in its own process group so that a Ctrl-C on the terminal reaches the
+// drill only, which then kills everything by PID.
+func (h *host) start(name string, args ...string) (*proc, error) {
+	logPath := filepath.Join(h.topo.dir, "logs", fmt.Sprintf("%s-%s-%d.log", h.Name, filepath.Base(name), time.Now().UnixNano()))
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + h.NS, "--", name}, args...)...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", h.Name, name, err)
+	}
+	p := &proc{Name: filepath.Base(name), Cmd: cmd, Log: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
+	return p, nil
+}
+
+// exec runs a command inside the host to completion.
+func (h *host) exec(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + h.NS, "--", name}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %s %s: %w: %s", h.Name, name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if p.Cmd.Process != nil {
+		_ = p.Cmd.Process.Signal(sig)
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tail returns the last n bytes of the process's log.
+func (p *proc) tail(n int) string {
+	data, _ := os.ReadFile(p.Log)
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}
+
+// running returns the host's processes that have not exited.
+func (h *host) running() []*proc {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*proc
+	for _, p := range h.procs {
+		if !p.exited() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// crash is a power cut: link down first so that nothing leaves the host, then every
+// process in the namespace stopped and killed.
+func (h *host) crash() error {
+	if err := h.setLink(false); err != nil {
+		return err
+	}
+	killPIDs(pidsIn(h.NS))
+	h.waitProcs(5 * time.Second)
+	return nil
+}
+
+// stopGracefully sends SIGTERM to every process of the host, as systemd does at shutdown,
+// and kills what has not exited after grace.
+func (h *host) stopGracefully(grace time.Duration) {
+	procs := h.running()
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-time.After(time.Until(deadline)):
+			p.signal(syscall.SIGKILL)
+			<-p.done
+		}
+	}
+}
+
+// killAll kills the processes the drill started and anything else in the namespace.
+func (h *host) killAll() {
+	for _, p := range h.running() {
+		p.signal(syscall.SIGKILL)
+	}
+	killPIDs(pidsIn(h.NS))
+}
+
+func (h *host) waitProcs(d time.Duration) {
+	deadline := time.After(d)
+	for _, p := range h.running() {
+		select {
+		case <-p.done:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// setLink sets the host's bridge port up or down.
+func (h *host) setLink(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if err := runIP("-n", bridgeNS, "link", "set", h.BridgePort, state); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.link = up
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *host) linkUp() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.link
+}
+
+// holdsAddr reports whether addr is configured on any interface of the host.
+func (h *host) holdsAddr(addr netip.Addr) bool {
+	addrs, err := h.nl.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// dialContext dials from inside the host's network namespace: the socket is created on an
+// OS thread switched into the namespace and stays there once the thread switches back.
+func (h *host) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + h.NS)
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{nil, fmt.Errorf("enter %s: %w", h.NS, err)}
+			return
+		}
+		// The socket is created synchronously by DialContext on this thread; the connect
+		// itself then completes through the poller.
+		var d net.Dialer
+		c, derr := d.DialContext(ctx, network, address)
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			// The thread stays locked and is discarded by the runtime when this goroutine ends.
+			if c != nil {
+				c.Close()
+			}
+			ch <- result{nil, fmt.Errorf("leave %s: %w", h.NS, err)}
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{c, derr}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
