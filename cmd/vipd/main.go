@@ -1,0 +1,84 @@
+// Command vipd keeps a virtual IP address on one of several hosts with VRRP (v3, or v2 for
+// keepalived peers): keepalived's role in the kubeadm HA guide. See pkg/vip and pkg/vrrp.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hacp/hacp/internal/version"
+	"github.com/hacp/hacp/pkg/config"
+	"github.com/hacp/hacp/pkg/vip"
+)
+
+var program = config.Program[vip.Config]{
+	Name: "vipd",
+	Summary: `vipd holds one or more virtual IP addresses (--vip) on exactly one of a group of hosts
+with VRRP: version 3 (RFC 5798) by default, version 2 (RFC 3768, with --auth-pass) for
+keepalived peers that need it; it interoperates with keepalived in the same VRID. Adverts go
+to multicast 224.0.0.18 on --iface, or to --unicast-peer addresses. The live host with the
+highest --priority becomes MASTER: it binds the addresses with netlink (with a valid
+lifetime it keeps refreshing, so a killed vipd cannot leave them behind) and sends
+gratuitous ARPs. A backup takes over 3 advert intervals plus a skew time after the last
+advert, or after the skew time alone when the master stops with SIGTERM (priority 0
+advert). The health check (--check-url, by default the local apiserver's /healthz, not
+through lbproxy) lowers the priority by --check-weight or, with --check-action fault, gives
+up mastership while it fails; a tracked interface going down always does. Several
+instances: list them under "instances:" in --config (top-level keys are their defaults).
+SIGHUP reloads --config; SIGTERM hands over and exits. /status and /metrics on --status-addr.
+
+Example: vipd --iface eth0 --vip 10.0.0.100/24 --vrid 51 --priority 101 --advert-interval 100ms`,
+	Version: version.Version,
+	Default: vip.DefaultConfig,
+	Flags:   func(fs *flag.FlagSet, c *vip.Config) { c.AddFlags(fs) },
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cfg, err := program.Parse(args)
+	if err != nil {
+		return config.Exit(program.Name, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level(cfg.LogLevel)}))
+	d, err := vip.New(cfg, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vipd: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			ncfg, err := program.Parse(args)
+			if err == nil {
+				err = d.Reload(ncfg)
+			}
+			if err != nil {
+				log.Error("reload failed; keeping the running configuration where it could not be applied", "err", err.Error())
+			}
+		}
+	}()
+	log.Info("vipd starting", "version", version.Version, "status", d.StatusAddr())
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "vipd: %v\n", err)
+		return 1
+	}
+	log.Info("vipd stopped")
+	return 0
+}
+
+func level(s string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(s))
+	return l
+}

@@ -1,0 +1,102 @@
+package vip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// addrBinder adds and removes the virtual addresses of one instance with netlink. Addresses
+// carry a valid lifetime that the daemon refreshes while master, so that a killed or hung
+// vipd cannot leave them on the interface for good.
+type addrBinder struct {
+	iface    string
+	label    string
+	lifetime time.Duration
+}
+
+func (b *addrBinder) link() (netlink.Link, error) {
+	l, err := netlink.LinkByName(b.iface)
+	if err != nil {
+		return nil, fmt.Errorf("vip: interface %s: %w", b.iface, err)
+	}
+	return l, nil
+}
+
+func (b *addrBinder) nlAddr(p netip.Prefix) *netlink.Addr {
+	secs := int((b.lifetime + time.Second - 1) / time.Second)
+	a := &netlink.Addr{
+		IPNet:       &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())},
+		ValidLft:    secs,
+		PreferedLft: secs,
+	}
+	if b.label != "" && p.Addr().Is4() {
+		a.Label = b.label
+	}
+	if p.Addr().Is6() {
+		a.Flags = 0x80 // IFA_F_NODAD: the address is ours the moment we are master
+	}
+	return a
+}
+
+// add binds (or re-binds with a fresh lifetime) every prefix.
+func (b *addrBinder) add(ps []netip.Prefix) error {
+	l, err := b.link()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range ps {
+		if err := netlink.AddrReplace(l, b.nlAddr(p)); err != nil {
+			errs = append(errs, fmt.Errorf("vip: add %s to %s: %w", p, b.iface, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove unbinds every prefix; addresses already gone are not an error.
+func (b *addrBinder) remove(ps []netip.Prefix) error {
+	l, err := b.link()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range ps {
+		err := netlink.AddrDel(l, b.nlAddr(p))
+		if err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("vip: remove %s from %s: %w", p, b.iface, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// primaryAddr returns the first IPv4 address of iface that is not one of the VIPs.
+func primaryAddr(iface string, vips []netip.Prefix) (netip.Addr, error) {
+	l, err := netlink.LinkByName(iface)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("vip: interface %s: %w", iface, err)
+	}
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("vip: list addresses of %s: %w", iface, err)
+	}
+next:
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP.To4())
+		if !ok {
+			continue
+		}
+		for _, v := range vips {
+			if v.Addr() == ip {
+				continue next
+			}
+		}
+		return ip, nil
+	}
+	return netip.Addr{}, fmt.Errorf("vip: interface %s has no IPv4 address of its own to send adverts from", iface)
+}

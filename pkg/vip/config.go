@@ -1,0 +1,405 @@
+package vip
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hacp/hacp/pkg/config"
+	"github.com/hacp/hacp/pkg/vrrp"
+)
+
+// Config is vipd's configuration. The top-level instance keys (iface, vip, vrid, ...)
+// describe the single instance run when Instances is empty, and are the defaults of every
+// entry of Instances otherwise.
+type Config struct {
+	Instance `yaml:",inline"`
+
+	// Instances run several virtual routers (VRIDs) in one daemon; see Instance.
+	Instances []Instance `yaml:"instances"`
+
+	GARPCount       int           `yaml:"garp-count"`
+	GARPSpacing     time.Duration `yaml:"garp-spacing"`
+	GARPRepeatDelay time.Duration `yaml:"garp-repeat-delay"`
+	GARPRefresh     time.Duration `yaml:"garp-refresh"`
+	VIPLifetime     time.Duration `yaml:"vip-lifetime"`
+
+	CheckURL      string        `yaml:"check-url"`
+	CheckInterval time.Duration `yaml:"check-interval"`
+	CheckTimeout  time.Duration `yaml:"check-timeout"`
+	CheckRise     int           `yaml:"check-rise"`
+	CheckFall     int           `yaml:"check-fall"`
+	CheckCAFile   string        `yaml:"check-ca-file"`
+	CheckInsecure bool          `yaml:"check-insecure"`
+	CheckExec     string        `yaml:"check-exec"`
+	CheckAction   string        `yaml:"check-action"`
+	CheckWeight   int           `yaml:"check-weight"`
+
+	Notify     string        `yaml:"notify"`
+	FlapMax    int           `yaml:"flap-max"`
+	FlapWindow time.Duration `yaml:"flap-window"`
+	FlapHold   time.Duration `yaml:"flap-hold"`
+
+	StatusAddr string `yaml:"status-addr"`
+	LogLevel   string `yaml:"log-level"`
+}
+
+// Instance is one virtual router. In Config.Instances, zero fields take the top-level value.
+type Instance struct {
+	Name           string        `yaml:"name"`
+	Iface          string        `yaml:"iface"`
+	VIPs           []string      `yaml:"vip"`
+	VRID           int           `yaml:"vrid"`
+	Priority       int           `yaml:"priority"`
+	AdvertInterval time.Duration `yaml:"advert-interval"`
+	VRRPVersion    int           `yaml:"version-vrrp"`
+	AuthPass       string        `yaml:"auth-pass"`
+	Checksum       string        `yaml:"checksum"`
+	NoPreempt      *bool         `yaml:"nopreempt"`
+	PreemptDelay   time.Duration `yaml:"preempt-delay"`
+	UnicastSrc     string        `yaml:"unicast-src"`
+	UnicastPeers   []string      `yaml:"unicast-peer"`
+	Label          string        `yaml:"label"`
+	TrackIfaces    []string      `yaml:"track-iface"`
+}
+
+// DefaultConfig returns vipd's defaults: VRRPv3 at 1 s adverts, preemption on, the local
+// apiserver's /healthz as health check with weight -50.
+func DefaultConfig() *Config {
+	f := false
+	return &Config{
+		Instance: Instance{
+			Iface:          "eth0",
+			VRID:           51,
+			Priority:       100,
+			AdvertInterval: time.Second,
+			VRRPVersion:    3,
+			Checksum:       "pseudo-header",
+			NoPreempt:      &f,
+		},
+		GARPCount:       5,
+		GARPSpacing:     0,
+		GARPRepeatDelay: 5 * time.Second,
+		VIPLifetime:     0,
+		CheckURL:        "https://127.0.0.1:6443/healthz",
+		CheckInterval:   time.Second,
+		CheckTimeout:    time.Second,
+		CheckRise:       2,
+		CheckFall:       2,
+		CheckInsecure:   true,
+		CheckAction:     "weight",
+		CheckWeight:     -50,
+		FlapMax:         0,
+		FlapWindow:      time.Minute,
+		FlapHold:        30 * time.Second,
+		LogLevel:        "info",
+	}
+}
+
+type boolPtr struct{ p **bool }
+
+func (b boolPtr) String() string {
+	if b.p == nil || *b.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(**b.p)
+}
+func (b boolPtr) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = &v
+	return nil
+}
+func (b boolPtr) IsBoolFlag() bool { return true }
+
+// AddFlags binds every setting to a flag of the same name.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	in := &c.Instance
+	fs.StringVar(&in.Name, "name", in.Name, "instance `name` used in logs, notify and status (default \"vrid<N>\")")
+	fs.StringVar(&in.Iface, "iface", in.Iface, "`interface` that carries the VRRP adverts and the virtual addresses")
+	config.StringList(fs, &in.VIPs, "vip", "virtual `address` in CIDR form, e.g. 10.0.0.100/24 (repeatable, or comma-separated); IPv6 addresses are bound and announced with unsolicited neighbour advertisements but not advertised in VRRPv3 over IPv4")
+	fs.IntVar(&in.VRID, "vrid", in.VRID, "virtual router `id`, 1-255; every router of one group uses the same")
+	fs.IntVar(&in.Priority, "priority", in.Priority, "`priority` 1-255; the highest wins, 255 means this host owns the addresses")
+	fs.DurationVar(&in.AdvertInterval, "advert-interval", in.AdvertInterval, "`interval` between adverts of the master: multiples of 10ms for VRRPv3, whole seconds for VRRPv2")
+	fs.IntVar(&in.VRRPVersion, "version-vrrp", in.VRRPVersion, "VRRP `version`: 3 (RFC 5798) or 2 (RFC 3768, for keepalived peers configured with version 2)")
+	fs.StringVar(&in.AuthPass, "auth-pass", in.AuthPass, "VRRPv2 simple `password` (auth_type PASS, at most 8 characters); not allowed with VRRPv3")
+	fs.StringVar(&in.Checksum, "checksum", in.Checksum, "VRRPv3 IPv4 checksum `mode`: pseudo-header (RFC 5798, keepalived) or message-only (some vendors)")
+	fs.Var(boolPtr{&in.NoPreempt}, "nopreempt", "do not take over from a lower-priority master that is alive")
+	fs.DurationVar(&in.PreemptDelay, "preempt-delay", in.PreemptDelay, "tolerate a lower-priority master for this `duration` before preempting it")
+	fs.StringVar(&in.UnicastSrc, "unicast-src", in.UnicastSrc, "source `address` of unicast adverts (default: the first address of --iface); used with --unicast-peer")
+	config.StringList(fs, &in.UnicastPeers, "unicast-peer", "send adverts to this peer `address` instead of multicast 224.0.0.18, and accept adverts only from listed peers (repeatable)")
+	fs.StringVar(&in.Label, "label", in.Label, "interface `label` for the virtual addresses, e.g. eth0:vip")
+	config.StringList(fs, &in.TrackIfaces, "track-iface", "`interface` whose link going down puts the instance in FAULT (repeatable); --iface is always tracked")
+
+	fs.IntVar(&c.GARPCount, "garp-count", c.GARPCount, "gratuitous ARPs (or unsolicited NAs) per `burst` on becoming master")
+	fs.DurationVar(&c.GARPSpacing, "garp-spacing", c.GARPSpacing, "`delay` between the gratuitous ARPs of one burst")
+	fs.DurationVar(&c.GARPRepeatDelay, "garp-repeat-delay", c.GARPRepeatDelay, "send a second burst this long after becoming master (`0` disables, like keepalived's garp_master_delay)")
+	fs.DurationVar(&c.GARPRefresh, "garp-refresh", c.GARPRefresh, "while master, repeat a burst every `interval` (0 disables)")
+	fs.DurationVar(&c.VIPLifetime, "vip-lifetime", c.VIPLifetime, "netlink valid `lifetime` of the virtual addresses, refreshed while master so a killed vipd cannot leave them behind (0: max(2s, 5 x advert interval), rounded up to whole seconds)")
+
+	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes the local apiserver directly, not through lbproxy")
+	fs.DurationVar(&c.CheckInterval, "check-interval", c.CheckInterval, "`interval` between health checks")
+	fs.DurationVar(&c.CheckTimeout, "check-timeout", c.CheckTimeout, "`timeout` of one health check")
+	fs.IntVar(&c.CheckRise, "check-rise", c.CheckRise, "consecutive successful checks that make the target healthy `n`")
+	fs.IntVar(&c.CheckFall, "check-fall", c.CheckFall, "consecutive failed checks that make the target unhealthy `n`")
+	fs.StringVar(&c.CheckCAFile, "check-ca-file", c.CheckCAFile, "CA certificate `file` that verifies the checked server; setting it turns --check-insecure off")
+	fs.BoolVar(&c.CheckInsecure, "check-insecure", c.CheckInsecure, "do not verify the checked server's certificate (only its /healthz answer is used)")
+	fs.StringVar(&c.CheckExec, "check-exec", c.CheckExec, "`command` (split on spaces, no shell) run every --check-interval as an extra check; exit status 0 is healthy")
+	fs.StringVar(&c.CheckAction, "check-action", c.CheckAction, "what a failing check does: `weight` (add --check-weight to the priority) or fault (give up mastership with a priority 0 advert)")
+	fs.IntVar(&c.CheckWeight, "check-weight", c.CheckWeight, "priority `change` while a check fails, -254 to 254 (like keepalived's weight)")
+
+	fs.StringVar(&c.Notify, "notify", c.Notify, "`command` (split on spaces, no shell) run on every transition with arguments INSTANCE <name> <state> <priority>, like keepalived's notify")
+	fs.IntVar(&c.FlapMax, "flap-max", c.FlapMax, "flap damping: at most `n` takeovers per --flap-window, then hold in BACKUP for --flap-hold (0 disables)")
+	fs.DurationVar(&c.FlapWindow, "flap-window", c.FlapWindow, "flap damping `window`")
+	fs.DurationVar(&c.FlapHold, "flap-hold", c.FlapHold, "flap damping hold-down `duration`")
+
+	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
+}
+
+// Resolved is one instance with every default applied and parsed.
+type Resolved struct {
+	Name         string
+	Iface        string
+	VIPs         []netip.Prefix // advertised (same family as the adverts)
+	ExtraVIPs    []netip.Prefix // bound and announced but not advertised (IPv6 next to IPv4 adverts)
+	VRID         uint8
+	Priority     uint8
+	Interval     time.Duration
+	Version      uint8
+	AuthPass     string
+	Checksum     vrrp.ChecksumMode
+	Preempt      bool
+	PreemptDelay time.Duration
+	UnicastSrc   netip.Addr
+	UnicastPeers []netip.Addr
+	Label        string
+	TrackIfaces  []string
+}
+
+// Resolve applies defaults and parses every instance; the errors are config.FieldErrors.
+func (c *Config) Resolve() ([]Resolved, error) {
+	list := c.Instances
+	prefix := func(i int) string { return "instances." + strconv.Itoa(i) + "." }
+	if len(list) == 0 {
+		list = []Instance{c.Instance}
+		prefix = func(int) string { return "" }
+	}
+	var out []Resolved
+	var errs []error
+	names := map[string]bool{}
+	vrids := map[string]bool{}
+	for i, in := range list {
+		r, err := c.resolveOne(in, prefix(i))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if names[r.Name] {
+			errs = append(errs, config.FieldErrorf(prefix(i)+"name", "duplicate instance name %q", r.Name))
+		}
+		key := fmt.Sprintf("%s/%d/v%d", r.Iface, r.VRID, r.Version)
+		if vrids[key] {
+			errs = append(errs, config.FieldErrorf(prefix(i)+"vrid", "VRID %d is used twice on %s", r.VRID, r.Iface))
+		}
+		names[r.Name], vrids[key] = true, true
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
+	d := c.Instance
+	if in.Iface == "" {
+		in.Iface = d.Iface
+	}
+	if len(in.VIPs) == 0 {
+		in.VIPs = d.VIPs
+	}
+	if in.VRID == 0 {
+		in.VRID = d.VRID
+	}
+	if in.Priority == 0 {
+		in.Priority = d.Priority
+	}
+	if in.AdvertInterval == 0 {
+		in.AdvertInterval = d.AdvertInterval
+	}
+	if in.VRRPVersion == 0 {
+		in.VRRPVersion = d.VRRPVersion
+	}
+	if in.AuthPass == "" {
+		in.AuthPass = d.AuthPass
+	}
+	if in.Checksum == "" {
+		in.Checksum = d.Checksum
+	}
+	if in.NoPreempt == nil {
+		in.NoPreempt = d.NoPreempt
+	}
+	if in.PreemptDelay == 0 {
+		in.PreemptDelay = d.PreemptDelay
+	}
+	if in.UnicastSrc == "" {
+		in.UnicastSrc = d.UnicastSrc
+	}
+	if len(in.UnicastPeers) == 0 {
+		in.UnicastPeers = d.UnicastPeers
+	}
+	if in.Label == "" {
+		in.Label = d.Label
+	}
+	if len(in.TrackIfaces) == 0 {
+		in.TrackIfaces = d.TrackIfaces
+	}
+
+	var errs []error
+	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(p+key, format, args...)) }
+	r := Resolved{Name: in.Name, Iface: in.Iface, AuthPass: in.AuthPass, Label: in.Label, PreemptDelay: in.PreemptDelay, TrackIfaces: in.TrackIfaces}
+	r.Preempt = in.NoPreempt == nil || !*in.NoPreempt
+	if in.Iface == "" {
+		bad("iface", "is required (the interface that carries the adverts)")
+	} else if len(in.Iface) > 15 || strings.ContainsAny(in.Iface, "/ ") {
+		bad("iface", "%q is not an interface name", in.Iface)
+	}
+	if in.VRID < 1 || in.VRID > 255 {
+		bad("vrid", "must be 1-255, got %d", in.VRID)
+	}
+	r.VRID = uint8(in.VRID)
+	if r.Name == "" {
+		r.Name = "vrid" + strconv.Itoa(in.VRID)
+	}
+	if in.Priority < 1 || in.Priority > 255 {
+		bad("priority", "must be 1-255, got %d", in.Priority)
+	}
+	r.Priority = uint8(in.Priority)
+	switch in.VRRPVersion {
+	case 2, 3:
+		r.Version = uint8(in.VRRPVersion)
+		if _, err := vrrp.IntervalUnits(r.Version, in.AdvertInterval); err != nil {
+			unit := "multiples of 10ms from 10ms to 40.95s"
+			if r.Version == 2 {
+				unit = "whole seconds from 1s to 255s"
+			}
+			bad("advert-interval", "VRRPv%d needs %s, got %s", r.Version, unit, in.AdvertInterval)
+		}
+	default:
+		bad("version-vrrp", "must be 2 or 3, got %d", in.VRRPVersion)
+	}
+	r.Interval = in.AdvertInterval
+	if in.AuthPass != "" {
+		if in.VRRPVersion == 3 {
+			bad("auth-pass", "VRRPv3 has no authentication (RFC 5798); use --version-vrrp 2 or drop auth-pass")
+		} else if len(in.AuthPass) > 8 {
+			bad("auth-pass", "is %d characters; VRRPv2 passwords have at most 8", len(in.AuthPass))
+		}
+	}
+	mode, err := vrrp.ParseChecksumMode(in.Checksum)
+	if err != nil {
+		bad("checksum", "%v", err)
+	}
+	r.Checksum = mode
+	if in.PreemptDelay < 0 {
+		bad("preempt-delay", "must not be negative")
+	}
+	if len(in.VIPs) == 0 {
+		bad("vip", "at least one virtual address is required, e.g. --vip 10.0.0.100/24")
+	}
+	for i, v := range in.VIPs {
+		pfx, err := netip.ParsePrefix(v)
+		if err != nil {
+			bad("vip."+strconv.Itoa(i), "%q is not an address in CIDR form like 10.0.0.100/24", v)
+			continue
+		}
+		if pfx.Addr().Is4() {
+			r.VIPs = append(r.VIPs, pfx)
+		} else {
+			r.ExtraVIPs = append(r.ExtraVIPs, pfx)
+		}
+	}
+	if len(in.VIPs) > 0 && len(r.VIPs) == 0 && len(errs) == 0 {
+		bad("vip", "needs at least one IPv4 address: VRRP adverts are sent over IPv4")
+	}
+	if len(r.VIPs) > 255 {
+		bad("vip", "at most 255 IPv4 addresses per instance")
+	}
+	if in.UnicastSrc != "" {
+		a, err := netip.ParseAddr(in.UnicastSrc)
+		if err != nil || !a.Is4() {
+			bad("unicast-src", "%q is not an IPv4 address", in.UnicastSrc)
+		}
+		r.UnicastSrc = a
+	}
+	for i, s := range in.UnicastPeers {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() {
+			bad("unicast-peer."+strconv.Itoa(i), "%q is not an IPv4 address", s)
+			continue
+		}
+		r.UnicastPeers = append(r.UnicastPeers, a)
+	}
+	return r, errors.Join(errs...)
+}
+
+// Validate checks every value that can be checked without touching the host; a missing
+// interface is reported when the daemon starts.
+func (c *Config) Validate() error {
+	_, err := c.Resolve()
+	errs := []error{err}
+	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(key, format, args...)) }
+	if c.GARPCount < 0 || c.GARPCount > 100 {
+		bad("garp-count", "must be 0-100, got %d", c.GARPCount)
+	}
+	if c.GARPSpacing < 0 || c.GARPRepeatDelay < 0 || c.GARPRefresh < 0 {
+		bad("garp-spacing", "GARP durations must not be negative")
+	}
+	if c.VIPLifetime != 0 && c.VIPLifetime < time.Second {
+		bad("vip-lifetime", "must be at least 1s (netlink lifetimes are whole seconds), got %s", c.VIPLifetime)
+	}
+	if c.CheckURL != "" || c.CheckExec != "" {
+		if c.CheckInterval <= 0 {
+			bad("check-interval", "must be positive")
+		}
+		if c.CheckTimeout <= 0 {
+			bad("check-timeout", "must be positive")
+		}
+		if c.CheckRise < 1 {
+			bad("check-rise", "must be at least 1")
+		}
+		if c.CheckFall < 1 {
+			bad("check-fall", "must be at least 1")
+		}
+	}
+	if c.CheckURL != "" {
+		if s, _, ok := strings.Cut(c.CheckURL, "://"); !ok || (s != "https" && s != "http" && s != "tcp") {
+			bad("check-url", "%q: want https://host:port/path, http://... or tcp://host:port", c.CheckURL)
+		}
+	}
+	switch c.CheckAction {
+	case "weight":
+		if c.CheckWeight < -254 || c.CheckWeight > 254 {
+			bad("check-weight", "must be -254 to 254, got %d", c.CheckWeight)
+		}
+	case "fault":
+	default:
+		bad("check-action", "must be weight or fault, got %q", c.CheckAction)
+	}
+	if c.FlapMax < 0 {
+		bad("flap-max", "must not be negative")
+	}
+	if c.FlapMax > 0 && (c.FlapWindow <= 0 || c.FlapHold <= 0) {
+		bad("flap-window", "flap-window and flap-hold must be positive when flap-max is set")
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,497 @@
+package vip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hacp/hacp/pkg/vrrp"
+)
+
+// instance runs one virtual router: its socket, its state machine and its addresses. All
+// state-machine events are handled on the goroutine of run, in order.
+type instance struct {
+	d      *Daemon
+	g      *Config // the daemon-wide settings this instance was started with
+	r      Resolved
+	log    *slog.Logger
+	ifi    *net.Interface
+	self   netip.Addr // source of our adverts and the tie-breaking primary address
+	conn   *advertConn
+	ann    *announcer
+	binder addrBinder
+	filter vrrp.Filter
+	m      *vrrp.Machine
+
+	adverts chan vrrp.Event
+	recheck chan struct{} // health or link state changed
+	done    chan struct{}
+
+	mu         sync.Mutex
+	st         InstanceStatus
+	masterGen  uint64 // bumped on every transition; stops stale GARP bursts
+	lastMaster time.Time
+}
+
+// InstanceStatus is the /status view of one instance.
+type InstanceStatus struct {
+	Name              string            `json:"name"`
+	Iface             string            `json:"iface"`
+	VRID              uint8             `json:"vrid"`
+	Version           uint8             `json:"version"`
+	VIPs              []string          `json:"vips"`
+	State             string            `json:"state"`
+	Priority          uint8             `json:"priority"`
+	EffectivePriority uint8             `json:"effectivePriority"`
+	MasterAddr        string            `json:"masterAddr,omitempty"`
+	MasterPriority    uint8             `json:"masterPriority"`
+	LastTransition    time.Time         `json:"lastTransition"`
+	LastReason        string            `json:"lastReason,omitempty"`
+	Transitions       uint64            `json:"transitions"`
+	AdvertsSent       uint64            `json:"advertsSent"`
+	AdvertsReceived   uint64            `json:"advertsReceived"`
+	Dropped           map[string]uint64 `json:"dropped"`
+	IntervalMismatch  uint64            `json:"intervalMismatch"`
+	HoldUntil         time.Time         `json:"holdUntil,omitzero"`
+	Fault             string            `json:"fault,omitempty"`
+	// LastTakeover times the last MASTER transition: when the addresses were bound and
+	// when the first gratuitous ARP left.
+	LastTakeover *Takeover `json:"lastTakeover,omitempty"`
+}
+
+// Takeover records the host-side timing of one transition to MASTER.
+type Takeover struct {
+	At             time.Time `json:"at"`
+	AddrsBound     time.Time `json:"addrsBound"`
+	FirstAnnounce  time.Time `json:"firstAnnounce"`
+	AnnounceDelayS float64   `json:"announceDelaySeconds"` // AddrsBound -> FirstAnnounce
+}
+
+func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
+	ifi, err := net.InterfaceByName(r.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("vip: instance %s: interface %q: %w (check --iface)", r.Name, r.Iface, err)
+	}
+	self := r.UnicastSrc
+	if !self.IsValid() {
+		if self, err = primaryAddr(r.Iface, append(r.VIPs, r.ExtraVIPs...)); err != nil {
+			return nil, fmt.Errorf("instance %s: %w", r.Name, err)
+		}
+	}
+	lifetime := g.VIPLifetime
+	if lifetime == 0 {
+		lifetime = max(2*time.Second, 5*r.Interval)
+	}
+	in := &instance{
+		d:       d,
+		g:       g,
+		r:       r,
+		log:     d.log.With("instance", r.Name),
+		ifi:     ifi,
+		self:    self,
+		binder:  addrBinder{iface: r.Iface, label: r.Label, lifetime: lifetime},
+		filter:  vrrp.Filter{Version: r.Version, VRID: r.VRID, AuthPass: r.AuthPass, Interval: r.Interval},
+		adverts: make(chan vrrp.Event, 64),
+		recheck: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	in.m = vrrp.NewMachine(vrrp.MachineConfig{
+		Version: r.Version, Priority: r.Priority, Interval: r.Interval, Addr: self,
+		Preempt: r.Preempt, PreemptDelay: r.PreemptDelay,
+		FlapMax: g.FlapMax, FlapWindow: g.FlapWindow, FlapHold: g.FlapHold,
+	})
+	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,
+		EffectivePriority: r.Priority, State: vrrp.Initialize.String(), Dropped: map[string]uint64{}}
+	for _, p := range append(r.VIPs, r.ExtraVIPs...) {
+		in.st.VIPs = append(in.st.VIPs, p.String())
+	}
+	if in.conn, err = listenAdverts(ifi, len(r.UnicastPeers) > 0); err != nil {
+		return nil, err
+	}
+	if in.ann, err = newAnnouncer(ifi); err != nil {
+		in.conn.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instance) allVIPs() []netip.Prefix { return append(append([]netip.Prefix{}, in.r.VIPs...), in.r.ExtraVIPs...) }
+
+// run drives the state machine until ctx ends, then shuts the instance down: a master sends
+// a priority 0 advert and removes its addresses.
+func (in *instance) run(ctx context.Context) {
+	defer close(in.done)
+	defer in.ann.Close()
+	defer in.conn.Close()
+	readCtx, stopRead := context.WithCancel(ctx)
+	defer stopRead()
+	go in.readLoop(readCtx)
+
+	// Addresses left by a killed predecessor are not ours until we win an election.
+	if err := in.binder.remove(in.allVIPs()); err != nil {
+		in.log.Warn("cannot remove stale virtual addresses", "err", err.Error())
+	}
+	now := time.Now()
+	in.applyHost(now)
+	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvStartup, Reason: in.faultReason()}, now), now)
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	refresh := time.NewTicker(in.binder.lifetime / 4)
+	defer refresh.Stop()
+	var garpRefresh <-chan time.Time
+	if in.g.GARPRefresh > 0 {
+		t := time.NewTicker(in.g.GARPRefresh)
+		defer t.Stop()
+		garpRefresh = t.C
+	}
+	for {
+		if next := in.m.Next(); !next.IsZero() {
+			timer.Reset(time.Until(next))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			now := time.Now()
+			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvShutdown}, now), now)
+			return
+		case ev := <-in.adverts:
+			now := time.Now()
+			in.noteMaster(now)
+			in.exec(in.m.Handle(ev, now), now)
+		case <-in.recheck:
+			now := time.Now()
+			in.applyHost(now)
+		case <-timer.C:
+			now := time.Now()
+			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvTimer}, now), now)
+		case <-refresh.C:
+			if in.m.State() == vrrp.Master {
+				if err := in.binder.add(in.allVIPs()); err != nil {
+					in.log.Error("cannot refresh virtual addresses", "err", err.Error())
+				}
+			}
+		case <-garpRefresh:
+			if in.m.State() == vrrp.Master {
+				in.burst(in.gen())
+			}
+		}
+	}
+}
+
+// faultReason says why the instance must be in FAULT, or "".
+func (in *instance) faultReason() string {
+	for _, name := range append([]string{in.r.Iface}, in.r.TrackIfaces...) {
+		if !in.d.linkUp(name) {
+			return "link " + name + " down"
+		}
+	}
+	if in.g.CheckAction == "fault" && !in.d.healthy() {
+		return "health check failing"
+	}
+	return ""
+}
+
+// applyHost feeds the current link and health state to the state machine.
+func (in *instance) applyHost(now time.Time) {
+	reason := in.faultReason()
+	in.mu.Lock()
+	in.st.Fault = reason
+	in.mu.Unlock()
+	if reason != "" {
+		in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvFault, Fault: true, Reason: reason}, now), now)
+	} else {
+		in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvFault, Fault: false, Reason: "links up and checks passing"}, now), now)
+	}
+	prio := int(in.r.Priority)
+	if in.g.CheckAction == "weight" && !in.d.healthy() {
+		prio = min(max(prio+in.g.CheckWeight, 1), 254)
+	}
+	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvPriority, Priority: uint8(prio)}, now), now)
+}
+
+func (in *instance) wake() {
+	select {
+	case in.recheck <- struct{}{}:
+	default:
+	}
+}
+
+// noteMaster accounts the time spent without a master (the gap since the last sign of one,
+// beyond one advert interval) and records now as the latest sign.
+func (in *instance) noteMaster(now time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.lastMaster.IsZero() {
+		if gap := now.Sub(in.lastMaster) - in.r.Interval; gap > in.r.Interval {
+			in.d.metrics.masterless.WithLabelValues(in.r.Name).Add(gap.Seconds())
+		}
+	}
+	in.lastMaster = now
+}
+
+func (in *instance) gen() uint64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.masterGen
+}
+
+// exec carries out the state machine's actions in order.
+func (in *instance) exec(acts []vrrp.Action, now time.Time) {
+	for _, a := range acts {
+		switch a.Kind {
+		case vrrp.ActSendAdvert:
+			if err := in.sendAdvert(a.Priority); err != nil {
+				in.log.Error("advert not sent", "err", err.Error())
+			}
+		case vrrp.ActAddAddrs:
+			if err := in.binder.add(in.allVIPs()); err != nil {
+				in.log.Error("cannot bind virtual addresses", "err", err.Error())
+			}
+			in.mu.Lock()
+			in.st.LastTakeover = &Takeover{At: now, AddrsBound: time.Now()}
+			in.mu.Unlock()
+		case vrrp.ActRemoveAddrs:
+			if err := in.binder.remove(in.allVIPs()); err != nil {
+				in.log.Error("cannot remove virtual addresses", "err", err.Error())
+			}
+		case vrrp.ActAnnounce:
+			in.announceNow()
+		case vrrp.ActTransition:
+			in.transition(a, now)
+		case vrrp.ActHoldDown:
+			in.log.Warn("flap damping: holding in BACKUP", "until", a.Until.Format(time.RFC3339), "reason", a.Reason)
+		}
+	}
+	in.mu.Lock()
+	in.st.State = in.m.State().String()
+	in.st.EffectivePriority = in.m.Priority()
+	if ma := in.m.MasterAddr(); ma.IsValid() {
+		in.st.MasterAddr = ma.String()
+	}
+	in.st.MasterPriority = in.m.MasterPriority()
+	if in.m.State() == vrrp.Master {
+		in.st.MasterPriority = in.m.Priority()
+	}
+	in.st.HoldUntil = in.m.HoldUntil()
+	in.mu.Unlock()
+	in.d.metrics.priority.WithLabelValues(in.r.Name).Set(float64(in.m.Priority()))
+}
+
+func (in *instance) sendAdvert(prio uint8) error {
+	p := &vrrp.Packet{Version: in.r.Version, Type: vrrp.TypeAdvertisement, VRID: in.r.VRID, Priority: prio}
+	if err := p.SetInterval(in.r.Interval); err != nil {
+		return err
+	}
+	if in.r.Version == 2 {
+		p.SetPassword(in.r.AuthPass)
+	}
+	for _, v := range in.r.VIPs {
+		p.Addrs = append(p.Addrs, v.Addr())
+	}
+	dsts := in.r.UnicastPeers
+	if len(dsts) == 0 {
+		dsts = []netip.Addr{vrrp.MulticastGroupV4}
+	}
+	var errs []error
+	for _, dst := range dsts {
+		b, err := vrrp.Encode(p, in.self, dst, in.r.Checksum)
+		if err != nil {
+			return err
+		}
+		if err := in.conn.send(in.self, dst, b); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.d.metrics.sent.WithLabelValues(in.r.Name).Inc()
+		in.mu.Lock()
+		in.st.AdvertsSent++
+		in.mu.Unlock()
+	}
+	if prio > 0 {
+		in.noteMaster(time.Now())
+	}
+	return errors.Join(errs...)
+}
+
+// announceNow sends the first gratuitous ARP of every address at once, then the rest of the
+// burst and the repeat burst in the background.
+func (in *instance) announceNow() {
+	err := in.ann.announce(in.allVIPs())
+	sent := time.Now()
+	if err != nil {
+		in.log.Error("gratuitous ARP not sent", "err", err.Error())
+	}
+	in.mu.Lock()
+	if t := in.st.LastTakeover; t != nil && t.FirstAnnounce.IsZero() {
+		t.FirstAnnounce = sent
+		t.AnnounceDelayS = sent.Sub(t.AddrsBound).Seconds()
+		in.d.metrics.announceDelay.WithLabelValues(in.r.Name).Set(t.AnnounceDelayS)
+	}
+	gen := in.masterGen
+	in.mu.Unlock()
+	cfg := in.g
+	go func() {
+		for i := 1; i < cfg.GARPCount; i++ {
+			if !in.sleepAsMaster(cfg.GARPSpacing, gen) {
+				return
+			}
+			_ = in.ann.announce(in.allVIPs())
+		}
+		if cfg.GARPRepeatDelay > 0 && in.sleepAsMaster(cfg.GARPRepeatDelay, gen) {
+			in.burst(gen)
+		}
+	}()
+}
+
+// burst sends a full burst of announcements unless mastership ends meanwhile.
+func (in *instance) burst(gen uint64) {
+	cfg := in.g
+	for i := 0; i < cfg.GARPCount; i++ {
+		if i > 0 && !in.sleepAsMaster(cfg.GARPSpacing, gen) {
+			return
+		}
+		if err := in.ann.announce(in.allVIPs()); err != nil {
+			in.log.Error("gratuitous ARP not sent", "err", err.Error())
+			return
+		}
+	}
+}
+
+// sleepAsMaster waits d and reports whether we are still in the same mastership.
+func (in *instance) sleepAsMaster(d time.Duration, gen uint64) bool {
+	if d > 0 {
+		select {
+		case <-time.After(d):
+		case <-in.done:
+			return false
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.masterGen == gen && in.st.State == vrrp.Master.String()
+}
+
+func (in *instance) transition(a vrrp.Action, now time.Time) {
+	in.mu.Lock()
+	in.masterGen++
+	in.st.Transitions++
+	in.st.LastTransition = now
+	in.st.LastReason = a.Reason
+	in.st.State = a.To.String()
+	in.mu.Unlock()
+	in.log.Info("transition", "from", a.From.String(), "to", a.To.String(), "priority", a.Priority, "reason", a.Reason)
+	in.d.metrics.transitions.WithLabelValues(in.r.Name, a.To.String()).Inc()
+	in.d.metrics.state.WithLabelValues(in.r.Name).Set(float64(a.To))
+	in.notify(a.To, a.Priority)
+}
+
+// notify runs --notify like keepalived: CMD INSTANCE <name> <state> <priority>.
+func (in *instance) notify(s vrrp.State, prio uint8) {
+	if in.g.Notify == "" {
+		return
+	}
+	f := strings.Fields(in.g.Notify)
+	args := append(f[1:], "INSTANCE", in.r.Name, s.String(), strconv.Itoa(int(prio)))
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, f[0], args...).CombinedOutput()
+		if err != nil {
+			in.log.Error("notify command failed", "cmd", in.g.Notify, "state", s.String(), "err", err.Error(), "output", strings.TrimSpace(string(out)))
+		}
+	}()
+}
+
+// readLoop receives adverts, drops (and counts) what the RFC says to drop, and hands the
+// rest to run.
+func (in *instance) readLoop(ctx context.Context) {
+	buf := make([]byte, 1500)
+	peers := map[netip.Addr]bool{}
+	for _, p := range in.r.UnicastPeers {
+		peers[p] = true
+	}
+	for {
+		rc, err := in.conn.recv(buf)
+		if err != nil {
+			if ctx.Err() == nil {
+				in.log.Error("advert socket failed", "err", err.Error())
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		reason, mismatch, p := in.check(rc, peers)
+		if reason != "" {
+			if reason != vrrp.DropVRID {
+				in.log.Debug("advert dropped", "from", rc.src.String(), "reason", reason)
+			}
+			in.d.metrics.dropped.WithLabelValues(in.r.Name, reason).Inc()
+			in.mu.Lock()
+			in.st.Dropped[reason]++
+			in.mu.Unlock()
+			continue
+		}
+		in.d.metrics.received.WithLabelValues(in.r.Name).Inc()
+		in.mu.Lock()
+		in.st.AdvertsReceived++
+		if mismatch {
+			in.st.IntervalMismatch++
+			if in.st.IntervalMismatch == 1 || in.st.IntervalMismatch%1000 == 0 {
+				in.log.Warn("advert interval mismatch: following the master's", "from", rc.src.String(), "theirs", p.Interval().String(), "ours", in.r.Interval.String())
+			}
+		}
+		in.mu.Unlock()
+		if mismatch {
+			in.d.metrics.mismatch.WithLabelValues(in.r.Name).Inc()
+		}
+		select {
+		case in.adverts <- vrrp.Event{Kind: vrrp.EvAdvert, From: rc.src, Priority: p.Priority, Interval: p.Interval()}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (in *instance) check(rc received, peers map[netip.Addr]bool) (string, bool, *vrrp.Packet) {
+	if rc.src == in.self {
+		return vrrp.DropOwn, false, nil
+	}
+	if len(peers) > 0 && !peers[rc.src] {
+		return vrrp.DropPeer, false, nil
+	}
+	p, err := vrrp.Decode(rc.payload, rc.src, rc.dst, in.r.Checksum)
+	if err != nil {
+		if p != nil && p.VRID != in.r.VRID {
+			return vrrp.DropVRID, false, nil // another group's advert, perhaps another checksum mode
+		}
+		return vrrp.DropReason(err), false, nil
+	}
+	reason, mismatch := in.filter.Check(p, rc.ttl)
+	return reason, mismatch, p
+}
+
+func (in *instance) status() InstanceStatus {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	s := in.st
+	s.Dropped = make(map[string]uint64, len(in.st.Dropped))
+	for k, v := range in.st.Dropped {
+		s.Dropped[k] = v
+	}
+	if in.st.LastTakeover != nil {
+		t := *in.st.LastTakeover
+		s.LastTakeover = &t
+	}
+	return s
+}
