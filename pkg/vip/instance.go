@@ -123,7 +123,9 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 	return in, nil
 }
 
-func (in *instance) allVIPs() []netip.Prefix { return append(append([]netip.Prefix{}, in.r.VIPs...), in.r.ExtraVIPs...) }
+func (in *instance) allVIPs() []netip.Prefix {
+	return append(append([]netip.Prefix{}, in.r.VIPs...), in.r.ExtraVIPs...)
+}
 
 // run drives the state machine until ctx ends, then shuts the instance down: a master sends
 // a priority 0 advert and removes its addresses.
