@@ -1,0 +1,38 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func endpointsKind() *Kind {
+	return &Kind{
+		Names: Names{Version: "v1", Kind: "Endpoints", ListKind: "EndpointsList", Plural: "endpoints", Singular: "endpoints",
+			ShortNames: []string{"ep"}, Namespaced: true},
+		New:     func() runtime.Object { return &corev1.Endpoints{} },
+		NewList: func() runtime.Object { return &corev1.EndpointsList{} },
+		Strategy: Strategy{
+			AllowCreateOnUpdate: true,
+			Validate: func(obj runtime.Object) field.ErrorList {
+				var errs field.ErrorList
+				for i, ss := range obj.(*corev1.Endpoints).Subsets {
+					for j, port := range ss.Ports {
+						errs = append(errs, validateProtocol(port.Protocol, field.NewPath("subsets").Index(i).Child("ports").Index(j).Child("protocol"))...)
+					}
+				}
+				return errs
+			},
+			Default: func(obj runtime.Object) {
+				for i := range obj.(*corev1.Endpoints).Subsets {
+					ss := &obj.(*corev1.Endpoints).Subsets[i]
+					for j := range ss.Ports {
+						if ss.Ports[j].Protocol == "" {
+							ss.Ports[j].Protocol = corev1.ProtocolTCP
+						}
+					}
+				}
+			},
+		},
+	}
+}

@@ -1,0 +1,142 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func podsKind() *Kind {
+	return &Kind{
+		Names: Names{Version: "v1", Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
+			ShortNames: []string{"po"}, Categories: []string{"all"}, Namespaced: true},
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		NewList: func() runtime.Object { return &corev1.PodList{} },
+		Status:  true,
+		Strategy: Strategy{
+			PrepareForCreate: func(obj runtime.Object) {
+				pod := obj.(*corev1.Pod)
+				pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort}
+			},
+			Default: func(obj runtime.Object) {
+				pod := obj.(*corev1.Pod)
+				defaultPodSpec(&pod.Spec)
+				if pod.Spec.ServiceAccountName == "" {
+					pod.Spec.ServiceAccountName = "default"
+				}
+				if pod.Spec.EnableServiceLinks == nil {
+					t := true
+					pod.Spec.EnableServiceLinks = &t
+				}
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+				p := field.NewPath("spec")
+				if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) {
+					return field.ErrorList{field.Forbidden(p.Child("containers"), "pod updates may not add or remove containers")}
+				}
+				// Only images (and a few scheduling fields upstream allows) may change.
+				mutated := oldPod.Spec.DeepCopy()
+				for i := range mutated.Containers {
+					mutated.Containers[i].Image = pod.Spec.Containers[i].Image
+				}
+				for i := range mutated.InitContainers {
+					if i < len(pod.Spec.InitContainers) {
+						mutated.InitContainers[i].Image = pod.Spec.InitContainers[i].Image
+					}
+				}
+				mutated.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
+				mutated.Tolerations = pod.Spec.Tolerations
+				mutated.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+				if mutated.NodeName == "" {
+					mutated.NodeName = pod.Spec.NodeName
+				}
+				if !apiequality.Semantic.DeepEqual(*mutated, pod.Spec) {
+					return field.ErrorList{field.Forbidden(p, "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+				}
+				return nil
+			},
+			Fields: func(obj runtime.Object) fields.Set {
+				pod := obj.(*corev1.Pod)
+				return fields.Set{
+					"spec.nodeName":            pod.Spec.NodeName,
+					"spec.restartPolicy":       string(pod.Spec.RestartPolicy),
+					"spec.schedulerName":       pod.Spec.SchedulerName,
+					"spec.serviceAccountName":  pod.Spec.ServiceAccountName,
+					"spec.hostNetwork":         strconv.FormatBool(pod.Spec.HostNetwork),
+					"status.phase":             string(pod.Status.Phase),
+					"status.podIP":             pod.Status.PodIP,
+					"status.nominatedNodeName": pod.Status.NominatedNodeName,
+				}
+			},
+		},
+	}
+}
+
+// BindingStore serves pods/binding: it assigns a pod to a node once.
+type BindingStore struct{ pods *Store }
+
+func (b *BindingStore) New() runtime.Object { return &corev1.Binding{} }
+func (b *BindingStore) Kind() schema.GroupVersionKind {
+	return corev1.SchemeGroupVersion.WithKind("Binding")
+}
+
+func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	binding, ok := obj.(*corev1.Binding)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a Binding: %T", obj))
+	}
+	if name == "" {
+		name = binding.Name
+	}
+	if binding.Name != "" && binding.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", binding.Name, name))
+	}
+	if binding.Target.Name == "" {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+	}
+	dry := opts != nil && DryRun(opts.DryRun)
+	_, _, err := b.pods.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(b.pods.gr(), name)
+		}
+		pod := cur.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(b.pods.gr(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(b.pods.gr(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		return pod, nil
+	}, &metav1.UpdateOptions{DryRun: dryIf(dry)})
+	if err != nil {
+		return nil, err
+	}
+	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+}
+
+func dryIf(dry bool) []string {
+	if dry {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}

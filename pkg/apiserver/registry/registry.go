@@ -1,0 +1,207 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource is one served resource: its store and its subresources.
+type Resource struct {
+	Store        *Store
+	Subresources map[string]Storage // "status", "scale", "binding"
+}
+
+// Registry holds every built-in resource.
+type Registry struct {
+	Resources []*Resource
+	byGR      map[schema.GroupResource]*Resource
+	log       *slog.Logger
+
+	mu          sync.Mutex
+	terminating map[string]bool // namespaces being emptied by this process
+	wg          sync.WaitGroup
+	ctx         context.Context
+}
+
+// Config configures the registry.
+type Config struct {
+	Prefix           string // etcd key prefix, "/registry" by default
+	BookmarkInterval time.Duration
+	Logger           *slog.Logger
+}
+
+// Kinds returns the definitions of every built-in kind, in discovery order.
+func Kinds() []*Kind {
+	return []*Kind{
+		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
+		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
+		leasesKind(), deploymentsKind(),
+	}
+}
+
+// New builds the stores of every built-in kind on one etcd client.
+func New(client *clientv3.Client, cfg Config) *Registry {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/registry"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background()}
+	for _, k := range Kinds() {
+		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval})
+		s := &Store{kind: k, storage: st}
+		res := &Resource{Store: s, Subresources: map[string]Storage{}}
+		if k.Status {
+			res.Subresources["status"] = &StatusStore{store: s}
+		}
+		r.Resources = append(r.Resources, res)
+		r.byGR[k.GroupResource()] = res
+	}
+	ns := r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
+	ns.onTerminate = r.terminateNamespace
+	for _, res := range r.Resources {
+		if res.Store.kind.Namespaced {
+			res.Store.namespaces = r.namespaceAccepts
+		}
+	}
+	pods := r.byGR[schema.GroupResource{Resource: "pods"}]
+	pods.Subresources["binding"] = &BindingStore{pods: pods.Store}
+	deploy := r.byGR[schema.GroupResource{Group: "apps", Resource: "deployments"}]
+	deploy.Subresources["scale"] = &ScaleStore{deployments: deploy.Store}
+	return r
+}
+
+// Resource returns the resource for gr, or nil.
+func (r *Registry) Resource(gr schema.GroupResource) *Resource { return r.byGR[gr] }
+
+func (r *Registry) namespaces() *Store {
+	return r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
+}
+
+// namespaceAccepts refuses content for missing or terminating namespaces.
+func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
+	if ns == "" {
+		return apierrors.NewBadRequest("a namespace is required for namespaced resources")
+	}
+	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if n := obj.(*corev1.Namespace); n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// Start creates the standard namespaces and resumes cleanup of namespaces
+// left terminating by an earlier run. Cleanups stop when ctx ends.
+func (r *Registry) Start(ctx context.Context) error {
+	r.ctx = ctx
+	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
+		_, err := r.namespaces().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("registry: create namespace %s: %w", name, err)
+		}
+	}
+	list, err := r.namespaces().List(ctx, "", &metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("registry: list namespaces: %w", err)
+	}
+	for i := range list.(*corev1.NamespaceList).Items {
+		ns := &list.(*corev1.NamespaceList).Items[i]
+		if ns.DeletionTimestamp != nil {
+			r.terminateNamespace(ctx, ns)
+		}
+	}
+	return nil
+}
+
+// Wait waits for background namespace cleanups to end.
+func (r *Registry) Wait() { r.wg.Wait() }
+
+// terminateNamespace empties a namespace in the background and then removes it:
+// there is no controller-manager to do it.
+func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
+	ns := obj.(*corev1.Namespace).Name
+	r.mu.Lock()
+	if r.terminating[ns] {
+		r.mu.Unlock()
+		return
+	}
+	r.terminating[ns] = true
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.terminating, ns)
+			r.mu.Unlock()
+		}()
+		ctx := r.ctx
+		for attempt := 0; ctx.Err() == nil; attempt++ {
+			err := r.emptyNamespace(ctx, ns)
+			if err == nil {
+				return
+			}
+			r.log.Warn("namespace cleanup failed, retrying", "namespace", ns, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(min(attempt+1, 10)) * 500 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func (r *Registry) emptyNamespace(ctx context.Context, ns string) error {
+	for _, res := range r.Resources {
+		if !res.Store.kind.Namespaced {
+			continue
+		}
+		// Finalizers inside a terminating namespace are dropped: nothing else would remove them.
+		list, err := res.Store.List(ctx, ns, &metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		items, _ := extractList(list)
+		for _, it := range items {
+			name := it.GetName()
+			if len(it.GetFinalizers()) > 0 {
+				_, _, err := res.Store.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+					if cur == nil {
+						return nil, apierrors.NewNotFound(res.Store.gr(), name)
+					}
+					a, _ := metaAccessor(cur)
+					a.SetFinalizers(nil)
+					return cur, nil
+				}, &metav1.UpdateOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			if _, _, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	s := r.namespaces()
+	err := s.storage.Delete(ctx, s.key("", ns), nil, nil, nil)
+	if err != nil && !storage.IsNotFound(err) {
+		return err
+	}
+	r.log.Info("namespace removed", "namespace", ns)
+	return nil
+}

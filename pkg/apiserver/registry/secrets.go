@@ -1,0 +1,45 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func secretsKind() *Kind {
+	return &Kind{
+		Names:   Names{Version: "v1", Kind: "Secret", ListKind: "SecretList", Plural: "secrets", Singular: "secret", Namespaced: true},
+		New:     func() runtime.Object { return &corev1.Secret{} },
+		NewList: func() runtime.Object { return &corev1.SecretList{} },
+		Strategy: Strategy{
+			Default: func(obj runtime.Object) {
+				s := obj.(*corev1.Secret)
+				if s.Type == "" {
+					s.Type = corev1.SecretTypeOpaque
+				}
+				// stringData is write-only: fold it into data.
+				for k, v := range s.StringData {
+					if s.Data == nil {
+						s.Data = map[string][]byte{}
+					}
+					s.Data[k] = []byte(v)
+				}
+				s.StringData = nil
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				var keys []string
+				for k := range obj.(*corev1.Secret).Data {
+					keys = append(keys, k)
+				}
+				return validateDataKeys(keys, field.NewPath("data"))
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return immutable(obj.(*corev1.Secret).Type, old.(*corev1.Secret).Type, field.NewPath("type"))
+			},
+			Fields: func(obj runtime.Object) fields.Set {
+				return fields.Set{"type": string(obj.(*corev1.Secret).Type)}
+			},
+		},
+	}
+}

@@ -1,0 +1,618 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Strategy holds the rules of one kind. Every method may be left nil in a
+// Kind definition; the generic store applies the rules common to all kinds.
+type Strategy struct {
+	// Default fills defaults on create and update.
+	Default func(obj runtime.Object)
+	// PrepareForCreate resets what clients may not set on create (e.g. status).
+	PrepareForCreate func(obj runtime.Object)
+	// Validate checks a new object; metadata is checked by the store.
+	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an update (immutable fields).
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// NameValidation checks metadata.name (DNS-1123 subdomain if nil).
+	NameValidation apivalidation.ValidateNameFunc
+	// Fields returns the selectable fields besides metadata.name/namespace.
+	Fields func(obj runtime.Object) fields.Set
+	// GenerationOnSpec bumps metadata.generation when spec changes.
+	GenerationOnSpec bool
+	// AllowCreateOnUpdate lets PUT create a missing object.
+	AllowCreateOnUpdate bool
+	// MarkDeleting changes an object being deleted gracefully (namespace: phase Terminating).
+	MarkDeleting func(obj runtime.Object)
+}
+
+// Kind defines a resource: a built-in one is one small file filling this in.
+type Kind struct {
+	Names
+	New     func() runtime.Object
+	NewList func() runtime.Object
+	// KeyRoot is the storage key root below the prefix; Plural if empty.
+	KeyRoot  string
+	Strategy Strategy
+	// Status adds the status subresource; the main resource then ignores status changes.
+	Status bool
+}
+
+// Store is the generic store of one kind on top of storage.Interface.
+type Store struct {
+	kind    *Kind
+	storage storage.Interface
+	// namespaces checks that a namespace exists and accepts new content; nil for cluster-scoped kinds.
+	namespaces func(ctx context.Context, ns string) error
+	// afterDelete is told about real deletions (namespace cleanup uses it).
+	onTerminate func(ctx context.Context, obj runtime.Object)
+}
+
+// Kind returns the group/version/kind served.
+func (s *Store) Kind() schema.GroupVersionKind { return s.kind.GVK() }
+
+// Names returns the kind's discovery names.
+func (s *Store) Names() *Names { return &s.kind.Names }
+
+// Definition returns the kind definition.
+func (s *Store) Definition() *Kind { return s.kind }
+
+// New returns an empty object.
+func (s *Store) New() runtime.Object { return s.kind.New() }
+
+// NewList returns an empty list.
+func (s *Store) NewList() runtime.Object { return s.kind.NewList() }
+
+// Storage exposes the underlying storage (benchmarks, compaction in tests).
+func (s *Store) Storage() storage.Interface { return s.storage }
+
+func (s *Store) gr() schema.GroupResource { return s.kind.GroupResource() }
+
+func (s *Store) keyRoot() string {
+	if s.kind.KeyRoot != "" {
+		return s.kind.KeyRoot
+	}
+	return s.kind.Plural
+}
+
+func (s *Store) key(ns, name string) string {
+	if s.kind.Namespaced {
+		return s.keyRoot() + "/" + ns + "/" + name
+	}
+	return s.keyRoot() + "/" + name
+}
+
+func (s *Store) prefix(ns string) string {
+	if s.kind.Namespaced && ns != "" {
+		return s.keyRoot() + "/" + ns
+	}
+	return s.keyRoot()
+}
+
+// checkName rejects names that cannot be keys.
+func (s *Store) checkName(name string) error {
+	if name == "" {
+		return apierrors.NewBadRequest("name is required")
+	}
+	for _, msg := range path.IsValidPathSegmentName(name) {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid name %q: %s", name, msg))
+	}
+	return nil
+}
+
+func (s *Store) setKind(obj runtime.Object) {
+	obj.GetObjectKind().SetGroupVersionKind(s.kind.GVK())
+}
+
+// Get returns one object.
+func (s *Store) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	if err := s.checkName(name); err != nil {
+		return nil, err
+	}
+	obj := s.kind.New()
+	var o storage.GetOptions
+	if opts != nil {
+		o.ResourceVersion = opts.ResourceVersion
+	}
+	if err := s.storage.Get(ctx, s.key(ns, name), o, obj); err != nil {
+		return nil, interpret(err, s.gr(), name)
+	}
+	s.setKind(obj)
+	return obj, nil
+}
+
+// predicate parses the selectors of a list or watch.
+func (s *Store) predicate(opts *metav1.ListOptions) (storage.Predicate, error) {
+	var p storage.Predicate
+	if opts == nil {
+		return p, nil
+	}
+	if opts.LabelSelector != "" {
+		sel, err := labels.Parse(opts.LabelSelector)
+		if err != nil {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		p.Label = sel
+	}
+	if opts.FieldSelector != "" {
+		sel, err := fields.ParseSelector(opts.FieldSelector)
+		if err != nil {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		known := s.fieldSet(s.kind.New())
+		for _, r := range sel.Requirements() {
+			if _, ok := known[r.Field]; !ok {
+				return p, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
+			}
+		}
+		p.Field = sel
+	}
+	p.GetAttrs = func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil, err
+		}
+		return labels.Set(a.GetLabels()), s.fieldSet(obj), nil
+	}
+	return p, nil
+}
+
+func (s *Store) fieldSet(obj runtime.Object) fields.Set {
+	a, _ := meta.Accessor(obj)
+	set := fields.Set{"metadata.name": a.GetName()}
+	if s.kind.Namespaced {
+		set["metadata.namespace"] = a.GetNamespace()
+	}
+	if s.kind.Strategy.Fields != nil {
+		for k, v := range s.kind.Strategy.Fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+func (s *Store) listOptions(opts *metav1.ListOptions) (storage.ListOptions, error) {
+	p, err := s.predicate(opts)
+	if err != nil {
+		return storage.ListOptions{}, err
+	}
+	o := storage.ListOptions{Predicate: p, Recursive: true}
+	if opts != nil {
+		o.ResourceVersion = opts.ResourceVersion
+		o.ResourceVersionMatch = string(opts.ResourceVersionMatch)
+		o.Limit = opts.Limit
+		o.Continue = opts.Continue
+		o.AllowBookmarks = opts.AllowWatchBookmarks
+		if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+			o.SendInitialEvents = true
+		}
+		switch opts.ResourceVersionMatch {
+		case "", metav1.ResourceVersionMatchNotOlderThan, metav1.ResourceVersionMatchExact:
+		default:
+			return o, apierrors.NewBadRequest(fmt.Sprintf("unsupported resourceVersionMatch %q", opts.ResourceVersionMatch))
+		}
+		if opts.ResourceVersionMatch != "" && opts.ResourceVersion == "" {
+			return o, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+		}
+		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
+			return o, apierrors.NewBadRequest("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
+		}
+		if opts.Continue != "" && opts.ResourceVersionMatch != "" {
+			return o, apierrors.NewBadRequest("resourceVersionMatch is forbidden when continue is provided")
+		}
+		if opts.Limit < 0 {
+			return o, apierrors.NewBadRequest("limit must be non-negative")
+		}
+	}
+	return o, nil
+}
+
+// List returns the objects in ns (all namespaces if ns is empty).
+func (s *Store) List(ctx context.Context, ns string, opts *metav1.ListOptions) (runtime.Object, error) {
+	o, err := s.listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	// A name field selector is a single-object read in upstream; keep it a prefix scan,
+	// the predicate filters.
+	list := s.kind.NewList()
+	if err := s.storage.GetList(ctx, s.prefix(ns), o, list); err != nil {
+		return nil, interpret(err, s.gr(), "")
+	}
+	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
+	items, _ := meta.ExtractList(list)
+	for _, it := range items {
+		s.setKind(it)
+	}
+	return list, nil
+}
+
+// Watch streams changes in ns.
+func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) (watch.Interface, error) {
+	o, err := s.listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	key := s.prefix(ns)
+	// metadata.name=X watches one key.
+	if o.Predicate.Field != nil {
+		if name, ok := o.Predicate.Field.RequiresExactMatch("metadata.name"); ok && (ns != "" || !s.kind.Namespaced) {
+			key = s.key(ns, name)
+			o.Recursive = false
+		}
+	}
+	w, err := s.storage.Watch(ctx, key, o)
+	if err != nil {
+		return nil, interpret(err, s.gr(), "")
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if ev.Type != watch.Error {
+			s.setKind(ev.Object)
+		}
+		return ev, true
+	}), nil
+}
+
+func (s *Store) validateCreate(obj runtime.Object) field.ErrorList {
+	a, _ := meta.Accessor(obj)
+	nameFn := s.kind.Strategy.NameValidation
+	if nameFn == nil {
+		nameFn = apivalidation.NameIsDNSSubdomain
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(a, s.kind.Namespaced, nameFn, field.NewPath("metadata"))
+	if s.kind.Strategy.Validate != nil {
+		errs = append(errs, s.kind.Strategy.Validate(obj)...)
+	}
+	return errs
+}
+
+func (s *Store) invalid(name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(s.kind.GVK().GroupKind(), name, errs)
+}
+
+// Create stores a new object.
+func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if s.kind.Namespaced {
+		if a.GetNamespace() == "" {
+			a.SetNamespace(ns)
+		}
+		if a.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if s.namespaces != nil {
+			if err := s.namespaces(ctx, ns); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		a.SetNamespace("")
+	}
+	if a.GetName() == "" && a.GetGenerateName() != "" {
+		a.SetName(a.GetGenerateName() + utilrand.String(5))
+	}
+	a.SetUID(types.UID(uuid.NewUUID()))
+	a.SetCreationTimestamp(metav1.Now())
+	a.SetDeletionTimestamp(nil)
+	a.SetDeletionGracePeriodSeconds(nil)
+	a.SetResourceVersion("")
+	a.SetSelfLink("")
+	if s.kind.Strategy.GenerationOnSpec {
+		a.SetGeneration(1)
+	} else {
+		a.SetGeneration(0)
+	}
+	if s.kind.Strategy.PrepareForCreate != nil {
+		s.kind.Strategy.PrepareForCreate(obj)
+	}
+	if s.kind.Strategy.Default != nil {
+		s.kind.Strategy.Default(obj)
+	}
+	if errs := s.validateCreate(obj); len(errs) > 0 {
+		return nil, s.invalid(a.GetName(), errs)
+	}
+	s.setKind(obj)
+	if opts != nil && DryRun(opts.DryRun) {
+		if err := s.storage.Get(ctx, s.key(ns, a.GetName()), storage.GetOptions{}, s.kind.New()); err == nil {
+			return nil, apierrors.NewAlreadyExists(s.gr(), a.GetName())
+		}
+		return obj, nil
+	}
+	out := s.kind.New()
+	if err := s.storage.Create(ctx, s.key(ns, a.GetName()), obj, out); err != nil {
+		err = interpret(err, s.gr(), a.GetName())
+		if apierrors.IsAlreadyExists(err) && a.GetGenerateName() != "" && a.GetName() != "" {
+			return nil, apierrors.NewServerTimeoutForKind(s.kind.GVK().GroupKind(), "POST", 0)
+		}
+		return nil, err
+	}
+	s.setKind(out)
+	return out, nil
+}
+
+// Update replaces the object (spec side: status changes are dropped when the kind has a status subresource).
+func (s *Store) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return s.update(ctx, ns, name, transform, opts, false)
+}
+
+func (s *Store) update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions, statusOnly bool) (runtime.Object, bool, error) {
+	if err := s.checkName(name); err != nil {
+		return nil, false, err
+	}
+	dry := opts != nil && DryRun(opts.DryRun)
+	var created bool
+	var result runtime.Object
+	tryUpdate := func(current runtime.Object) (runtime.Object, error) {
+		ca, _ := meta.Accessor(current)
+		exists := ca.GetResourceVersion() != ""
+		var in runtime.Object
+		if exists {
+			in = current.DeepCopyObject()
+			s.setKind(in)
+		}
+		newObj, err := transform(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		na, err := meta.Accessor(newObj)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if na.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", na.GetName(), name))
+		}
+		if s.kind.Namespaced {
+			if na.GetNamespace() == "" {
+				na.SetNamespace(ns)
+			}
+			if na.GetNamespace() != ns {
+				return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+			}
+		}
+		if !exists {
+			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate {
+				return nil, apierrors.NewNotFound(s.gr(), name)
+			}
+			created = true
+			na.SetResourceVersion("")
+			obj, err := s.Create(ctx, ns, name, newObj, &metav1.CreateOptions{DryRun: dryRunOf(opts)})
+			if err != nil {
+				return nil, err
+			}
+			result = obj
+			return nil, errCreatedInstead
+		}
+		if rv := na.GetResourceVersion(); rv != "" && rv != ca.GetResourceVersion() {
+			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if na.GetUID() != "" && na.GetUID() != ca.GetUID() {
+			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
+		}
+		if statusOnly {
+			// Only status (and nothing else) comes from the request.
+			merged := current.DeepCopyObject()
+			copyField(merged, newObj, "Status")
+			newObj = merged
+			na, _ = meta.Accessor(newObj)
+		} else {
+			if s.kind.Status {
+				copyField(newObj, current, "Status")
+			}
+			// Fields the server owns.
+			na.SetUID(ca.GetUID())
+			na.SetCreationTimestamp(ca.GetCreationTimestamp())
+			na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
+			na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
+			na.SetGeneration(ca.GetGeneration())
+			if s.kind.Strategy.Default != nil {
+				s.kind.Strategy.Default(newObj)
+			}
+			if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
+				na.SetGeneration(ca.GetGeneration() + 1)
+			}
+		}
+		na.SetResourceVersion(ca.GetResourceVersion())
+		na.SetSelfLink("")
+		errs := apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
+		errs = append(errs, s.validateCreate(newObj)...)
+		if s.kind.Strategy.ValidateUpdate != nil {
+			errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)
+		}
+		if len(errs) > 0 {
+			return nil, s.invalid(name, errs)
+		}
+		s.setKind(newObj)
+		if dry {
+			result = newObj
+			return nil, errDryRun
+		}
+		return newObj, nil
+	}
+	out := s.kind.New()
+	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, true, nil, tryUpdate)
+	switch err {
+	case errCreatedInstead:
+		return result, created, nil
+	case errDryRun:
+		return result, false, nil
+	case nil:
+	default:
+		return nil, false, interpret(err, s.gr(), name)
+	}
+	s.setKind(out)
+	// The last finalizer removed from an object being deleted: delete it now.
+	if a, _ := meta.Accessor(out); a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) == 0 && !statusOnly {
+		rv := a.GetResourceVersion()
+		del := s.kind.New()
+		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
+			s.setKind(del)
+			return del, false, nil
+		}
+	}
+	return out, created, nil
+}
+
+var (
+	errCreatedInstead = fmt.Errorf("created instead of updated")
+	errDryRun         = fmt.Errorf("dry run")
+)
+
+func dryRunOf(opts *metav1.UpdateOptions) []string {
+	if opts == nil {
+		return nil
+	}
+	return opts.DryRun
+}
+
+// Delete removes an object, or marks it for deletion when it has finalizers.
+func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if err := s.checkName(name); err != nil {
+		return nil, false, err
+	}
+	var precond *storage.Preconditions
+	if opts != nil && opts.Preconditions != nil {
+		precond = &storage.Preconditions{UID: opts.Preconditions.UID, ResourceVersion: opts.Preconditions.ResourceVersion}
+	}
+	if opts != nil && opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan:
+		default:
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("unsupported propagationPolicy %q", *opts.PropagationPolicy))
+		}
+	}
+	current := s.kind.New()
+	if err := s.storage.Get(ctx, s.key(ns, name), storage.GetOptions{}, current); err != nil {
+		return nil, false, interpret(err, s.gr(), name)
+	}
+	s.setKind(current)
+	if opts != nil && DryRun(opts.DryRun) {
+		return current, true, nil
+	}
+	a, _ := meta.Accessor(current)
+	if len(a.GetFinalizers()) > 0 || s.onTerminate != nil {
+		// Graceful: set deletionTimestamp and let finalizers (or the namespace cleaner) finish.
+		out := s.kind.New()
+		err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
+			ca, _ := meta.Accessor(cur)
+			if ca.GetDeletionTimestamp() == nil {
+				now := metav1.Now()
+				ca.SetDeletionTimestamp(&now)
+				zero := int64(0)
+				ca.SetDeletionGracePeriodSeconds(&zero)
+			}
+			if s.kind.Strategy.MarkDeleting != nil {
+				s.kind.Strategy.MarkDeleting(cur)
+			}
+			return cur, nil
+		})
+		if err != nil {
+			return nil, false, interpret(err, s.gr(), name)
+		}
+		s.setKind(out)
+		if s.onTerminate != nil {
+			s.onTerminate(ctx, out)
+		}
+		return out, false, nil
+	}
+	out := s.kind.New()
+	if err := s.storage.Delete(ctx, s.key(ns, name), out, precond, nil); err != nil {
+		return nil, false, interpret(err, s.gr(), name)
+	}
+	s.setKind(out)
+	return out, true, nil
+}
+
+// DeleteCollection deletes every object the list options select.
+func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.DeleteOptions, listOpts *metav1.ListOptions) (runtime.Object, error) {
+	lo := metav1.ListOptions{}
+	if listOpts != nil {
+		lo = *listOpts
+		lo.Limit, lo.Continue = 0, ""
+	}
+	list, err := s.List(ctx, ns, &lo)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	var kept []runtime.Object
+	for _, it := range items {
+		a, _ := meta.Accessor(it)
+		o := &metav1.DeleteOptions{}
+		if opts != nil {
+			o.DryRun = opts.DryRun
+			o.PropagationPolicy = opts.PropagationPolicy
+		}
+		obj, _, err := s.Delete(ctx, a.GetNamespace(), a.GetName(), o)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if obj != nil {
+			kept = append(kept, obj)
+		}
+	}
+	if err := meta.SetList(list, kept); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// copyField sets dst.<name> = src.<name> for two pointers to the same struct type.
+func copyField(dst, src runtime.Object, name string) {
+	dv := reflect.ValueOf(dst).Elem()
+	sv := reflect.ValueOf(src).Elem()
+	if dv.Type() != sv.Type() {
+		return
+	}
+	df := dv.FieldByName(name)
+	sf := sv.FieldByName(name)
+	if df.IsValid() && sf.IsValid() && df.CanSet() {
+		df.Set(sf)
+	}
+}
+
+func fieldEqual(a, b runtime.Object, name string) bool {
+	av := reflect.ValueOf(a).Elem().FieldByName(name)
+	bv := reflect.ValueOf(b).Elem().FieldByName(name)
+	if !av.IsValid() || !bv.IsValid() {
+		return true
+	}
+	return apiequality.Semantic.DeepEqual(av.Interface(), bv.Interface())
+}
+
+// StatusStore serves the status subresource of a kind.
+type StatusStore struct{ store *Store }
+
+func (s *StatusStore) New() runtime.Object           { return s.store.New() }
+func (s *StatusStore) Kind() schema.GroupVersionKind { return s.store.Kind() }
+func (s *StatusStore) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	return s.store.Get(ctx, ns, name, opts)
+}
+func (s *StatusStore) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return s.store.update(ctx, ns, name, transform, opts, true)
+}
