@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -37,6 +38,11 @@ type Resource struct {
 	// not known: typed metadata, everything else
 	// x-kubernetes-preserve-unknown-fields.
 	Object, List runtime.Object
+	// Schema is the structural schema of a custom kind (a CRD version's
+	// openAPIV3Schema, decoded from JSON), published in the v3 document so
+	// that kubectl explain shows its fields. Only used with unstructured
+	// Object; nil means "any content".
+	Schema map[string]any
 }
 
 // GroupVersion returns the resource's group-version.
@@ -57,6 +63,9 @@ func (r Resource) validate() error {
 	}
 	if r.List != nil && r.ListKind == "" {
 		errs = append(errs, errors.New("listKind is required with list"))
+	}
+	if _, custom := r.Object.(*unstructured.Unstructured); r.Schema != nil && !custom {
+		errs = append(errs, errors.New("schema is only for unstructured custom kinds"))
 	}
 	for _, v := range r.Verbs {
 		switch v {

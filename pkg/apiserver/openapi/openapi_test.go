@@ -504,6 +504,7 @@ func TestNewRejectsBadResources(t *testing.T) {
 		{"list verb without list type", func(r *Resource) { r.List = nil }},
 		{"unknown verb", func(r *Resource) { r.Verbs = []string{"get", "frobnicate"} }},
 		{"unknown subresource", func(r *Resource) { r.Subresources = []string{"exec"} }},
+		{"schema on a typed kind", func(r *Resource) { r.Schema = map[string]any{"type": "object"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -520,5 +521,54 @@ func TestDeterministic(t *testing.T) {
 	a, b := mustNew(t), mustNew(t)
 	if string(a.V2()) != string(b.V2()) || string(a.V3Root()) != string(b.V3Root()) {
 		t.Error("two builds of the same resources differ")
+	}
+}
+
+func TestCustomKindSchema(t *testing.T) {
+	crdSchema := map[string]any{
+		"type":        "object",
+		"description": "Widget is a test kind.",
+		"properties": map[string]any{
+			"spec": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"size": map[string]any{"type": "integer", "description": "How big.", "minimum": 1.0},
+					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "nullable": true},
+				},
+			},
+		},
+	}
+	r := testResources()[len(testResources())-1]
+	r.Schema = crdSchema
+	s, err := New([]Resource{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := parseV3(t, s, "apis/stable.example.com/v1")
+	w := doc.Components.Schemas["com.example.stable.v1.Widget"]
+	if w == nil {
+		t.Fatal("no Widget schema")
+	}
+	if w.Description != "Widget is a test kind." || w.Extensions["x-kubernetes-preserve-unknown-fields"] != nil {
+		t.Errorf("Widget = %q %v", w.Description, w.Extensions)
+	}
+	size := w.Properties["spec"].Properties["size"]
+	if !size.Type.Contains("integer") || size.Description != "How big." || size.Minimum == nil || *size.Minimum != 1 {
+		t.Errorf("spec.size = %+v", size)
+	}
+	if md := w.Properties["metadata"]; len(md.AllOf) != 1 {
+		t.Errorf("metadata = %+v", md)
+	}
+	if _, ok := crdSchema["properties"].(map[string]any)["metadata"]; ok {
+		t.Error("caller's schema was modified")
+	}
+	// v2 keeps the open form and must still convert to protobuf.
+	v2Models(t, s)
+	sw := &spec.Swagger{}
+	if err := json.Unmarshal(s.V2(), sw); err != nil {
+		t.Fatal(err)
+	}
+	if sw.Definitions["com.example.stable.v1.Widget"].Extensions["x-kubernetes-preserve-unknown-fields"] != true {
+		t.Error("v2 Widget is not open")
 	}
 }

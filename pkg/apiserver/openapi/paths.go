@@ -99,11 +99,11 @@ func typeSchema[T any]() schemaFunc {
 
 // objectSchema returns the schema of obj (a typed object or an unstructured
 // custom kind) and marks it with gvk.
-func objectSchema(obj runtime.Object, gvk schema.GroupVersionKind, listKind string, isList bool) schemaFunc {
+func objectSchema(obj runtime.Object, gvk schema.GroupVersionKind, listKind string, isList bool, custom map[string]any) schemaFunc {
 	return func(g *generator) object {
 		switch obj.(type) {
 		case *unstructured.Unstructured, *unstructured.UnstructuredList:
-			item, list := g.unstructuredSchemas(gvk, listKind)
+			item, list := g.unstructuredSchemas(gvk, listKind, custom)
 			if isList {
 				return g.ref(list)
 			}
@@ -154,13 +154,13 @@ func subresourceSchema(r Resource, sub string) (schemaFunc, schema.GroupVersionK
 	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 	switch sub {
 	case "status":
-		return objectSchema(r.Object, gvk, r.ListKind, false), gvk, nil
+		return objectSchema(r.Object, gvk, r.ListKind, false, r.Schema), gvk, nil
 	case "scale":
 		sgvk := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-		return objectSchema(&autoscalingv1.Scale{}, sgvk, "", false), sgvk, nil
+		return objectSchema(&autoscalingv1.Scale{}, sgvk, "", false, nil), sgvk, nil
 	case "binding":
 		bgvk := corev1.SchemeGroupVersion.WithKind("Binding")
-		return objectSchema(&corev1.Binding{}, bgvk, "", false), bgvk, nil
+		return objectSchema(&corev1.Binding{}, bgvk, "", false, nil), bgvk, nil
 	}
 	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale or binding)", r.Plural, sub)
 }
@@ -192,8 +192,8 @@ func resourcePaths(paths map[string]*pathItem, r Resource) error {
 		pi.ops = append(pi.ops, op)
 	}
 
-	kindSchema := objectSchema(r.Object, gvk, r.ListKind, false)
-	listSchema := objectSchema(r.List, gvk, r.ListKind, true)
+	kindSchema := objectSchema(r.Object, gvk, r.ListKind, false, r.Schema)
+	listSchema := objectSchema(r.List, gvk, r.ListKind, true, r.Schema)
 	status := typeSchema[metav1.Status]()
 	deleteOptions := typeSchema[metav1.DeleteOptions]()
 	patch := typeSchema[metav1.Patch]()

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -285,18 +286,36 @@ func (g *generator) withExt(s object, key, value string) object {
 
 // unstructuredSchemas defines a custom kind and its list whose content is
 // not known: metadata is typed, everything else is preserved as sent.
-func (g *generator) unstructuredSchemas(gvk schema.GroupVersionKind, listKind string) (item, list string) {
+//
+// custom, when set, is the kind's structural schema (a CRD's
+// openAPIV3Schema as decoded JSON). v3 documents publish it with typed
+// apiVersion, kind and metadata; v2 keeps the preserve-unknown-fields form,
+// since v2 cannot express all of OpenAPI v3's keywords.
+func (g *generator) unstructuredSchemas(gvk schema.GroupVersionKind, listKind string, custom map[string]any) (item, list string) {
 	item = groupDefinitionName(gvk)
 	if _, done := g.defs[item]; !done {
 		meta := g.schemaFor(reflect.TypeFor[metav1.ObjectMeta]())
-		g.defs[item] = object{
-			"type": "object",
-			"properties": object{
-				"apiVersion": object{"type": "string", "description": metav1.TypeMeta{}.SwaggerDoc()["apiVersion"]},
-				"kind":       object{"type": "string", "description": metav1.TypeMeta{}.SwaggerDoc()["kind"]},
-				"metadata":   g.withDoc(meta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
-			},
-			"x-kubernetes-preserve-unknown-fields": true,
+		typeProps := object{
+			"apiVersion": object{"type": "string", "description": metav1.TypeMeta{}.SwaggerDoc()["apiVersion"]},
+			"kind":       object{"type": "string", "description": metav1.TypeMeta{}.SwaggerDoc()["kind"]},
+			"metadata":   g.withDoc(meta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+		}
+		if custom != nil && g.v3 {
+			def := deepCopyJSON(custom).(map[string]any)
+			props, _ := def["properties"].(map[string]any)
+			if props == nil {
+				props = object{}
+			}
+			maps.Copy(props, typeProps)
+			def["properties"] = props
+			def["type"] = "object"
+			g.defs[item] = def
+		} else {
+			g.defs[item] = object{
+				"type":                                 "object",
+				"properties":                           typeProps,
+				"x-kubernetes-preserve-unknown-fields": true,
+			}
 		}
 	}
 	g.addGVK(item, gvk)
@@ -321,4 +340,25 @@ func (g *generator) unstructuredSchemas(gvk schema.GroupVersionKind, listKind st
 	}
 	g.addGVK(list, lgvk)
 	return item, list
+}
+
+// deepCopyJSON copies a decoded JSON value so the caller's schema is never
+// shared with (or changed by) a document.
+func deepCopyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopyJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopyJSON(e)
+		}
+		return out
+	default:
+		return v
+	}
 }
