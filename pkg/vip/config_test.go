@@ -1,0 +1,122 @@
+package vip
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/pkg/config"
+)
+
+func TestValidate(t *testing.T) {
+	ok := func() *Config {
+		c := DefaultConfig()
+		c.VIPs = []string{"10.77.1.100/24"}
+		return c
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		key  string // "" means valid
+	}{
+		{"defaults with a vip", func(*Config) {}, ""},
+		{"no vip", func(c *Config) { c.VIPs = nil }, "vip"},
+		{"vip without prefix length", func(c *Config) { c.VIPs = []string{"10.77.1.100"} }, "vip.0"},
+		{"second vip bad", func(c *Config) { c.VIPs = []string{"10.77.1.100/24", "nope"} }, "vip.1"},
+		{"only ipv6 vips", func(c *Config) { c.VIPs = []string{"2001:db8::1/64"} }, "vip"},
+		{"vrid 0", func(c *Config) { c.VRID = 0 }, "vrid"},
+		{"vrid 256", func(c *Config) { c.VRID = 256 }, "vrid"},
+		{"priority 0", func(c *Config) { c.Priority = -1 }, "priority"},
+		{"priority 256", func(c *Config) { c.Priority = 256 }, "priority"},
+		{"version 4", func(c *Config) { c.VRRPVersion = 4 }, "version-vrrp"},
+		{"v3 with auth", func(c *Config) { c.AuthPass = "secret" }, "auth-pass"},
+		{"v2 long password", func(c *Config) { c.VRRPVersion, c.AdvertInterval, c.AuthPass = 2, time.Second, "123456789" }, "auth-pass"},
+		{"v2 sub-second interval", func(c *Config) { c.VRRPVersion, c.AdvertInterval = 2, 100*time.Millisecond }, "advert-interval"},
+		{"v3 interval not centiseconds", func(c *Config) { c.AdvertInterval = 15 * time.Millisecond }, "advert-interval"},
+		{"missing iface", func(c *Config) { c.Iface = "" }, "iface"},
+		{"bad checksum mode", func(c *Config) { c.Checksum = "none" }, "checksum"},
+		{"bad unicast peer", func(c *Config) { c.UnicastPeers = []string{"10.77.1.12", "x"} }, "unicast-peer.1"},
+		{"bad check url", func(c *Config) { c.CheckURL = "ftp://x" }, "check-url"},
+		{"bad check action", func(c *Config) { c.CheckAction = "panic" }, "check-action"},
+		{"weight out of range", func(c *Config) { c.CheckWeight = -300 }, "check-weight"},
+		{"lifetime below a second", func(c *Config) { c.VIPLifetime = 500 * time.Millisecond }, "vip-lifetime"},
+		{"duplicate vrid", func(c *Config) { c.Instances = []Instance{{VRID: 7}, {VRID: 7, Name: "b"}} }, "instances.1.vrid"},
+		{"instance with bad priority", func(c *Config) { c.Instances = []Instance{{VRID: 7}, {VRID: 8, Priority: 300}} }, "instances.1.priority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok()
+			tt.mod(c)
+			err := c.Validate()
+			if tt.key == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var fe *config.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate = %v, want a FieldError for %s", err, tt.key)
+			}
+			found := false
+			for _, e := range flatten(err) {
+				if errors.As(e, &fe) && fe.Key == tt.key {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("Validate = %v, want an error for key %s", err, tt.key)
+			}
+		})
+	}
+}
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// TestExampleConfig loads configs/vipd.yaml, the commented three-master example.
+func TestExampleConfig(t *testing.T) {
+	c := DefaultConfig()
+	if _, err := config.Load(filepath.Join("..", "..", "configs", "vipd.yaml"), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) < 2 {
+		t.Fatalf("example resolves to %d instances, want the apiserver VIP and a second one", len(rs))
+	}
+	if rs[0].VIPs[0].String() != "10.0.0.100/24" || rs[0].Version != 3 {
+		t.Fatalf("first instance: %+v", rs[0])
+	}
+}
+
+// TestConfigFileErrors checks that bad instance values are reported with file, line and key.
+func TestConfigFileErrors(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "vipd.yaml")
+	body := "vip: [10.0.0.100/24]\ninstances:\n  - name: a\n    vrid: 10\n  - name: b\n    vrid: 300\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog := config.Program[Config]{Name: "vipd", Default: DefaultConfig, Flags: func(fs *flag.FlagSet, c *Config) { c.AddFlags(fs) }}
+	_, err := prog.Parse([]string{"--config", p})
+	if err == nil || !strings.Contains(err.Error(), p+":6: instances.1.vrid: must be 1-255") {
+		t.Fatalf("err = %v, want %s:6: instances.1.vrid", err, p)
+	}
+}
