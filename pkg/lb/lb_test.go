@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hacp/hacp/internal/testenv"
 )
 
 func TestRoundRobin(t *testing.T) {
@@ -302,9 +304,9 @@ func TestIdleTimeout(t *testing.T) {
 
 // echoBackend answers each connection, after the client half-closed, with the number of
 // bytes it read; it checks that half-close passes through.
-func echoBackend(t *testing.T) net.Listener {
+func echoBackend(t *testing.T, addr string) net.Listener {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +328,28 @@ func echoBackend(t *testing.T) net.Listener {
 }
 
 func TestHalfClose(t *testing.T) {
-	ln := echoBackend(t)
+	tests := []struct{ name, addr string }{
+		{"IPv4", "127.0.0.1:0"},
+		{"IPv6", "[::1]:0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "IPv6" {
+				ln, err := net.Listen("tcp", tt.addr)
+				testenv.Require(t, err == nil, "IPv6 loopback")
+				if ln != nil {
+					ln.Close()
+				}
+			}
+			testHalfClose(t, tt.addr)
+		})
+	}
+}
+
+func testHalfClose(t *testing.T, addr string) {
+	ln := echoBackend(t, addr)
 	cfg := testConfig()
+	cfg.Listen = addr
 	cfg.CheckMode = "tcp"
 	cfg.Backends = []string{ln.Addr().String()}
 	p := startProxy(t, cfg)
