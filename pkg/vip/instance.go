@@ -249,6 +249,12 @@ func (in *instance) gen() uint64 {
 
 // exec carries out the state machine's actions in order.
 func (in *instance) exec(acts []vrrp.Action, now time.Time) {
+	announced := false
+	defer func() {
+		if announced {
+			in.announceRest(in.gen()) // after the transition, so the burst knows its mastership
+		}
+	}()
 	for _, a := range acts {
 		switch a.Kind {
 		case vrrp.ActSendAdvert:
@@ -268,6 +274,7 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			}
 		case vrrp.ActAnnounce:
 			in.announceNow()
+			announced = true
 		case vrrp.ActTransition:
 			in.transition(a, now)
 		case vrrp.ActHoldDown:
@@ -325,8 +332,7 @@ func (in *instance) sendAdvert(prio uint8) error {
 	return errors.Join(errs...)
 }
 
-// announceNow sends the first gratuitous ARP of every address at once, then the rest of the
-// burst and the repeat burst in the background.
+// announceNow sends the first gratuitous ARP of every address at once.
 func (in *instance) announceNow() {
 	err := in.ann.announce(in.allVIPs())
 	sent := time.Now()
@@ -339,8 +345,12 @@ func (in *instance) announceNow() {
 		t.AnnounceDelayS = sent.Sub(t.AddrsBound).Seconds()
 		in.d.metrics.announceDelay.WithLabelValues(in.r.Name).Set(t.AnnounceDelayS)
 	}
-	gen := in.masterGen
 	in.mu.Unlock()
+}
+
+// announceRest sends the rest of the burst and the repeat burst in the background, as long
+// as mastership gen lasts.
+func (in *instance) announceRest(gen uint64) {
 	cfg := in.g
 	go func() {
 		for i := 1; i < cfg.GARPCount; i++ {

@@ -1,0 +1,255 @@
+package vip_test
+
+import (
+	"bufio"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/internal/netns"
+	"github.com/hacp/hacp/pkg/vip"
+)
+
+const (
+	subnet = "10.77.1"
+	vipA   = "10.77.1.100"
+	vipCIR = vipA + "/24"
+	status = "127.0.0.1:9901" // every host is its own namespace, so the port never clashes
+)
+
+var vipdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hv-vipd-")
+	if err != nil {
+		panic(err)
+	}
+	vipdBin = filepath.Join(dir, "vipd")
+	if os.Geteuid() == 0 {
+		cmd := exec.Command("go", "build", "-o", vipdBin, "github.com/hacp/hacp/cmd/vipd")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			os.RemoveAll(dir)
+			panic("build vipd: " + err.Error())
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// baseArgs are the flags every test vipd shares: VRRPv3 at 100 ms, no health check.
+func baseArgs(prio int, extra ...string) []string {
+	return append([]string{"--iface", "eth0", "--vip", vipCIR, "--vrid", "51", "--priority", fmt.Sprint(prio),
+		"--advert-interval", "100ms", "--check-url", "", "--status-addr", status, "--log-level", "debug"}, extra...)
+}
+
+func startVipd(t *testing.T, h *netns.Host, args ...string) *netns.Proc {
+	t.Helper()
+	p := h.Start(vipdBin, args...)
+	waitFor(t, 10*time.Second, h.Name+" vipd status server up", func() bool {
+		_, err := getStatus(h)
+		return err == nil
+	})
+	return p
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// getStatus fetches /status from inside the host's namespace.
+func getStatus(h *netns.Host) (*vip.Status, error) {
+	var st vip.Status
+	err := h.Do(func() error {
+		conn, err := net.DialTimeout("tcp", status, time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		req, _ := http.NewRequest("GET", "http://"+status+"/status", nil)
+		if err := req.Write(conn); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&st)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+func state(h *netns.Host) string {
+	st, err := getStatus(h)
+	if err != nil || len(st.Instances) == 0 {
+		return "DOWN"
+	}
+	return st.Instances[0].State
+}
+
+// hasVIP reports whether addr is bound on the host's eth0.
+func hasVIP(t *testing.T, h *netns.Host, addr string) bool {
+	t.Helper()
+	out, err := h.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+	if err != nil {
+		return false
+	}
+	return strings.Contains(out, " "+addr+"/")
+}
+
+// holders lists the hosts that have the VIP bound.
+func holders(t *testing.T, hosts ...*netns.Host) []string {
+	t.Helper()
+	var out []string
+	for _, h := range hosts {
+		if hasVIP(t, h, vipA) {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+func waitHolder(t *testing.T, want string, timeout time.Duration, hosts ...*netns.Host) {
+	t.Helper()
+	waitFor(t, timeout, "VIP held by exactly "+want, func() bool {
+		got := holders(t, hosts...)
+		return len(got) == 1 && got[0] == want
+	})
+}
+
+func mac(t *testing.T, h *netns.Host) string {
+	t.Helper()
+	out := h.Run("ip", "-o", "link", "show", "dev", "eth0")
+	m := etherRe.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s: no MAC address in %q", h.Name, out)
+	}
+	return m[1]
+}
+
+var (
+	lladdrRe = regexp.MustCompile(`lladdr ([0-9a-f:]+)`)
+	etherRe  = regexp.MustCompile(`link/ether ([0-9a-f:]+)`)
+)
+
+// neighbour returns the MAC address the host's ARP table holds for ip, or "".
+func neighbour(h *netns.Host, ip string) string {
+	out, _ := h.Exec("ip", "neigh", "show", ip, "dev", "eth0")
+	if m := lladdrRe.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ping checks that ip answers from inside h: a TCP connect to a closed port is refused by
+// the host that holds the address (there is no ping binary on the test machines).
+func ping(h *netns.Host, ip string) bool {
+	err := h.Do(func() error {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "9"), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return err == nil || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// TestThreeMasters: three vipd at priorities 101/100/99 elect exactly one master; a crashed
+// master is replaced by the next and a gratuitous ARP repoints a third host's neighbour
+// entry; the old master returns and preempts; SIGTERM hands over.
+func TestThreeMasters(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2, m3 := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("m3", 13)
+	client := n.AddHost("c", 50)
+	p1 := startVipd(t, m1, baseArgs(101)...)
+	startVipd(t, m2, baseArgs(100)...)
+	startVipd(t, m3, baseArgs(99)...)
+
+	waitHolder(t, "m1", 10*time.Second, m1, m2, m3)
+	waitFor(t, 5*time.Second, "m1 MASTER, m2 and m3 BACKUP", func() bool {
+		return state(m1) == "MASTER" && state(m2) == "BACKUP" && state(m3) == "BACKUP"
+	})
+	if !ping(client, vipA) {
+		t.Fatal("client cannot ping the VIP on m1")
+	}
+	if got := neighbour(client, vipA); got != mac(t, m1) {
+		t.Fatalf("client neighbour entry for VIP = %q, want m1's %s", got, mac(t, m1))
+	}
+
+	t.Run("crash master", func(t *testing.T) {
+		m1.Crash()
+		waitHolder(t, "m2", 5*time.Second, m2, m3)
+		// No traffic from the client: only m2's gratuitous ARP can change its entry.
+		waitFor(t, 3*time.Second, "client neighbour entry repointed to m2 by GARP", func() bool {
+			return neighbour(client, vipA) == mac(t, m2)
+		})
+		if !ping(client, vipA) {
+			t.Fatal("client cannot ping the VIP after failover")
+		}
+		if state(m3) != "BACKUP" {
+			t.Fatalf("m3 is %s, want BACKUP", state(m3))
+		}
+	})
+
+	t.Run("old master returns and preempts", func(t *testing.T) {
+		m1.SetLink(true)
+		// The crashed vipd's VIP expires by its netlink lifetime; the new one removes it anyway.
+		p1 = startVipd(t, m1, baseArgs(101)...)
+		waitHolder(t, "m1", 5*time.Second, m1, m2, m3)
+		waitFor(t, 3*time.Second, "m2 back to BACKUP", func() bool { return state(m2) == "BACKUP" })
+		waitFor(t, 3*time.Second, "client neighbour entry back on m1", func() bool { return neighbour(client, vipA) == mac(t, m1) })
+	})
+
+	t.Run("sigterm hands over", func(t *testing.T) {
+		st, err := getStatus(m2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := st.Instances[0].Transitions
+		p1.Signal(syscall.SIGTERM)
+		waitExit(t, p1)
+		if hasVIP(t, m1, vipA) {
+			t.Fatal("m1 still holds the VIP after vipd exited on SIGTERM")
+		}
+		waitHolder(t, "m2", 3*time.Second, m1, m2, m3)
+		st, _ = getStatus(m2)
+		if st.Instances[0].Transitions != before+1 || st.Instances[0].State != "MASTER" {
+			t.Fatalf("m2 status after handover: %+v", st.Instances[0])
+		}
+		if state(m3) != "BACKUP" {
+			t.Fatalf("m3 is %s, want BACKUP", state(m3))
+		}
+	})
+}
+
+// waitExit waits until the process is gone (reaped by netns's waiter).
+func waitExit(t *testing.T, p *netns.Proc) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "process exit", func() bool {
+		return syscall.Kill(p.Cmd.Process.Pid, 0) != nil
+	})
+}
