@@ -2,8 +2,8 @@ package vip_test
 
 import (
 	"bufio"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -252,4 +252,92 @@ func waitExit(t *testing.T, p *netns.Proc) {
 	waitFor(t, 5*time.Second, "process exit", func() bool {
 		return syscall.Kill(p.Cmd.Process.Pid, 0) != nil
 	})
+}
+
+// TestHealthCheckMovesVIP: the master's health check target (a TCP listener standing in
+// for the local apiserver) dies; its priority drops by the weight and the VIP moves. With
+// --check-action fault the master gives up at once with a priority 0 advert.
+func TestHealthCheckMovesVIP(t *testing.T) {
+	for _, action := range []string{"weight", "fault"} {
+		t.Run(action, func(t *testing.T) {
+			n := netns.New(t, "hv-", subnet)
+			m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+			var target net.Listener
+			if err := m1.Do(func() (err error) { target, err = net.Listen("tcp", "127.0.0.1:6443"); return err }); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { target.Close() })
+			go func() {
+				for {
+					c, err := target.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			check := []string{"--check-url", "tcp://127.0.0.1:6443", "--check-interval", "100ms", "--check-timeout", "100ms",
+				"--check-fall", "2", "--check-rise", "2", "--check-action", action}
+			startVipd(t, m1, append(baseArgs(101), check...)...)
+			// m2 has no check target, but its check is off: it stays at 100.
+			startVipd(t, m2, baseArgs(100)...)
+			waitHolder(t, "m1", 10*time.Second, m1, m2)
+
+			target.Close()
+			waitHolder(t, "m2", 5*time.Second, m1, m2)
+			st, err := getStatus(m1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := st.Instances[0]
+			switch action {
+			case "weight":
+				if in.State != "BACKUP" || in.EffectivePriority != 51 || st.Healthy {
+					t.Fatalf("m1 after its check failed: healthy=%v %+v", st.Healthy, in)
+				}
+			case "fault":
+				if in.State != "FAULT" || st.Healthy {
+					t.Fatalf("m1 after its check failed: healthy=%v %+v", st.Healthy, in)
+				}
+			}
+		})
+	}
+}
+
+// TestUnicastWithMulticastBlocked: with 224.0.0.18 dropped by iptables on every host, the
+// unicast peers still elect one master and fail over; adverts from a host that is not a
+// listed peer are dropped and counted.
+func TestUnicastWithMulticastBlocked(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	hosts := []*netns.Host{n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("m3", 13)}
+	for _, h := range hosts {
+		h.Run("iptables", "-A", "INPUT", "-d", "224.0.0.18", "-j", "DROP")
+		h.Run("iptables", "-A", "OUTPUT", "-d", "224.0.0.18", "-j", "DROP")
+	}
+	peers := func(self int) []string {
+		var args []string
+		for i, h := range hosts[:2] {
+			if i != self {
+				args = append(args, "--unicast-peer", h.Addr.String())
+			}
+		}
+		return append(args, "--unicast-src", hosts[self].Addr.String())
+	}
+	startVipd(t, hosts[0], append(baseArgs(101), peers(0)...)...)
+	startVipd(t, hosts[1], append(baseArgs(100), peers(1)...)...)
+	waitHolder(t, "m1", 10*time.Second, hosts[:2]...)
+	// m3 is not a listed peer: its higher-priority adverts must be ignored by m1 and m2.
+	startVipd(t, hosts[2], append(baseArgs(200), "--unicast-peer", hosts[0].Addr.String(), "--unicast-peer", hosts[1].Addr.String())...)
+	waitFor(t, 5*time.Second, "m1 drops m3's adverts as not a peer", func() bool {
+		st, err := getStatus(hosts[0])
+		return err == nil && st.Instances[0].Dropped["peer"] > 3
+	})
+	if state(hosts[0]) != "MASTER" || state(hosts[1]) != "BACKUP" {
+		t.Fatalf("with a stranger's adverts: m1 %s, m2 %s; want MASTER, BACKUP", state(hosts[0]), state(hosts[1]))
+	}
+	hosts[0].Crash()
+	waitHolder(t, "m2", 5*time.Second, hosts[1])
+	if st, _ := getStatus(hosts[1]); st.Instances[0].Dropped["peer"] == 0 {
+		t.Fatalf("m2 did not count m3's adverts as dropped: %+v", st.Instances[0].Dropped)
+	}
 }
