@@ -1,0 +1,445 @@
+// Command lbproxy is the load balancer benchmark: in one run, on loopback, it measures a
+// direct connection to the backends, haproxy 2.6 (tcp mode, the same tcp checks) and
+// lbproxy, and prints a table with lbproxy/haproxy ratios:
+//
+//   - bulk throughput: a few long streams from the backends to the client;
+//   - connection rate: short connections, each one 64-byte request and response;
+//   - latency: p50 and p99 of 64-byte round trips on persistent connections at fixed
+//     concurrency;
+//   - the proxies' CPU (from /proc/PID/stat) during each load and their peak RSS.
+//
+// The backends and the load generator share this process, and everything shares the
+// machine's cores, the same way for all three targets. Run from the module root:
+// go run ./test/bench/lbproxy [-d 3s].
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	duration    = flag.Duration("d", 3*time.Second, "duration of each measurement")
+	streams     = flag.Int("streams", 4, "concurrent streams in the throughput test")
+	connWorkers = flag.Int("conn-workers", 16, "concurrent clients in the connection-rate test")
+	rttConns    = flag.Int("rtt-conns", 16, "persistent connections in the latency test")
+)
+
+const msgSize = 64
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench lbproxy: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type target struct {
+	name  string
+	addrs []string // the client round-robins over these
+	pid   int      // proxy process, 0 for direct
+}
+
+type result struct {
+	mbps, connRate   float64
+	p50, p99         time.Duration
+	cpuBulk, cpuConn float64 // percent of one core
+	cpuRTT           float64
+	rssPeakMB, rssMB float64
+}
+
+func run() error {
+	tmp, err := os.MkdirTemp("", "bench-lbproxy-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	var backends []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go serveBackend(ln)
+		backends = append(backends, ln.Addr().String())
+	}
+
+	targets := []*target{{name: "direct", addrs: backends}}
+
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		return errors.New("haproxy not on PATH (apt-get install haproxy)")
+	}
+	hport := freePort()
+	cfg := fmt.Sprintf(`global
+  maxconn 9000
+defaults
+  mode tcp
+  timeout connect 300ms
+  timeout client 10m
+  timeout server 10m
+frontend fe
+  bind %s
+  default_backend be
+backend be
+  balance roundrobin
+  default-server check inter 2s fastinter 500ms rise 2 fall 2
+`, hport)
+	for i, b := range backends {
+		cfg += fmt.Sprintf("  server b%d %s\n", i, b)
+	}
+	cfgFile := filepath.Join(tmp, "haproxy.cfg")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	hcmd, err := start(tmp, "haproxy", haproxy, "-db", "-f", cfgFile)
+	if err != nil {
+		return err
+	}
+	defer stop(hcmd)
+	targets = append(targets, &target{name: "haproxy", addrs: []string{hport}, pid: hcmd.Process.Pid})
+
+	bin := filepath.Join(tmp, "lbproxy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/lbproxy")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build lbproxy (run from the module root): %w", err)
+	}
+	lport := freePort()
+	args := []string{"--listen", lport, "--check-mode", "tcp", "--check-interval", "2s", "--check-fast-interval", "500ms",
+		"--rise", "2", "--fall", "2", "--connect-timeout", "300ms", "--maxconn", "9000", "--log-level", "warn"}
+	for _, b := range backends {
+		args = append(args, "--backend", b)
+	}
+	lcmd, err := start(tmp, "lbproxy", bin, args...)
+	if err != nil {
+		return err
+	}
+	defer stop(lcmd)
+	targets = append(targets, &target{name: "lbproxy", addrs: []string{lport}, pid: lcmd.Process.Pid})
+
+	for _, t := range targets[1:] {
+		if err := waitReady(t.addrs[0]); err != nil {
+			log, _ := os.ReadFile(filepath.Join(tmp, t.name+".log"))
+			return fmt.Errorf("%s: %w\n%s", t.name, err, log)
+		}
+	}
+
+	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement; %d streams, %d connecting clients, %d round-trip connections\n\n",
+		numCPU(), *duration, *streams, *connWorkers, *rttConns)
+	results := map[string]*result{}
+	for _, t := range targets {
+		r := &result{}
+		results[t.name] = r
+		var c0 float64
+		c0 = cpuSeconds(t.pid)
+		r.mbps = throughput(t.addrs, *streams, *duration)
+		r.cpuBulk = pct(cpuSeconds(t.pid)-c0, *duration)
+		c0 = cpuSeconds(t.pid)
+		r.connRate = connRate(t.addrs, *connWorkers, *duration)
+		r.cpuConn = pct(cpuSeconds(t.pid)-c0, *duration)
+		c0 = cpuSeconds(t.pid)
+		r.p50, r.p99 = latency(t.addrs, *rttConns, *duration)
+		r.cpuRTT = pct(cpuSeconds(t.pid)-c0, *duration)
+		r.rssMB, r.rssPeakMB = rss(t.pid)
+		fmt.Fprintf(os.Stderr, "measured %s\n", t.name)
+	}
+
+	d, h, l := results["direct"], results["haproxy"], results["lbproxy"]
+	rows := []struct {
+		name     string
+		d, h, l  float64
+		noDirect bool
+	}{
+		{"throughput, MB/s", d.mbps, h.mbps, l.mbps, false},
+		{"connection rate, conn/s", d.connRate, h.connRate, l.connRate, false},
+		{"round trip p50, µs", us(d.p50), us(h.p50), us(l.p50), false},
+		{"round trip p99, µs", us(d.p99), us(h.p99), us(l.p99), false},
+		{"added p99 over direct, µs", 0, us(h.p99 - d.p99), us(l.p99 - d.p99), true},
+		{"proxy CPU in throughput, %", 0, h.cpuBulk, l.cpuBulk, true},
+		{"proxy CPU in conn rate, %", 0, h.cpuConn, l.cpuConn, true},
+		{"proxy CPU in round trips, %", 0, h.cpuRTT, l.cpuRTT, true},
+		{"proxy RSS at end, MB", 0, h.rssMB, l.rssMB, true},
+		{"proxy RSS peak, MB", 0, h.rssPeakMB, l.rssPeakMB, true},
+	}
+	fmt.Printf("| %-28s | %10s | %10s | %10s | %16s |\n", "measure", "direct", "haproxy", "lbproxy", "lbproxy/haproxy")
+	fmt.Printf("|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 18))
+	for _, r := range rows {
+		dcol := fmt.Sprintf("%10.0f", r.d)
+		if r.noDirect {
+			dcol = fmt.Sprintf("%10s", "-")
+		}
+		ratio := "-"
+		if r.h != 0 {
+			ratio = fmt.Sprintf("%.2f", r.l/r.h)
+		}
+		fmt.Printf("| %-28s | %s | %10.1f | %10.1f | %16s |\n", r.name, dcol, r.h, r.l, ratio)
+	}
+	fmt.Println("\nratios: higher is better for throughput and connection rate, lower for the rest.")
+	return nil
+}
+
+// serveBackend serves each connection by its first byte: 'S' streams 64 KiB writes until
+// the client leaves; 'E' echoes 64-byte messages. A connection that sends nothing (a tcp
+// health check) is closed.
+func serveBackend(ln net.Listener) {
+	buf := make([]byte, 64<<10)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			var op [1]byte
+			if _, err := io.ReadFull(c, op[:]); err != nil {
+				return
+			}
+			switch op[0] {
+			case 'S':
+				for {
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			case 'E':
+				var m [msgSize]byte
+				for {
+					if _, err := io.ReadFull(c, m[:]); err != nil {
+						return
+					}
+					if _, err := c.Write(m[:]); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+}
+
+func throughput(addrs []string, n int, d time.Duration) float64 {
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addrs[i%len(addrs)])
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = c.Write([]byte{'S'})
+			_ = c.SetReadDeadline(deadline)
+			buf := make([]byte, 256<<10)
+			for {
+				k, err := c.Read(buf)
+				total.Add(int64(k))
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(total.Load()) / d.Seconds() / 1e6
+}
+
+func connRate(addrs []string, workers int, d time.Duration) float64 {
+	var done, failed atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := make([]byte, 1+msgSize)
+			msg[0] = 'E'
+			resp := make([]byte, msgSize)
+			for i := w; time.Now().Before(deadline); i++ {
+				c, err := net.DialTimeout("tcp", addrs[i%len(addrs)], 5*time.Second)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				_, err = c.Write(msg)
+				if err == nil {
+					_, err = io.ReadFull(c, resp)
+				}
+				c.Close()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		fmt.Fprintf(os.Stderr, "connection rate: %d failed connections\n", f)
+	}
+	return float64(done.Load()) / d.Seconds()
+}
+
+func latency(addrs []string, conns int, d time.Duration) (p50, p99 time.Duration) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addrs[i%len(addrs)])
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte{'E'}); err != nil {
+				return
+			}
+			msg := make([]byte, msgSize)
+			var local []time.Duration
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if _, err := c.Write(msg); err != nil {
+					return
+				}
+				if _, err := io.ReadFull(c, msg); err != nil {
+					return
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(all) == 0 {
+		return 0, 0
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return all[len(all)/2], all[len(all)*99/100]
+}
+
+func start(dir, name, bin string, args ...string) (*exec.Cmd, error) {
+	log, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return cmd, nil
+}
+
+func stop(cmd *exec.Cmd) {
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
+
+// waitReady waits until a round trip through addr works.
+func waitReady(addr string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			msg := make([]byte, 1+msgSize)
+			msg[0] = 'E'
+			_, err = c.Write(msg)
+			if err == nil {
+				_, err = io.ReadFull(c, msg[:msgSize])
+			}
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// cpuSeconds is the user+system CPU time of pid (0 for none).
+func cpuSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// rss returns the current and peak resident set of pid in MB.
+func rss(pid int) (cur, peak float64) {
+	if pid == 0 {
+		return 0, 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			cur = kb / 1024
+		case "VmHWM:":
+			peak = kb / 1024
+		}
+	}
+	return cur, peak
+}
+
+func pct(cpu float64, d time.Duration) float64 { return 100 * cpu / d.Seconds() }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func numCPU() int {
+	data, _ := os.ReadFile("/proc/cpuinfo")
+	return max(1, strings.Count(string(data), "processor\t:"))
+}
