@@ -1,0 +1,131 @@
+package vip_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/internal/netns"
+	"github.com/hacp/hacp/internal/testenv"
+)
+
+// keepalived describes one keepalived 2.2.7 VRRP instance for interop tests.
+type keepalived struct {
+	version  int
+	prio     int
+	interval time.Duration
+	authPass string
+}
+
+// start runs keepalived (VRRP only, foreground) inside h with its own config and pid files.
+func (k keepalived) start(t *testing.T, h *netns.Host) *netns.Proc {
+	t.Helper()
+	testenv.RequireCommand(t, "keepalived")
+	dir := t.TempDir()
+	auth := ""
+	if k.authPass != "" {
+		auth = fmt.Sprintf("  authentication {\n    auth_type PASS\n    auth_pass %s\n  }\n", k.authPass)
+	}
+	conf := fmt.Sprintf(`global_defs {
+  router_id %s
+}
+vrrp_instance VI_1 {
+  state BACKUP
+  interface eth0
+  virtual_router_id 51
+  priority %d
+  advert_int %g
+  version %d
+%s  virtual_ipaddress {
+    %s
+  }
+}
+`, h.Name, k.prio, k.interval.Seconds(), k.version, auth, vipCIR)
+	path := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return h.Start("keepalived", "-n", "-l", "-D", "--vrrp", "-f", path,
+		"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+}
+
+// TestKeepalivedInterop runs vipd and keepalived in the same VRID, each side once as the
+// higher priority: the right one becomes master, the other follows its adverts without
+// dropping any, and takes over when the master crashes or stops.
+func TestKeepalivedInterop(t *testing.T) {
+	testenv.RequireCommand(t, "keepalived")
+	modes := []struct {
+		name string
+		k    keepalived
+		args []string
+	}{
+		{"v3-100ms", keepalived{version: 3, interval: 100 * time.Millisecond}, []string{"--version-vrrp", "3", "--advert-interval", "100ms"}},
+		{"v2-1s-pass", keepalived{version: 2, interval: time.Second, authPass: "secret1"}, []string{"--version-vrrp", "2", "--advert-interval", "1s", "--auth-pass", "secret1"}},
+	}
+	for _, m := range modes {
+		vipdArgs := func(prio int) []string {
+			a := baseArgs(prio)
+			// baseArgs sets 100ms; the mode's own interval comes later and wins.
+			return append(a, m.args...)
+		}
+		t.Run(m.name+"/keepalived-master", func(t *testing.T) {
+			n := netns.New(t, "hv-", subnet)
+			kh, vh := n.AddHost("ka", 11), n.AddHost("vd", 12)
+			k := m.k
+			k.prio = 101
+			k.start(t, kh)
+			waitFor(t, 10*time.Second, "keepalived holds the VIP", func() bool { return hasVIP(t, kh, vipA) })
+			startVipd(t, vh, vipdArgs(100)...)
+			waitFor(t, 5*time.Second, "vipd follows keepalived's adverts", func() bool {
+				st, err := getStatus(vh)
+				return err == nil && st.Instances[0].AdvertsReceived >= 2
+			})
+			st, _ := getStatus(vh)
+			in := st.Instances[0]
+			if in.State != "BACKUP" || in.MasterAddr != kh.Addr.String() || in.MasterPriority != 101 || len(in.Dropped) != 0 {
+				t.Fatalf("vipd beside a keepalived master: %+v", in)
+			}
+			if hasVIP(t, vh, vipA) {
+				t.Fatal("vipd bound the VIP while keepalived is master")
+			}
+			kh.Crash()
+			waitFor(t, 10*time.Second, "vipd takes the VIP after keepalived crashed", func() bool {
+				return hasVIP(t, vh, vipA) && state(vh) == "MASTER"
+			})
+		})
+		t.Run(m.name+"/vipd-master", func(t *testing.T) {
+			n := netns.New(t, "hv-", subnet)
+			kh, vh := n.AddHost("ka", 11), n.AddHost("vd", 12)
+			v := startVipd(t, vh, vipdArgs(101)...)
+			waitFor(t, 10*time.Second, "vipd holds the VIP", func() bool { return hasVIP(t, vh, vipA) })
+			k := m.k
+			k.prio = 100
+			kp := k.start(t, kh)
+			waitFor(t, 10*time.Second, "keepalived enters BACKUP", func() bool {
+				return strings.Contains(kp.Output(), "Entering BACKUP STATE")
+			})
+			// Several advert intervals with keepalived as backup: it must not take the VIP.
+			deadline := time.Now().Add(4 * m.k.interval)
+			for time.Now().Before(deadline) {
+				if hasVIP(t, kh, vipA) {
+					t.Fatalf("keepalived took the VIP from a higher-priority vipd:\n%s", kp.Output())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if out := kp.Output(); strings.Contains(out, "bad") || strings.Contains(out, "invalid") || strings.Contains(out, "mismatch") {
+				t.Fatalf("keepalived complains about vipd's adverts:\n%s", out)
+			}
+			v.Signal(syscall.SIGTERM)
+			waitFor(t, 10*time.Second, "keepalived takes the VIP after vipd's priority 0 advert", func() bool {
+				return hasVIP(t, kh, vipA) && !hasVIP(t, vh, vipA)
+			})
+			if !strings.Contains(kp.Output(), "priority 0 advertisement") {
+				t.Fatalf("keepalived did not log vipd's priority 0 advert:\n%s", kp.Output())
+			}
+		})
+	}
+}
