@@ -60,6 +60,12 @@ func ToTable(obj runtime.Object, opts metav1.TableOptions) (*metav1.Table, error
 }
 
 func toTable(obj runtime.Object, opts metav1.TableOptions, now time.Time) (*metav1.Table, error) {
+	return convert(obj, opts, now, nil)
+}
+
+// convert does the work of ToTable; a non-nil custom printer replaces the
+// per-kind printers for every item.
+func convert(obj runtime.Object, opts metav1.TableOptions, now time.Time, custom *printer) (*metav1.Table, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("tableconvert: nil object")
 	}
@@ -68,7 +74,9 @@ func toTable(obj runtime.Object, opts metav1.TableOptions, now time.Time) (*meta
 	default:
 		return nil, fmt.Errorf("tableconvert: unknown includeObject %q (want None, Metadata or Object)", opts.IncludeObject)
 	}
-	obj = typed(obj)
+	if custom == nil {
+		obj = typed(obj)
+	}
 
 	table := &metav1.Table{}
 	table.SetGroupVersionKind(tableGVK)
@@ -92,7 +100,10 @@ func toTable(obj runtime.Object, opts metav1.TableOptions, now time.Time) (*meta
 		}
 	}
 
-	p := printers[reflect.TypeOf(obj)]
+	p := custom
+	if p == nil {
+		p = printers[reflect.TypeOf(obj)]
+	}
 	if p == nil {
 		p = defaultPrinter
 	}
@@ -101,8 +112,11 @@ func toTable(obj runtime.Object, opts metav1.TableOptions, now time.Time) (*meta
 	}
 	table.Rows = make([]metav1.TableRow, 0, len(items))
 	for _, item := range items {
-		item = typed(item)
-		ip := printers[reflect.TypeOf(item)]
+		ip := custom
+		if ip == nil {
+			item = typed(item)
+			ip = printers[reflect.TypeOf(item)]
+		}
 		if ip != p {
 			// A heterogeneous list (e.g. a v1 List): print every item with
 			// the columns every kind has.
