@@ -21,7 +21,8 @@ type Config struct {
 	Name                    string        // member name
 	DataDir                 string        // where the member keeps its WAL and snapshot
 	ClientURL               string        // e.g. http://127.0.0.1:2379 (kept on loopback for etcdctl)
-	PeerURL                 string        // listen and advertise peer URL, e.g. http://10.0.0.1:2380
+	PeerURL                 string        // listen peer URL, e.g. http://10.0.0.1:2380
+	AdvertisePeerURL        string        // peer URL other members use; PeerURL if empty
 	InitialCluster          string        // name=peerURL,... ; empty means just this member
 	InitialClusterState     string        // "new" or "existing"
 	PeerCertFile            string        // peer TLS (optional)
@@ -69,6 +70,13 @@ func Start(cfg Config) (*Server, error) {
 	ec.AdvertiseClientUrls = []url.URL{*cu}
 	ec.ListenPeerUrls = []url.URL{*pu}
 	ec.AdvertisePeerUrls = []url.URL{*pu}
+	if cfg.AdvertisePeerURL != "" {
+		apu, err := url.Parse(cfg.AdvertisePeerURL)
+		if err != nil {
+			return nil, fmt.Errorf("etcd: advertise peer url %q: %w", cfg.AdvertisePeerURL, err)
+		}
+		ec.AdvertisePeerUrls = []url.URL{*apu}
+	}
 	if cfg.InitialCluster != "" {
 		ec.InitialCluster = cfg.InitialCluster
 	} else {

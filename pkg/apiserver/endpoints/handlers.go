@@ -1,0 +1,407 @@
+package endpoints
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// scope is what a handler knows about the path it serves.
+type scope struct {
+	names       *registry.Names
+	storage     registry.Storage // main resource or subresource
+	kind        schema.GroupVersionKind
+	subresource string
+	namespaced  bool
+	typed       bool // built-in Go type: strategic merge patch allowed
+	stop        <-chan struct{}
+}
+
+func (s *scope) gr() schema.GroupResource { return s.names.GroupResource() }
+
+func (s *scope) nsName(r *http.Request, pathNS, pathName string) (string, string) {
+	return pathNS, pathName
+}
+
+func (s *scope) get(w http.ResponseWriter, r *http.Request, ns, name string) {
+	opts := &metav1.GetOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := s.storage.(registry.Getter).Get(r.Context(), ns, name, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, http.StatusOK, obj)
+}
+
+func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWatch bool) {
+	opts := &metav1.ListOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if forceWatch {
+		opts.Watch = true
+	}
+	if opts.Watch {
+		s.watch(w, r, ns, opts)
+		return
+	}
+	obj, err := s.storage.(registry.Lister).List(r.Context(), ns, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, http.StatusOK, obj)
+}
+
+func (s *scope) create(w http.ResponseWriter, r *http.Request, ns, name string) {
+	opts := &metav1.CreateOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkOptions(opts.DryRun, opts.FieldManager); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := s.decodeBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out, err := s.storage.(registry.Creater).Create(r.Context(), ns, name, obj, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	code := http.StatusCreated
+	if st, ok := out.(*metav1.Status); ok && st.Code != 0 {
+		code = int(st.Code)
+	}
+	writeObject(w, r, code, out)
+}
+
+func (s *scope) decodeBody(w http.ResponseWriter, r *http.Request) (runtime.Object, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	data, err = toJSON(r, data)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(w, r, data, s.kind, s.storage.New)
+}
+
+func checkOptions(dryRun []string, fieldManager string) error {
+	for _, d := range dryRun {
+		if d != metav1.DryRunAll {
+			return apierrors.NewBadRequest(fmt.Sprintf("dryRun: unsupported value %q, only All is supported", d))
+		}
+	}
+	if len(fieldManager) > 128 {
+		return apierrors.NewBadRequest("fieldManager: must be at most 128 characters")
+	}
+	return nil
+}
+
+func (s *scope) update(w http.ResponseWriter, r *http.Request, ns, name string) {
+	opts := &metav1.UpdateOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkOptions(opts.DryRun, opts.FieldManager); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	obj, err := s.decodeBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkName(obj, name); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out, created, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(context.Context, runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	}, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	writeObject(w, r, code, out)
+}
+
+func checkName(obj runtime.Object, name string) error {
+	a, ok := obj.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	if a.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", a.GetName(), name))
+	}
+	return nil
+}
+
+const (
+	jsonPatchType      = "application/json-patch+json"
+	mergePatchType     = "application/merge-patch+json"
+	strategicPatchType = "application/strategic-merge-patch+json"
+	applyPatchType     = "application/apply-patch+yaml"
+)
+
+func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
+	opts := &metav1.PatchOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkOptions(opts.DryRun, opts.FieldManager); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	if i := indexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	switch ct {
+	case jsonPatchType, mergePatchType:
+	case strategicPatchType:
+		if !s.typed {
+			writeError(w, r, unsupportedMediaType(ct+": strategic merge patch is only supported for built-in kinds, use application/merge-patch+json or application/json-patch+json"))
+			return
+		}
+	case applyPatchType:
+		writeError(w, r, unsupportedMediaType(ct+": server-side apply is not supported, use client-side kubectl apply"))
+		return
+	default:
+		writeError(w, r, unsupportedMediaType(ct))
+		return
+	}
+	patch, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var probe any
+	if err := json.Unmarshal(patch, &probe); err != nil {
+		writeError(w, r, syntaxError(patch, err))
+		return
+	}
+	var jp jsonpatch.Patch
+	if ct == jsonPatchType {
+		if jp, err = jsonpatch.DecodePatch(patch); err != nil {
+			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err)))
+			return
+		}
+	} else if _, ok := probe.(map[string]any); !ok {
+		writeError(w, r, apierrors.NewBadRequest("a merge patch must be a JSON object"))
+		return
+	}
+	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
+	out, _, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(s.gr(), name)
+		}
+		curJSON, err := json.Marshal(cur)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		var patched []byte
+		switch ct {
+		case jsonPatchType:
+			patched, err = jp.Apply(curJSON)
+		case mergePatchType:
+			patched, err = jsonpatch.MergePatch(curJSON, patch)
+		case strategicPatchType:
+			patched, err = strategicpatch.StrategicMergePatch(curJSON, patch, s.storage.New())
+		}
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+		}
+		obj, err := decodeObject(w, r, patched, s.kind, s.storage.New)
+		if err != nil {
+			if st, ok := err.(apierrors.APIStatus); ok && st.Status().Code == http.StatusBadRequest {
+				return nil, apierrors.NewBadRequest(st.Status().Message)
+			}
+			return nil, err
+		}
+		if err := checkName(obj, name); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}, uopts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, http.StatusOK, out)
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *scope) delete(w http.ResponseWriter, r *http.Request, ns, name string) {
+	opts, err := decodeDeleteOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkOptions(opts.DryRun, ""); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out, _, err := s.storage.(registry.GracefulDeleter).Delete(r.Context(), ns, name, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, http.StatusOK, out)
+}
+
+func (s *scope) deleteCollection(w http.ResponseWriter, r *http.Request, ns string) {
+	listOpts := &metav1.ListOptions{}
+	if err := decodeQuery(r, listOpts); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	opts, err := decodeDeleteOptions(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := checkOptions(opts.DryRun, ""); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out, err := s.storage.(registry.CollectionDeleter).DeleteCollection(r.Context(), ns, opts, listOpts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeObject(w, r, http.StatusOK, out)
+}
+
+// watchEvent is metav1.WatchEvent with the object already encoded.
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) {
+	watcher, ok := s.storage.(registry.Watcher)
+	if !ok {
+		writeError(w, r, apierrors.NewMethodNotSupported(s.gr(), "watch"))
+		return
+	}
+	out, err := negotiate(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	wi, err := watcher.Watch(ctx, ns, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer wi.Stop()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(w)
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stop:
+			return
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return
+			}
+			obj := ev.Object
+			if ev.Type != watch.Error {
+				switch {
+				case out.kind == outTable && ev.Type == watch.Bookmark:
+					obj = bookmarkTable(obj)
+				case out.kind == outTable:
+					t, err := out.transform(r, obj)
+					if err != nil {
+						obj = ErrorStatus(err)
+						ev.Type = watch.Error
+						break
+					}
+					if !first {
+						t.(*metav1.Table).ColumnDefinitions = nil
+					}
+					first = false
+					obj = t
+				case out.kind == outPartialMetadata:
+					if p, err := partialMetadata(obj); err == nil {
+						obj = p
+					}
+				}
+			}
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return
+			}
+			if err := enc.Encode(watchEvent{Type: string(ev.Type), Object: raw}); err != nil {
+				return
+			}
+			if flusher != nil && len(wi.ResultChan()) == 0 {
+				flusher.Flush()
+			}
+			if ev.Type == watch.Error {
+				return
+			}
+		}
+	}
+}
+
+func bookmarkTable(obj runtime.Object) runtime.Object {
+	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
+	if a, ok := obj.(metav1.Object); ok {
+		t.ResourceVersion = a.GetResourceVersion()
+	}
+	return t
+}

@@ -1,0 +1,181 @@
+package endpoints
+
+import (
+	"net/http"
+	"slices"
+	"sort"
+
+	restful "github.com/emicklei/go-restful/v3"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Resource is one resource to serve: its main storage and its subresources.
+type Resource struct {
+	Names        *registry.Names
+	Storage      registry.Storage
+	Subresources map[string]registry.Storage
+}
+
+// Verbs lists the verbs a storage implements, in upstream's order.
+func Verbs(s registry.Storage) []string {
+	var v []string
+	if _, ok := s.(registry.Creater); ok {
+		v = append(v, "create")
+	}
+	if _, ok := s.(registry.GracefulDeleter); ok {
+		v = append(v, "delete")
+	}
+	if _, ok := s.(registry.CollectionDeleter); ok {
+		v = append(v, "deletecollection")
+	}
+	if _, ok := s.(registry.Getter); ok {
+		v = append(v, "get")
+	}
+	if _, ok := s.(registry.Lister); ok {
+		v = append(v, "list")
+	}
+	if _, ok := s.(registry.Updater); ok {
+		v = append(v, "patch", "update")
+	}
+	if _, ok := s.(registry.Watcher); ok {
+		v = append(v, "watch")
+	}
+	return v
+}
+
+// GroupVersionPath is /api/v1 for the core group and /apis/{g}/{v} otherwise.
+func GroupVersionPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "/api/" + gv.Version
+	}
+	return "/apis/" + gv.Group + "/" + gv.Version
+}
+
+// Installer registers routes for resources on a go-restful container.
+type Installer struct {
+	// Stop closes every open watch when it is closed (graceful shutdown).
+	Stop <-chan struct{}
+}
+
+// Install adds one WebService per group-version serving resources.
+func (in *Installer) Install(c *restful.Container, resources []Resource) {
+	byGV := map[schema.GroupVersion][]Resource{}
+	for _, r := range resources {
+		byGV[r.Names.GroupVersion()] = append(byGV[r.Names.GroupVersion()], r)
+	}
+	gvs := make([]schema.GroupVersion, 0, len(byGV))
+	for gv := range byGV {
+		gvs = append(gvs, gv)
+	}
+	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
+	for _, gv := range gvs {
+		ws := new(restful.WebService).Path(GroupVersionPath(gv)).Produces(restful.MIME_JSON, "*/*")
+		for _, r := range byGV[gv] {
+			in.installResource(ws, r)
+		}
+		c.Add(ws)
+	}
+}
+
+func param(req *restful.Request, name string) string { return req.PathParameter(name) }
+
+func (in *Installer) installResource(ws *restful.WebService, r Resource) {
+	_, unstructuredKind := r.Storage.New().(*unstructured.Unstructured)
+	main := &scope{names: r.Names, storage: r.Storage, kind: r.Storage.Kind(), namespaced: r.Names.Namespaced, typed: !unstructuredKind, stop: in.Stop}
+	verbs := Verbs(r.Storage)
+	has := func(v string) bool { return slices.Contains(verbs, v) }
+	plural := r.Names.Plural
+
+	route := func(method, path string, h func(w http.ResponseWriter, req *restful.Request)) {
+		ws.Route(ws.Method(method).Path(path).Produces("*/*").To(func(req *restful.Request, resp *restful.Response) {
+			h(resp.ResponseWriter, req)
+		}).Operation(method + " " + path))
+	}
+
+	var coll, item, watchColl, watchItem string
+	if r.Names.Namespaced {
+		coll = "/namespaces/{namespace}/" + plural
+		item = coll + "/{name}"
+		watchColl = "/watch/namespaces/{namespace}/" + plural
+		watchItem = watchColl + "/{name}"
+	} else {
+		coll = "/" + plural
+		item = coll + "/{name}"
+		watchColl = "/watch/" + plural
+		watchItem = watchColl + "/{name}"
+	}
+	ns := func(req *restful.Request) string { return param(req, "namespace") }
+
+	if has("list") {
+		route("GET", coll, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), false) })
+		if r.Names.Namespaced {
+			route("GET", "/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", false) })
+		}
+	}
+	if has("watch") {
+		route("GET", watchColl, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), true) })
+		route("GET", watchItem, func(w http.ResponseWriter, req *restful.Request) {
+			q := req.Request.URL.Query()
+			q.Set("fieldSelector", "metadata.name="+param(req, "name"))
+			req.Request.URL.RawQuery = q.Encode()
+			main.list(w, req.Request, ns(req), true)
+		})
+		if r.Names.Namespaced {
+			route("GET", "/watch/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", true) })
+		}
+	}
+	if has("create") {
+		route("POST", coll, func(w http.ResponseWriter, req *restful.Request) { main.create(w, req.Request, ns(req), "") })
+	}
+	if has("deletecollection") {
+		route("DELETE", coll, func(w http.ResponseWriter, req *restful.Request) { main.deleteCollection(w, req.Request, ns(req)) })
+	}
+	if has("get") {
+		route("GET", item, func(w http.ResponseWriter, req *restful.Request) { main.get(w, req.Request, ns(req), param(req, "name")) })
+	}
+	if has("update") {
+		route("PUT", item, func(w http.ResponseWriter, req *restful.Request) { main.update(w, req.Request, ns(req), param(req, "name")) })
+		route("PATCH", item, func(w http.ResponseWriter, req *restful.Request) { main.patch(w, req.Request, ns(req), param(req, "name")) })
+	}
+	if has("delete") {
+		route("DELETE", item, func(w http.ResponseWriter, req *restful.Request) { main.delete(w, req.Request, ns(req), param(req, "name")) })
+	}
+
+	subs := make([]string, 0, len(r.Subresources))
+	for name := range r.Subresources {
+		subs = append(subs, name)
+	}
+	sort.Strings(subs)
+	for _, name := range subs {
+		st := r.Subresources[name]
+		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop}
+		path := item + "/" + name
+		if _, ok := st.(registry.Getter); ok {
+			route("GET", path, func(w http.ResponseWriter, req *restful.Request) { sub.get(w, req.Request, ns(req), param(req, "name")) })
+		}
+		if _, ok := st.(registry.Updater); ok {
+			route("PUT", path, func(w http.ResponseWriter, req *restful.Request) { sub.update(w, req.Request, ns(req), param(req, "name")) })
+			route("PATCH", path, func(w http.ResponseWriter, req *restful.Request) { sub.patch(w, req.Request, ns(req), param(req, "name")) })
+		}
+		if _, ok := st.(registry.Creater); ok {
+			route("POST", path, func(w http.ResponseWriter, req *restful.Request) { sub.create(w, req.Request, ns(req), param(req, "name")) })
+		}
+	}
+}
+
+// NotFoundHandler answers unknown paths and methods with upstream's Status.
+func NotFoundHandler(err restful.ServiceError, req *restful.Request, resp *restful.Response) {
+	switch err.Code {
+	case http.StatusMethodNotAllowed:
+		writeError(resp.ResponseWriter, req.Request, &apierrors.StatusError{ErrStatus: statusFor(http.StatusMethodNotAllowed, "MethodNotAllowed", "the server does not allow this method on the requested resource")})
+	case http.StatusNotAcceptable:
+		writeError(resp.ResponseWriter, req.Request, &apierrors.StatusError{ErrStatus: statusFor(http.StatusNotAcceptable, "NotAcceptable", "the requested media type is not supported")})
+	case http.StatusUnsupportedMediaType:
+		writeError(resp.ResponseWriter, req.Request, unsupportedMediaType(req.HeaderParameter("Content-Type")))
+	default:
+		writeError(resp.ResponseWriter, req.Request, apierrors.NewNotFound(schema.GroupResource{}, ""))
+	}
+}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/hacp/hacp/pkg/config"
+)
+
+// Config is the apiserver's configuration; yaml keys equal the flag names.
+type Config struct {
+	BindAddress     string        `yaml:"bind-address"`
+	SecurePort      int           `yaml:"secure-port"`
+	DataDir         string        `yaml:"data-dir"`
+	CertDir         string        `yaml:"cert-dir"`
+	TLSSANs         []string      `yaml:"tls-san"`
+	TLSCertFile     string        `yaml:"tls-cert-file"`
+	TLSKeyFile      string        `yaml:"tls-private-key-file"`
+	ClientCAFile    string        `yaml:"client-ca-file"`
+	Kubeconfig      string        `yaml:"write-kubeconfig"`
+	AdvertiseURL    string        `yaml:"advertise-url"`
+	ShutdownDelay   time.Duration `yaml:"shutdown-delay"`
+	ShutdownTimeout time.Duration `yaml:"shutdown-timeout"`
+	LogLevel        string        `yaml:"log-level"`
+
+	EtcdServers  []string `yaml:"etcd-servers"`
+	EtcdCAFile   string   `yaml:"etcd-cafile"`
+	EtcdCertFile string   `yaml:"etcd-certfile"`
+	EtcdKeyFile  string   `yaml:"etcd-keyfile"`
+	EtcdPrefix   string   `yaml:"etcd-prefix"`
+
+	EtcdName                    string        `yaml:"etcd-name"`
+	EtcdListenClientURL         string        `yaml:"etcd-listen-client-url"`
+	EtcdListenPeerURL           string        `yaml:"etcd-listen-peer-urls"`
+	EtcdInitialAdvertisePeerURL string        `yaml:"etcd-initial-advertise-peer-urls"`
+	EtcdInitialCluster          string        `yaml:"etcd-initial-cluster"`
+	EtcdInitialClusterState     string        `yaml:"etcd-initial-cluster-state"`
+	EtcdPeerCertFile            string        `yaml:"etcd-peer-cert-file"`
+	EtcdPeerKeyFile             string        `yaml:"etcd-peer-key-file"`
+	EtcdPeerTrustedCAFile       string        `yaml:"etcd-peer-trusted-ca-file"`
+	EtcdPeerClientCertAuth      bool          `yaml:"etcd-peer-client-cert-auth"`
+	EtcdUnsafeNoFsync           bool          `yaml:"etcd-unsafe-no-fsync"`
+	EtcdAutoCompactionRetention string        `yaml:"etcd-auto-compaction-retention"`
+	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
+}
+
+// DefaultConfig is what `apiserver` runs with when nothing is set.
+func DefaultConfig() *Config {
+	return &Config{
+		BindAddress:                 "127.0.0.1",
+		SecurePort:                  6443,
+		DataDir:                     "_data",
+		ShutdownDelay:               time.Second,
+		ShutdownTimeout:             30 * time.Second,
+		LogLevel:                    "info",
+		EtcdPrefix:                  "/registry",
+		EtcdName:                    "default",
+		EtcdListenClientURL:         "http://127.0.0.1:2379",
+		EtcdListenPeerURL:           "http://127.0.0.1:2380",
+		EtcdInitialClusterState:     "new",
+		EtcdAutoCompactionRetention: "5m",
+		WatchBookmarkInterval:       time.Minute,
+	}
+}
+
+// AddFlags binds every setting to a flag of the same name as its yaml key.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.BindAddress, "bind-address", c.BindAddress, "IP `address` to serve HTTPS on")
+	fs.IntVar(&c.SecurePort, "secure-port", c.SecurePort, "HTTPS `port` (0 picks a free one)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "`directory` for etcd data (data-dir/etcd), generated certificates (data-dir/pki) and admin.kubeconfig")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "`directory` for the generated CA, serving and admin certificates (default data-dir/pki)")
+	config.StringList(fs, &c.TLSSANs, "tls-san", "extra IP or DNS subject alternative `name` for the serving certificate (repeatable; 127.0.0.1 and localhost are always in)")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "serving certificate `file` (instead of the generated one; needs --tls-private-key-file)")
+	fs.StringVar(&c.TLSKeyFile, "tls-private-key-file", c.TLSKeyFile, "serving key `file`")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle `file` for client certificates (instead of the generated CA)")
+	fs.StringVar(&c.Kubeconfig, "write-kubeconfig", c.Kubeconfig, "write an admin kubeconfig to this `file` (default data-dir/admin.kubeconfig; \"-\" to skip)")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "server `URL` written into the kubeconfig (default https://bind-address:port)")
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", c.ShutdownDelay, "on SIGTERM, fail /readyz and /healthz for this `duration` before closing the listener")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+
+	config.StringList(fs, &c.EtcdServers, "etcd-servers", "external etcd client `URL` (repeatable); without it an embedded etcd member runs in this process")
+	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", c.EtcdCAFile, "CA `file` for --etcd-servers")
+	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", c.EtcdCertFile, "client certificate `file` for --etcd-servers")
+	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", c.EtcdKeyFile, "client key `file` for --etcd-servers")
+	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", c.EtcdPrefix, "key `prefix` of every object in etcd")
+
+	fs.StringVar(&c.EtcdName, "etcd-name", c.EtcdName, "embedded etcd member `name`")
+	fs.StringVar(&c.EtcdListenClientURL, "etcd-listen-client-url", c.EtcdListenClientURL, "embedded etcd client `URL` (keep it on 127.0.0.1; etcdctl uses it)")
+	fs.StringVar(&c.EtcdListenPeerURL, "etcd-listen-peer-urls", c.EtcdListenPeerURL, "embedded etcd peer `URL` to listen on")
+	fs.StringVar(&c.EtcdInitialAdvertisePeerURL, "etcd-initial-advertise-peer-urls", c.EtcdInitialAdvertisePeerURL, "peer `URL` other members use (default: --etcd-listen-peer-urls)")
+	fs.StringVar(&c.EtcdInitialCluster, "etcd-initial-cluster", c.EtcdInitialCluster, "`name=peerURL,...` of every member when bootstrapping a cluster (default: this member alone)")
+	fs.StringVar(&c.EtcdInitialClusterState, "etcd-initial-cluster-state", c.EtcdInitialClusterState, "new or existing")
+	fs.StringVar(&c.EtcdPeerCertFile, "etcd-peer-cert-file", c.EtcdPeerCertFile, "peer TLS certificate `file`")
+	fs.StringVar(&c.EtcdPeerKeyFile, "etcd-peer-key-file", c.EtcdPeerKeyFile, "peer TLS key `file`")
+	fs.StringVar(&c.EtcdPeerTrustedCAFile, "etcd-peer-trusted-ca-file", c.EtcdPeerTrustedCAFile, "peer TLS CA `file`")
+	fs.BoolVar(&c.EtcdPeerClientCertAuth, "etcd-peer-client-cert-auth", c.EtcdPeerClientCertAuth, "require peer client certificates")
+	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
+	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
+	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
+}
+
+// Validate checks the settings; errors name the key.
+func (c *Config) Validate() error {
+	var errs []error
+	if net.ParseIP(c.BindAddress) == nil {
+		errs = append(errs, config.FieldErrorf("bind-address", "%q is not an IP address", c.BindAddress))
+	}
+	if c.SecurePort < 0 || c.SecurePort > 65535 {
+		errs = append(errs, config.FieldErrorf("secure-port", "%d is out of range 0-65535", c.SecurePort))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, config.FieldErrorf("data-dir", "must not be empty"))
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, config.FieldErrorf("tls-cert-file", "tls-cert-file and tls-private-key-file go together"))
+	}
+	for _, s := range c.EtcdServers {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q is not an http(s) URL", s))
+		}
+	}
+	for key, v := range map[string]string{"etcd-listen-client-url": c.EtcdListenClientURL, "etcd-listen-peer-urls": c.EtcdListenPeerURL, "etcd-initial-advertise-peer-urls": c.EtcdInitialAdvertisePeerURL} {
+		if v == "" && key == "etcd-initial-advertise-peer-urls" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, config.FieldErrorf(key, "%q is not an http(s) URL", v))
+		}
+	}
+	if c.EtcdInitialClusterState != "new" && c.EtcdInitialClusterState != "existing" {
+		errs = append(errs, config.FieldErrorf("etcd-initial-cluster-state", "must be new or existing, not %q", c.EtcdInitialClusterState))
+	}
+	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
+		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, config.FieldErrorf("log-level", "must be debug, info, warn or error, not %q", c.LogLevel))
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownTimeout < 0 {
+		errs = append(errs, config.FieldErrorf("shutdown-delay", "durations must not be negative"))
+	}
+	if c.WatchBookmarkInterval <= 0 {
+		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
+	}
+	return errors.Join(errs...)
+}

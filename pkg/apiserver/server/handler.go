@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	restful "github.com/emicklei/go-restful/v3"
+	"github.com/hacp/hacp/internal/version"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/openapi"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiversion "k8s.io/apimachinery/pkg/version"
+)
+
+// User is the authenticated caller.
+type User struct {
+	Name   string
+	Groups []string
+}
+
+type userKey struct{}
+
+// UserFrom returns the authenticated user of a request context.
+func UserFrom(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(userKey{}).(User)
+	return u, ok
+}
+
+// Resources lists what the registry serves, for the installer, discovery and OpenAPI.
+func Resources(reg *registry.Registry) []endpoints.Resource {
+	var out []endpoints.Resource
+	for _, r := range reg.Resources {
+		out = append(out, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
+	}
+	return out
+}
+
+// OpenAPIResources describes the served resources for the OpenAPI documents.
+func OpenAPIResources(res []endpoints.Resource) []openapi.Resource {
+	var out []openapi.Resource
+	for _, r := range res {
+		o := openapi.Resource{
+			Group: r.Names.Group, Version: r.Names.Version, Kind: r.Names.Kind, ListKind: r.Names.ListKind,
+			Plural: r.Names.Plural, Namespaced: r.Names.Namespaced, Verbs: endpoints.Verbs(r.Storage),
+			Object: r.Storage.New(),
+		}
+		if l, ok := r.Storage.(registry.Lister); ok {
+			o.List = l.NewList()
+		}
+		for s := range r.Subresources {
+			o.Subresources = append(o.Subresources, s)
+		}
+		sort.Strings(o.Subresources)
+		out = append(out, o)
+	}
+	return out
+}
+
+// VersionInfo is what /version reports.
+func VersionInfo() apiversion.Info {
+	return apiversion.Info{
+		Major: version.KubernetesMajor, Minor: version.KubernetesMinor,
+		GitVersion:   "v" + version.KubernetesMajor + "." + version.KubernetesMinor + ".0",
+		GitCommit:    version.Version,
+		GitTreeState: "clean",
+		BuildDate:    "1970-01-01T00:00:00Z",
+		GoVersion:    runtime.Version(),
+		Compiler:     runtime.Compiler,
+		Platform:     runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+func (s *Server) buildHandler() (http.Handler, error) {
+	res := Resources(s.registry)
+	container := restful.NewContainer()
+	container.Router(restful.CurlyRouter{})
+	container.ServiceErrorHandler(endpoints.NotFoundHandler)
+	container.DoNotRecover(true)
+	(&endpoints.Installer{Stop: s.stopCh}).Install(container, res)
+
+	mux := http.NewServeMux()
+	disc := endpoints.NewDiscovery(res)
+	disc.Precompute()
+	disc.Install(mux)
+	spec, err := openapi.New(OpenAPIResources(res))
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: openapi: %w", err)
+	}
+	oa := spec.Handler()
+	mux.Handle("/openapi/", oa)
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(VersionInfo())
+	})
+	h := s.healthHandlers()
+	for _, p := range []string{"/livez", "/readyz", "/healthz"} {
+		mux.Handle("GET "+p, h)
+		mux.Handle("GET "+p+"/", h)
+	}
+	mux.Handle("/", container)
+	return recoverPanics(s.authenticate(mux)), nil
+}
+
+// publicPaths are served without a client certificate, as upstream's
+// system:public-info-viewer role allows for anonymous users.
+func publicPath(p string) bool {
+	switch {
+	case p == "/version", p == "/livez", p == "/readyz", p == "/healthz":
+		return true
+	case strings.HasPrefix(p, "/livez/"), strings.HasPrefix(p, "/readyz/"), strings.HasPrefix(p, "/healthz/"):
+		return true
+	}
+	return false
+}
+
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
+			cert := r.TLS.PeerCertificates[0]
+			u := User{Name: cert.Subject.CommonName, Groups: append(append([]string{}, cert.Subject.Organization...), "system:authenticated")}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+			return
+		}
+		if publicPath(r.URL.Path) {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
+			return
+		}
+		endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+	})
+}
+
+func recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				fmt.Printf("apiserver: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+				endpoints.WriteStatusError(w, r, apierrors.NewInternalError(fmt.Errorf("%v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type check struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
+func (s *Server) healthHandlers() http.Handler {
+	var mu sync.Mutex
+	var lastAt time.Time
+	var lastErr error
+	etcdCheck := func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(lastAt) < 500*time.Millisecond {
+			return lastErr
+		}
+		lastErr = embedetcd.Healthy(ctx, s.client)
+		lastAt = time.Now()
+		return lastErr
+	}
+	ping := check{"ping", func(context.Context) error { return nil }}
+	etcd := check{"etcd", etcdCheck}
+	shutdown := check{"shutdown", func(context.Context) error {
+		if s.draining.Load() {
+			return fmt.Errorf("server is shutting down")
+		}
+		return nil
+	}}
+	sets := map[string][]check{
+		"/livez":   {ping},
+		"/readyz":  {ping, etcd, shutdown},
+		"/healthz": {ping, etcd, shutdown},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base, only, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		checks := sets["/"+base]
+		if only != "" {
+			var picked []check
+			for _, c := range checks {
+				if c.name == only {
+					picked = append(picked, c)
+				}
+			}
+			if len(picked) == 0 {
+				http.Error(w, "404 page not found", http.StatusNotFound)
+				return
+			}
+			checks = picked
+		}
+		exclude := map[string]bool{}
+		for _, e := range r.URL.Query()["exclude"] {
+			exclude[e] = true
+		}
+		var b strings.Builder
+		failed := false
+		for _, c := range checks {
+			if exclude[c.name] {
+				fmt.Fprintf(&b, "[+]%s excluded: ok\n", c.name)
+				continue
+			}
+			if err := c.fn(r.Context()); err != nil {
+				failed = true
+				fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
+			} else {
+				fmt.Fprintf(&b, "[+]%s ok\n", c.name)
+			}
+		}
+		_, verbose := r.URL.Query()["verbose"]
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if failed {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, "%s%s check failed\n", b.String(), base)
+			return
+		}
+		if verbose {
+			fmt.Fprintf(w, "%s%s check passed\n", b.String(), base)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+}

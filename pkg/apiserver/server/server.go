@@ -1,0 +1,305 @@
+// Package server wires the apiserver together: etcd (embedded or external),
+// the registry, the REST endpoints, discovery and OpenAPI, client-certificate
+// authentication, health checks and graceful shutdown.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Server is a running apiserver.
+type Server struct {
+	cfg *Config
+	log *slog.Logger
+
+	etcd     *embedetcd.Server // nil with --etcd-servers
+	client   *clientv3.Client
+	registry *registry.Registry
+	bundle   *certs.Bundle
+	http     *http.Server
+	listener net.Listener
+	handler  http.Handler
+
+	draining atomic.Bool
+	stopCh   chan struct{} // closes watches
+	regCtx   context.CancelFunc
+	serveErr chan error
+	once     sync.Once
+	started  time.Time
+}
+
+// New checks cfg and prepares a server; Start brings it up.
+func New(cfg *Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{cfg: cfg, log: log, stopCh: make(chan struct{}), serveErr: make(chan error, 1)}, nil
+}
+
+// Start starts etcd (when embedded), the registry and the HTTPS listener,
+// and returns once the server accepts requests.
+func (s *Server) Start(ctx context.Context) error {
+	s.started = time.Now()
+	if err := s.startEtcd(); err != nil {
+		return err
+	}
+	if err := s.startTLS(); err != nil {
+		s.closeEtcd()
+		return err
+	}
+	regCtx, cancel := context.WithCancel(context.Background())
+	s.regCtx = cancel
+	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log})
+	if err := s.registry.Start(regCtx); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
+	h, err := s.buildHandler()
+	if err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
+	s.handler = h
+	addr := net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		cancel()
+		s.closeEtcd()
+		return fmt.Errorf("apiserver: listen on %s: %w", addr, err)
+	}
+	s.listener = ln
+	s.http = &http.Server{
+		Handler:           h,
+		TLSConfig:         s.tlsConfig(),
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	if err := s.writeKubeconfig(); err != nil {
+		s.log.Warn("could not write kubeconfig", "err", err)
+	}
+	s.log.Info("apiserver ready", "address", "https://"+ln.Addr().String(), "took", time.Since(s.started).Round(time.Millisecond))
+	return nil
+}
+
+// Addr is the listening address (useful with port 0).
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// URL is https://Addr.
+func (s *Server) URL() string { return "https://" + s.Addr() }
+
+// Certs returns the certificate bundle in use (nil with external certificates).
+func (s *Server) Certs() *certs.Bundle { return s.bundle }
+
+// Registry returns the resource registry.
+func (s *Server) Registry() *registry.Registry { return s.registry }
+
+// EtcdClient returns the client the server uses.
+func (s *Server) EtcdClient() *clientv3.Client { return s.client }
+
+// Handler returns the full handler chain (tests).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// KubeconfigPath is where the admin kubeconfig is written, or "".
+func (s *Server) KubeconfigPath() string {
+	switch s.cfg.Kubeconfig {
+	case "-":
+		return ""
+	case "":
+		return filepath.Join(s.cfg.DataDir, "admin.kubeconfig")
+	}
+	return s.cfg.Kubeconfig
+}
+
+func (s *Server) writeKubeconfig() error {
+	p := s.KubeconfigPath()
+	if p == "" || s.bundle == nil {
+		return nil
+	}
+	server := s.cfg.AdvertiseURL
+	if server == "" {
+		server = "https://" + s.listener.Addr().String()
+	}
+	return certs.WriteKubeconfig(p, server, s.bundle)
+}
+
+func (s *Server) startEtcd() error {
+	if len(s.cfg.EtcdServers) > 0 {
+		var tlsCfg *tls.Config
+		if s.cfg.EtcdCertFile != "" || s.cfg.EtcdCAFile != "" {
+			info := transport.TLSInfo{CertFile: s.cfg.EtcdCertFile, KeyFile: s.cfg.EtcdKeyFile, TrustedCAFile: s.cfg.EtcdCAFile}
+			c, err := info.ClientConfig()
+			if err != nil {
+				return fmt.Errorf("apiserver: etcd client TLS: %w", err)
+			}
+			tlsCfg = c
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 5 * time.Second, TLS: tlsCfg, Logger: zap.NewNop()})
+		if err != nil {
+			return fmt.Errorf("apiserver: connect to etcd %v: %w", s.cfg.EtcdServers, err)
+		}
+		s.client = c
+		return nil
+	}
+	peer := s.cfg.EtcdListenPeerURL
+	e, err := embedetcd.Start(embedetcd.Config{
+		Name:                    s.cfg.EtcdName,
+		DataDir:                 filepath.Join(s.cfg.DataDir, "etcd"),
+		ClientURL:               s.cfg.EtcdListenClientURL,
+		PeerURL:                 peer,
+		AdvertisePeerURL:        s.cfg.EtcdInitialAdvertisePeerURL,
+		InitialCluster:          s.cfg.EtcdInitialCluster,
+		InitialClusterState:     s.cfg.EtcdInitialClusterState,
+		PeerCertFile:            s.cfg.EtcdPeerCertFile,
+		PeerKeyFile:             s.cfg.EtcdPeerKeyFile,
+		PeerTrustedCAFile:       s.cfg.EtcdPeerTrustedCAFile,
+		PeerClientCertAuth:      s.cfg.EtcdPeerClientCertAuth,
+		UnsafeNoFsync:           s.cfg.EtcdUnsafeNoFsync,
+		AutoCompactionRetention: s.cfg.EtcdAutoCompactionRetention,
+		LogLevel:                "off",
+	})
+	if err != nil {
+		return err
+	}
+	s.etcd = e
+	c, err := e.Client()
+	if err != nil {
+		e.Close()
+		return err
+	}
+	s.client = c
+	s.log.Info("embedded etcd started", "name", s.cfg.EtcdName, "client-url", e.ClientURL(), "data-dir", filepath.Join(s.cfg.DataDir, "etcd"))
+	return nil
+}
+
+func (s *Server) closeEtcd() {
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+}
+
+func (s *Server) startTLS() error {
+	if s.cfg.TLSCertFile != "" {
+		return nil
+	}
+	dir := s.cfg.CertDir
+	if dir == "" {
+		dir = filepath.Join(s.cfg.DataDir, "pki")
+	}
+	hosts := append([]string{}, s.cfg.TLSSANs...)
+	if ip := net.ParseIP(s.cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, s.cfg.BindAddress)
+	}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	b, err := certs.Ensure(dir, certs.Options{Hosts: hosts})
+	if err != nil {
+		return err
+	}
+	s.bundle = b
+	return nil
+}
+
+func (s *Server) tlsConfig() *tls.Config {
+	if s.bundle != nil && s.cfg.TLSCertFile == "" && s.cfg.ClientCAFile == "" {
+		return s.bundle.ServerTLSConfig()
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"h2", "http/1.1"}}
+	if s.cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err == nil {
+			cfg.Certificates = []tls.Certificate{cert}
+		} else {
+			s.log.Error("load serving certificate", "err", err)
+		}
+	} else if s.bundle != nil {
+		cfg.Certificates = []tls.Certificate{s.bundle.ServingTLS}
+	}
+	pool := x509.NewCertPool()
+	if s.cfg.ClientCAFile != "" {
+		if data, err := os.ReadFile(s.cfg.ClientCAFile); err == nil {
+			pool.AppendCertsFromPEM(data)
+		}
+	} else if s.bundle != nil {
+		pool = s.bundle.CAPool
+	}
+	cfg.ClientCAs = pool
+	return cfg
+}
+
+// Shutdown drains: readiness fails first, then after ShutdownDelay the
+// listener closes, watches end and in-flight requests get ShutdownTimeout to finish.
+func (s *Server) Shutdown() error {
+	var err error
+	s.once.Do(func() {
+		s.draining.Store(true)
+		s.log.Info("shutting down: not ready any more", "delay", s.cfg.ShutdownDelay)
+		time.Sleep(s.cfg.ShutdownDelay)
+		close(s.stopCh)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		if s.http != nil {
+			err = s.http.Shutdown(ctx)
+		}
+		if s.regCtx != nil {
+			s.regCtx()
+			s.registry.Wait()
+		}
+		s.closeEtcd()
+		s.log.Info("apiserver stopped")
+	})
+	return err
+}
+
+// Run starts the server, serves until ctx ends, then shuts down.
+func (s *Server) Run(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	var etcdErr <-chan error
+	if s.etcd != nil {
+		etcdErr = s.etcd.Err()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-s.serveErr:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = s.Shutdown()
+			return fmt.Errorf("apiserver: serve: %w", err)
+		}
+	case err := <-etcdErr:
+		_ = s.Shutdown()
+		return fmt.Errorf("apiserver: embedded etcd failed: %w", err)
+	}
+	return s.Shutdown()
+}
