@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hacp/hacp/internal/testenv"
 )
 
@@ -497,6 +499,77 @@ func TestDrain(t *testing.T) {
 				t.Fatal("stream still open after the drain")
 			}
 			break
+		}
+	}
+}
+
+func TestGlobalMaxConn(t *testing.T) {
+	a := newBackend(t, "a")
+	cfg := testConfig(a)
+	cfg.MaxConn = 1
+	p := startProxy(t, cfg)
+	waitAllUp(t, p.Proxy)
+	s := openStream(t, p.Addr(), "every=1h")
+
+	// The second client completes its handshake in the kernel's backlog but is not
+	// accepted while the first holds the only slot.
+	got := make(chan string, 1)
+	go func() {
+		resp, err := client(p.Addr()).Get("https://lbproxy/name")
+		if err != nil {
+			got <- "error: " + err.Error()
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(body)
+	}()
+	select {
+	case g := <-got:
+		t.Fatalf("second client served (%q) while maxconn=1 was taken", g)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := p.Status().Accepted; n != 1 {
+		t.Fatalf("accepted %d connections with maxconn=1", n)
+	}
+	s.conn.Close()
+	select {
+	case g := <-got:
+		if g != "a" {
+			t.Fatalf("second client: %s", g)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("second client never served after the slot freed")
+	}
+}
+
+func TestTCPUserTimeout(t *testing.T) {
+	a := newBackend(t, "a")
+	cfg := testConfig(a)
+	cfg.TCPUserTimeout = 7 * time.Second
+	p := startProxy(t, cfg)
+	waitAllUp(t, p.Proxy)
+	openStream(t, p.Addr(), "every=1h")
+
+	p.pool.mu.Lock()
+	var sessions []*session
+	for s := range p.pool.backends[0].sessions {
+		sessions = append(sessions, s)
+	}
+	p.pool.mu.Unlock()
+	if len(sessions) != 1 {
+		t.Fatalf("%d sessions, want 1", len(sessions))
+	}
+	for name, c := range map[string]*net.TCPConn{"client": sessions[0].client, "server": sessions[0].server} {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		var gerr error
+		_ = rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
+		if gerr != nil || v != 7000 {
+			t.Errorf("%s side TCP_USER_TIMEOUT = %d ms (%v), want 7000", name, v, gerr)
 		}
 	}
 }

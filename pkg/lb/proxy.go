@@ -28,9 +28,10 @@ import (
 
 // Proxy accepts client connections and forwards each to one backend.
 type Proxy struct {
-	cfg  *Config
-	log  *slog.Logger
-	pool *pool
+	cfg    *Config
+	log    *slog.Logger
+	pool   *pool
+	dialer *net.Dialer
 
 	ln       *net.TCPListener
 	statusLn net.Listener
@@ -56,8 +57,9 @@ func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
 		return nil, errors.New("lb: no backends")
 	}
 	p := &Proxy{
-		cfg: cfg,
-		log: log,
+		cfg:    cfg,
+		log:    log,
+		dialer: dialer(cfg),
 		pool: &pool{
 			leastconn: cfg.Balance == "leastconn",
 			maxConn:   cfg.BackendMaxConn,
@@ -342,8 +344,7 @@ func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
 // connect reaches a backend: it picks one, and when the connect fails it marks that backend
 // DOWN and tries another, up to the configured retries.
 func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
-	d := dialer(p.cfg)
-	tried := map[*backend]bool{}
+	var tried map[*backend]bool // allocated on the first failure
 	var lastErr error
 	for attempt := 0; attempt <= p.cfg.Retries; attempt++ {
 		b, err := p.pool.acquire(ctx, tried, p.cfg.QueueTimeout)
@@ -356,11 +357,14 @@ func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
 		if attempt > 0 {
 			p.retried.Add(1)
 		}
-		conn, err := d.DialContext(ctx, "tcp", b.addr)
+		conn, err := p.dialer.DialContext(ctx, "tcp", b.addr)
 		if err == nil {
 			return conn.(*net.TCPConn), b, nil
 		}
 		p.pool.release(b)
+		if tried == nil {
+			tried = map[*backend]bool{}
+		}
 		tried[b] = true
 		lastErr = err
 		if ctx.Err() != nil {

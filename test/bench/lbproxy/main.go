@@ -31,10 +31,12 @@ import (
 )
 
 var (
-	duration    = flag.Duration("d", 3*time.Second, "duration of each measurement")
+	duration    = flag.Duration("d", 2*time.Second, "duration of each measurement")
 	streams     = flag.Int("streams", 4, "concurrent streams in the throughput test")
 	connWorkers = flag.Int("conn-workers", 16, "concurrent clients in the connection-rate test")
 	rttConns    = flag.Int("rtt-conns", 16, "persistent connections in the latency test")
+	rounds      = flag.Int("rounds", 3, "rounds over all targets; each figure is the median")
+	only        = flag.String("only", "", "measure only this target (direct, haproxy or lbproxy), for profiling; no table")
 )
 
 const msgSize = 64
@@ -140,26 +142,57 @@ backend be
 		}
 	}
 
-	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement; %d streams, %d connecting clients, %d round-trip connections\n\n",
-		numCPU(), *duration, *streams, *connWorkers, *rttConns)
-	results := map[string]*result{}
+	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement, median of %d interleaved rounds; %d streams, %d connecting clients, %d round-trip connections\n\n",
+		numCPU(), *duration, *rounds, *streams, *connWorkers, *rttConns)
+	// Rounds interleave the targets so that load from elsewhere on the machine hits all
+	// of them alike; each figure is the median over the rounds.
+	type samples struct {
+		mbps, connRate, p50, p99, cpuBulk, cpuConn, cpuRTT []float64
+	}
+	all := map[string]*samples{}
+	var measured []*target
 	for _, t := range targets {
-		r := &result{}
-		results[t.name] = r
-		var c0 float64
-		c0 = cpuSeconds(t.pid)
-		r.mbps = throughput(t.addrs, *streams, *duration)
-		r.cpuBulk = pct(cpuSeconds(t.pid)-c0, *duration)
-		c0 = cpuSeconds(t.pid)
-		r.connRate = connRate(t.addrs, *connWorkers, *duration)
-		r.cpuConn = pct(cpuSeconds(t.pid)-c0, *duration)
-		c0 = cpuSeconds(t.pid)
-		r.p50, r.p99 = latency(t.addrs, *rttConns, *duration)
-		r.cpuRTT = pct(cpuSeconds(t.pid)-c0, *duration)
+		if *only == "" || t.name == *only {
+			measured = append(measured, t)
+			all[t.name] = &samples{}
+		}
+	}
+	for round := 1; round <= *rounds; round++ {
+		for _, t := range measured {
+			c0 := cpuSeconds(t.pid)
+			all[t.name].mbps = append(all[t.name].mbps, throughput(t.addrs, *streams, *duration))
+			all[t.name].cpuBulk = append(all[t.name].cpuBulk, pct(cpuSeconds(t.pid)-c0, *duration))
+		}
+		for _, t := range measured {
+			c0 := cpuSeconds(t.pid)
+			all[t.name].connRate = append(all[t.name].connRate, connRate(t.addrs, *connWorkers, *duration))
+			all[t.name].cpuConn = append(all[t.name].cpuConn, pct(cpuSeconds(t.pid)-c0, *duration))
+		}
+		for _, t := range measured {
+			c0 := cpuSeconds(t.pid)
+			p50, p99 := latency(t.addrs, *rttConns, *duration)
+			all[t.name].cpuRTT = append(all[t.name].cpuRTT, pct(cpuSeconds(t.pid)-c0, *duration))
+			all[t.name].p50 = append(all[t.name].p50, float64(p50))
+			all[t.name].p99 = append(all[t.name].p99, float64(p99))
+		}
+		fmt.Fprintf(os.Stderr, "round %d of %d done\n", round, *rounds)
+	}
+	results := map[string]*result{}
+	for _, t := range measured {
+		s := all[t.name]
+		r := &result{
+			mbps: median(s.mbps), connRate: median(s.connRate),
+			p50: time.Duration(median(s.p50)), p99: time.Duration(median(s.p99)),
+			cpuBulk: median(s.cpuBulk), cpuConn: median(s.cpuConn), cpuRTT: median(s.cpuRTT),
+		}
 		r.rssMB, r.rssPeakMB = rss(t.pid)
-		fmt.Fprintf(os.Stderr, "measured %s\n", t.name)
+		results[t.name] = r
 	}
 
+	if *only != "" {
+		fmt.Printf("%s: %+v\n", *only, *results[*only])
+		return nil
+	}
 	d, h, l := results["direct"], results["haproxy"], results["lbproxy"]
 	rows := []struct {
 		name     string
@@ -442,4 +475,13 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 func numCPU() int {
 	data, _ := os.ReadFile("/proc/cpuinfo")
 	return max(1, strings.Count(string(data), "processor\t:"))
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
