@@ -543,10 +543,13 @@ func TestGlobalMaxConn(t *testing.T) {
 	}
 }
 
-func TestTCPUserTimeout(t *testing.T) {
+// TestSocketOptions checks keepalive and TCP_USER_TIMEOUT on both sides of a session; the
+// client side inherits them from the listening socket.
+func TestSocketOptions(t *testing.T) {
 	a := newBackend(t, "a")
 	cfg := testConfig(a)
 	cfg.TCPUserTimeout = 7 * time.Second
+	cfg.TCPKeepAlive = 12 * time.Second
 	p := startProxy(t, cfg)
 	waitAllUp(t, p.Proxy)
 	openStream(t, p.Addr(), "every=1h")
@@ -560,16 +563,29 @@ func TestTCPUserTimeout(t *testing.T) {
 	if len(sessions) != 1 {
 		t.Fatalf("%d sessions, want 1", len(sessions))
 	}
-	for name, c := range map[string]*net.TCPConn{"client": sessions[0].client, "server": sessions[0].server} {
+	opts := []struct {
+		name       string
+		level, opt int
+		want       int
+	}{
+		{"TCP_USER_TIMEOUT", unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, 7000},
+		{"SO_KEEPALIVE", unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1},
+		{"TCP_KEEPIDLE", unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, 12},
+		{"TCP_KEEPINTVL", unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, 4},
+		{"TCP_KEEPCNT", unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 3},
+	}
+	for side, c := range map[string]*net.TCPConn{"client": sessions[0].client, "server": sessions[0].server} {
 		rc, err := c.SyscallConn()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var v int
-		var gerr error
-		_ = rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT) })
-		if gerr != nil || v != 7000 {
-			t.Errorf("%s side TCP_USER_TIMEOUT = %d ms (%v), want 7000", name, v, gerr)
+		for _, o := range opts {
+			var v int
+			var gerr error
+			_ = rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), o.level, o.opt) })
+			if gerr != nil || v != o.want {
+				t.Errorf("%s side %s = %d (%v), want %d", side, o.name, v, gerr, o.want)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hacp/hacp/pkg/health"
@@ -232,14 +233,18 @@ func (p *pool) anyUp() bool {
 	return false
 }
 
-// dialer returns a net.Dialer for backends.
+// dialer returns a net.Dialer for backends with keepalive and TCP_USER_TIMEOUT set.
 func dialer(cfg *Config) *net.Dialer {
-	d := &net.Dialer{Timeout: cfg.ConnectTimeout}
-	d.KeepAliveConfig = keepAlive(cfg.TCPKeepAlive)
-	if d.KeepAliveConfig.Enable == false {
-		d.KeepAlive = -1
+	ka := keepAlive(cfg.TCPKeepAlive)
+	return &net.Dialer{
+		Timeout:   cfg.ConnectTimeout,
+		KeepAlive: -1, // set by Control, with the user timeout, in one pass
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) { serr = setSocketOptions(int(fd), ka, cfg.TCPUserTimeout) })
+			return errors.Join(err, serr)
+		},
 	}
-	return d
 }
 
 func keepAlive(idle time.Duration) net.KeepAliveConfig {

@@ -131,9 +131,16 @@ func (p *Proxy) Listen() error {
 	if p.ln != nil {
 		return nil
 	}
-	lc := net.ListenConfig{KeepAliveConfig: keepAlive(p.cfg.TCPKeepAlive)}
-	if !lc.KeepAliveConfig.Enable {
-		lc.KeepAlive = -1
+	// Keepalive and TCP_USER_TIMEOUT are set once on the listening socket: accepted
+	// sockets inherit them, which saves four system calls per client connection.
+	ka := keepAlive(p.cfg.TCPKeepAlive)
+	lc := net.ListenConfig{
+		KeepAlive: -1,
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) { serr = setSocketOptions(int(fd), ka, p.cfg.TCPUserTimeout) })
+			return errors.Join(err, serr)
+		},
 	}
 	ln, err := lc.Listen(context.Background(), "tcp", p.cfg.Listen)
 	if err != nil {
@@ -321,10 +328,6 @@ func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
 		p.refuse(client, err)
 		return
 	}
-	if p.cfg.TCPUserTimeout > 0 {
-		setUserTimeout(client, p.cfg.TCPUserTimeout)
-		setUserTimeout(server, p.cfg.TCPUserTimeout)
-	}
 	b.connTotal.Add(1)
 	s := &session{client: client, server: server}
 	s.lastActive.Store(time.Now().UnixNano())
@@ -377,14 +380,27 @@ func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
 	return nil, nil, lastErr
 }
 
-func setUserTimeout(c *net.TCPConn, d time.Duration) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
+// setSocketOptions sets TCP keepalive and TCP_USER_TIMEOUT (when positive) on fd.
+func setSocketOptions(fd int, ka net.KeepAliveConfig, userTimeout time.Duration) error {
+	var errs []error
+	set := func(level, opt, v int) {
+		if err := unix.SetsockoptInt(fd, level, opt, v); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	_ = rc.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
-	})
+	if ka.Enable {
+		set(unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+		set(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, int(ka.Idle.Seconds()))
+		set(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, int(ka.Interval.Seconds()))
+		set(unix.IPPROTO_TCP, unix.TCP_KEEPCNT, ka.Count)
+	}
+	if userTimeout > 0 {
+		set(unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout.Milliseconds()))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("lb: socket options: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // session is one proxied client connection.

@@ -144,6 +144,7 @@ backend be
 
 	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement, median of %d interleaved rounds; %d streams, %d connecting clients, %d round-trip connections\n\n",
 		numCPU(), *duration, *rounds, *streams, *connWorkers, *rttConns)
+	loadBefore := loadavg()
 	// Rounds interleave the targets so that load from elsewhere on the machine hits all
 	// of them alike; each figure is the median over the rounds.
 	type samples struct {
@@ -222,7 +223,8 @@ backend be
 		}
 		fmt.Printf("| %-28s | %s | %10.1f | %10.1f | %16s |\n", r.name, dcol, r.h, r.l, ratio)
 	}
-	fmt.Println("\nratios: higher is better for throughput and connection rate, lower for the rest.")
+	fmt.Printf("\nload average before and after: %s / %s (other work on the machine skews all targets alike, less so the medians)\n", loadBefore, loadavg())
+	fmt.Println("ratios: higher is better for throughput and connection rate, lower for the rest.")
 	fmt.Println("direct round trips run client and backend goroutines in one process with no proxy pacing them,")
 	fmt.Println("so their p99 is not a floor; compare the proxies' p99 with each other.")
 	return nil
@@ -485,4 +487,13 @@ func median(v []float64) float64 {
 	v = append([]float64(nil), v...)
 	sort.Float64s(v)
 	return v[len(v)/2]
+}
+
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
