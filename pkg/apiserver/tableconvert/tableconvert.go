@@ -69,6 +69,9 @@ func convert(obj runtime.Object, opts metav1.TableOptions, now time.Time, custom
 	if obj == nil {
 		return nil, fmt.Errorf("tableconvert: nil object")
 	}
+	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, fmt.Errorf("tableconvert: nil %T", obj)
+	}
 	switch opts.IncludeObject {
 	case "", metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
 	default:

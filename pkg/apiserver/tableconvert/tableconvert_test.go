@@ -443,4 +443,10 @@ func TestNil(t *testing.T) {
 	if _, err := ToTable(nil, metav1.TableOptions{}); err == nil {
 		t.Error("nil object accepted")
 	}
+	if _, err := ToTable((*corev1.Pod)(nil), metav1.TableOptions{}); err == nil {
+		t.Error("nil *Pod accepted")
+	}
+	if _, err := ToTable(&metav1.Status{}, metav1.TableOptions{}); err == nil {
+		t.Error("object without metadata accepted")
+	}
 }
