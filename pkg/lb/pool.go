@@ -132,19 +132,25 @@ func (p *pool) acquire(ctx context.Context, tried map[*backend]bool, timeout tim
 		case <-wake:
 			continue
 		case <-ctx.Done():
-			p.dequeue(el)
+			p.abandon(el, wake)
 			return nil, ctx.Err()
 		case <-deadline:
-			p.dequeue(el)
+			p.abandon(el, wake)
 			return nil, ErrQueueTimed
 		}
 	}
 }
 
-func (p *pool) dequeue(el *list.Element) {
+// abandon leaves the queue; a wake-up that arrived meanwhile goes to the next waiter.
+func (p *pool) abandon(el *list.Element, wake chan struct{}) {
 	p.mu.Lock()
-	p.queue.Remove(el) // no-op when already removed by a wake-up
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	p.queue.Remove(el) // no-op when a wake-up already removed it
+	select {
+	case <-wake:
+		p.wakeLocked(1)
+	default:
+	}
 }
 
 // release frees the slot acquire reserved and wakes the first waiter.

@@ -142,3 +142,40 @@ func flattenJoined(err error) []error {
 	}
 	return []error{err}
 }
+
+// TestQueueWakeupPassedOn: a waiter that gives up after being woken hands its wake-up to
+// the next waiter instead of losing it.
+func TestQueueWakeupPassedOn(t *testing.T) {
+	p := newTestPool(0, 1)
+	p.maxConn = 1
+	b, err := p.acquire(t.Context(), nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := p.acquire(t.Context(), nil, time.Minute)
+		second <- err
+	}()
+	waitFor(t, "one waiter", 10*time.Second, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.queue.Len() == 1
+	})
+	// A first waiter that is woken and abandons at once, by hand.
+	wake := make(chan struct{}, 1)
+	p.mu.Lock()
+	el := p.queue.PushFront(wake)
+	b.active--
+	p.wakeLocked(1)
+	p.mu.Unlock()
+	p.abandon(el, wake)
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the wake-up was lost: second waiter still queued with a free slot")
+	}
+}
