@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/ipv4"
+
 	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/pkg/vip"
+	"github.com/hacp/hacp/pkg/vrrp"
 )
 
 const (
@@ -258,7 +263,7 @@ func waitExit(t *testing.T, p *netns.Proc) {
 // for the local apiserver) dies; its priority drops by the weight and the VIP moves. With
 // --check-action fault the master gives up at once with a priority 0 advert.
 func TestHealthCheckMovesVIP(t *testing.T) {
-	for _, action := range []string{"weight", "fault"} {
+	for _, action := range []string{"weight", "fault", "exec"} {
 		t.Run(action, func(t *testing.T) {
 			n := netns.New(t, "hv-", subnet)
 			m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
@@ -278,12 +283,22 @@ func TestHealthCheckMovesVIP(t *testing.T) {
 			}()
 			check := []string{"--check-url", "tcp://127.0.0.1:6443", "--check-interval", "100ms", "--check-timeout", "100ms",
 				"--check-fall", "2", "--check-rise", "2", "--check-action", action}
+			marker := filepath.Join(t.TempDir(), "healthy")
+			if action == "exec" {
+				// The exec check alone: healthy while the marker file exists.
+				if err := os.WriteFile(marker, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				check = []string{"--check-url", "", "--check-exec", "test -e " + marker, "--check-interval", "100ms",
+					"--check-timeout", "1s", "--check-fall", "2", "--check-action", "weight"}
+			}
 			startVipd(t, m1, append(baseArgs(101), check...)...)
 			// m2 has no check target, but its check is off: it stays at 100.
 			startVipd(t, m2, baseArgs(100)...)
 			waitHolder(t, "m1", 10*time.Second, m1, m2)
 
 			target.Close()
+			os.Remove(marker)
 			waitHolder(t, "m2", 5*time.Second, m1, m2)
 			st, err := getStatus(m1)
 			if err != nil {
@@ -291,7 +306,7 @@ func TestHealthCheckMovesVIP(t *testing.T) {
 			}
 			in := st.Instances[0]
 			switch action {
-			case "weight":
+			case "weight", "exec":
 				if in.State != "BACKUP" || in.EffectivePriority != 51 || st.Healthy {
 					t.Fatalf("m1 after its check failed: healthy=%v %+v", st.Healthy, in)
 				}
@@ -339,5 +354,212 @@ func TestUnicastWithMulticastBlocked(t *testing.T) {
 	waitHolder(t, "m2", 5*time.Second, hosts[1])
 	if st, _ := getStatus(hosts[1]); st.Instances[0].Dropped["peer"] == 0 {
 		t.Fatalf("m2 did not count m3's adverts as dropped: %+v", st.Instances[0].Dropped)
+	}
+}
+
+// TestConfigInstancesReloadNotify runs two instances from a config file on two hosts,
+// checks /metrics and the notify hook, then raises m2's priority in its file and sends
+// SIGHUP: m2 preempts in the changed instance only.
+func TestConfigInstancesReloadNotify(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+	dir := t.TempDir()
+	notifyOut := filepath.Join(dir, "notify.log")
+	script := filepath.Join(dir, "notify.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" >> "+notifyOut+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(prioB int) string {
+		return fmt.Sprintf(`iface: eth0
+advert-interval: 100ms
+check-url: ""
+status-addr: %s
+instances:
+  - name: a
+    vrid: 51
+    vip: [10.77.1.100/24]
+  - name: b
+    vrid: 52
+    vip: [10.77.1.101/24, 10.77.1.102/24]
+    priority: %d
+`, status, prioB)
+	}
+	write := func(path, body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c1, c2 := filepath.Join(dir, "m1.yaml"), filepath.Join(dir, "m2.yaml")
+	write(c1, conf(150))
+	write(c2, conf(100))
+	startVipd(t, m1, "--config", c1, "--priority", "101", "--notify", script)
+	p2 := startVipd(t, m2, "--config", c2, "--priority", "100")
+	for _, a := range []string{"10.77.1.100", "10.77.1.101", "10.77.1.102"} {
+		waitFor(t, 10*time.Second, a+" on m1 only", func() bool { return hasVIP(t, m1, a) && !hasVIP(t, m2, a) })
+	}
+	waitFor(t, 5*time.Second, "notify ran for both instances", func() bool {
+		data, _ := os.ReadFile(notifyOut)
+		return strings.Contains(string(data), "INSTANCE a MASTER 101") && strings.Contains(string(data), "INSTANCE b MASTER 150")
+	})
+	metrics := fetch(t, m1, "/metrics")
+	for _, want := range []string{`vipd_state{instance="a"} 2`, `vipd_adverts_sent_total{instance="b"}`, `vipd_priority{instance="b"} 150`} {
+		if !strings.Contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
+
+	write(c2, conf(200))
+	p2.Signal(syscall.SIGHUP)
+	waitFor(t, 5*time.Second, "m2 takes instance b after reload", func() bool {
+		return hasVIP(t, m2, "10.77.1.101") && !hasVIP(t, m1, "10.77.1.101")
+	})
+	if !hasVIP(t, m1, vipA) || hasVIP(t, m2, vipA) {
+		t.Fatal("instance a moved although its settings did not change")
+	}
+	// A broken file on reload keeps the running configuration.
+	write(c2, "instances: [{vrid: 999}]\n")
+	p2.Signal(syscall.SIGHUP)
+	waitFor(t, 5*time.Second, "reload error logged", func() bool { return strings.Contains(p2.Output(), "reload failed") })
+	if state(m2) == "DOWN" || !hasVIP(t, m2, "10.77.1.101") {
+		t.Fatal("m2 lost its instance after a bad reload")
+	}
+}
+
+func fetch(t *testing.T, h *netns.Host, path string) string {
+	t.Helper()
+	var body []byte
+	err := h.Do(func() error {
+		conn, err := net.DialTimeout("tcp", status, time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		req, _ := http.NewRequest("GET", "http://"+status+path, nil)
+		if err := req.Write(conn); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+// TestKilledVipdLeavesNoVIP: a vipd killed without warning (no SIGTERM, no priority 0) does
+// not leave its VIP behind for good: the address expires by its netlink valid lifetime.
+func TestKilledVipdLeavesNoVIP(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1 := n.AddHost("m1", 11)
+	p := startVipd(t, m1, baseArgs(101, "--vip-lifetime", "2s")...)
+	waitHolder(t, "m1", 10*time.Second, m1)
+	out := m1.Run("ip", "-4", "addr", "show", "dev", "eth0")
+	if !regexp.MustCompile(`valid_lft [12]sec`).MatchString(out) {
+		t.Fatalf("VIP has no short valid lifetime:\n%s", out)
+	}
+	p.Signal(syscall.SIGKILL)
+	waitExit(t, p)
+	if !hasVIP(t, m1, vipA) {
+		t.Fatal("VIP vanished at once; this test wants to see it expire")
+	}
+	waitFor(t, 6*time.Second, "VIP expires after vipd was killed", func() bool { return !hasVIP(t, m1, vipA) })
+}
+
+// TestHostileAdverts: garbage, a TTL-64 advert, a bad checksum, a wrong VRID and a v2
+// advert in a v3 group are dropped and counted by reason; the master keeps its VIP.
+func TestHostileAdverts(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, evil := n.AddHost("m1", 11), n.AddHost("x", 66)
+	startVipd(t, m1, baseArgs(100)...)
+	waitHolder(t, "m1", 10*time.Second, m1)
+
+	src := evil.Addr
+	good := func(mod func(*vrrp.Packet)) []byte {
+		p := &vrrp.Packet{Version: 3, Type: vrrp.TypeAdvertisement, VRID: 51, Priority: 254, MaxAdvertInt: 10,
+			Addrs: []netip.Addr{netip.MustParseAddr(vipA)}}
+		if mod != nil {
+			mod(p)
+		}
+		b, err := vrrp.Encode(p, src, vrrp.MulticastGroupV4, vrrp.ChecksumPseudoHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	badSum := good(nil)
+	badSum[7] ^= 0xff
+	sends := []struct {
+		ttl     int
+		payload []byte
+	}{
+		{255, []byte{0xde, 0xad}},
+		{255, []byte{0x31, 51, 254, 9, 0, 10, 0, 0}},
+		{64, good(nil)},
+		{255, badSum},
+		{255, good(func(p *vrrp.Packet) { p.VRID = 52 })},
+		{255, func() []byte {
+			p := &vrrp.Packet{Version: 2, Type: 1, VRID: 51, Priority: 254, MaxAdvertInt: 1, Addrs: []netip.Addr{netip.MustParseAddr(vipA)}}
+			b, _ := vrrp.Encode(p, src, vrrp.MulticastGroupV4, vrrp.ChecksumPseudoHeader)
+			return b
+		}()},
+	}
+	err := evil.Do(func() error {
+		c, err := net.ListenPacket("ip4:112", "0.0.0.0")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		rc, err := ipv4.NewRawConn(c)
+		if err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName("eth0")
+		if err != nil {
+			return err
+		}
+		if err := rc.SetMulticastInterface(ifi); err != nil {
+			return err
+		}
+		for range 3 {
+			for _, s := range sends {
+				h := &ipv4.Header{Version: 4, Len: 20, TotalLen: 20 + len(s.payload), TTL: s.ttl, Protocol: 112,
+					Src: src.AsSlice(), Dst: vrrp.MulticastGroupV4.AsSlice()}
+				if err := rc.WriteTo(h, s.payload, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{vrrp.DropMalformed, vrrp.DropTTL, vrrp.DropChecksum, vrrp.DropVRID, vrrp.DropVersion}
+	waitFor(t, 5*time.Second, "every hostile packet counted", func() bool {
+		st, err := getStatus(m1)
+		if err != nil {
+			return false
+		}
+		for _, r := range want {
+			if st.Instances[0].Dropped[r] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	st, _ := getStatus(m1)
+	if in := st.Instances[0]; in.State != "MASTER" || in.AdvertsReceived != 0 || !hasVIP(t, m1, vipA) {
+		t.Fatalf("after hostile adverts: %+v", in)
+	}
+	if !strings.Contains(fetch(t, m1, "/metrics"), `vipd_adverts_dropped_total{instance="vrid51",reason="checksum"} 3`) {
+		t.Fatal("/metrics does not count the bad checksums")
 	}
 }
