@@ -44,6 +44,11 @@ func restConfig(b *certs.Bundle, h *host, server string, timeout time.Duration) 
 			CertData: b.AdminCertPEM,
 			KeyData:  b.AdminKeyPEM,
 		},
+		// JSON, as kubectl speaks: hacp's apiserver does not serve protobuf.
+		ContentConfig: rest.ContentConfig{
+			ContentType:        "application/json",
+			AcceptContentTypes: "application/json",
+		},
 		Dial:    h.dialContext,
 		Timeout: timeout,
 		QPS:     1e6,
@@ -196,6 +201,23 @@ func healthClient(b *certs.Bundle, h *host, timeout time.Duration) *http.Client 
 			DisableKeepAlives: true,
 		},
 	}
+}
+
+// tlsAnswers reports whether a TLS handshake with addr, dialed from the client host,
+// completes within timeout: through a TCP balancer that means the VIP is bound, the
+// balancer accepts and some apiserver behind it answers, whatever etcd's state.
+func (d *drill) tlsAnswers(ctx context.Context, addr string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	raw, err := d.client.dialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer raw.Close()
+	cfg := d.bundle.ClientTLSConfig()
+	cfg.ServerName = vipAddr
+	conn := tls.Client(raw, cfg)
+	return conn.HandshakeContext(ctx) == nil
 }
 
 // healthy reports whether GET url answers 200.

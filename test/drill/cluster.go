@@ -27,6 +27,8 @@ type cluster struct {
 	watch []watchEvent       // everything the informer delivered
 	down  map[string]string  // master name -> what is stopped ("host", "apiserver")
 
+	settles      int // makes the names of settle writes unique
+
 	stopInformer context.CancelFunc
 	writes       *kubernetes.Clientset // connection-per-request client through the VIP
 }
@@ -108,7 +110,7 @@ func (c *cluster) startPlane(m *host) error {
 			"--priority", fmt.Sprint(priorities[i]),
 			"--advert-interval", c.spec.Advert.String(),
 			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
-			"--check-ca", c.d.bundle.CACert,
+			"--check-ca-file", c.d.bundle.CACert,
 		}
 		vd, err := m.start(c.d.bin["vipd"], vipArgs...)
 		if err != nil {
@@ -239,8 +241,9 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 	if err := poll(ctx, timeout, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" }); err != nil {
 		return fmt.Errorf("%s: VIP not settled on m1 (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
 	}
-	if err := poll(ctx, timeout, func() bool { return ensureNamespace(ctx, c.writes) == nil }); err != nil {
-		return fmt.Errorf("%s: create namespace %s: %w", c.spec.Name, drillNamespace, err)
+	var nsErr error
+	if err := poll(ctx, timeout, func() bool { nsErr = ensureNamespace(ctx, c.writes); return nsErr == nil }); err != nil {
+		return fmt.Errorf("%s: create namespace %s: %w (last: %v)", c.spec.Name, drillNamespace, err, nsErr)
 	}
 	n := 0
 	var last request
@@ -248,7 +251,7 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		ok := true
-		writer(sctx, c.d.clk, c.writes, "settle-"+shortName(c.spec.Name), 0, func(q request) {
+		writer(sctx, c.d.clk, c.writes, c.settleRun(), 0, func(q request) {
 			last = q
 			if q.OK {
 				n++
@@ -265,6 +268,12 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 		return fmt.Errorf("%s: writes through the VIP do not succeed (last: %s): %w%s", c.spec.Name, last.Err, err, c.procTails())
 	}
 	return nil
+}
+
+// settleRun returns a fresh object name prefix for writes that only check the cluster.
+func (c *cluster) settleRun() string {
+	c.settles++
+	return fmt.Sprintf("settle-%s-%d", shortName(c.spec.Name), c.settles)
 }
 
 // procTails returns the end of every master process's log, for error messages.

@@ -60,13 +60,14 @@ func guideStack() stackSpec {
 
 // tunedStack is the guide's architecture with the timers of hacp's defaults: VRRPv3 at
 // hacp's advert interval, haproxy's checks, connect timeout and retries as lbproxy's
-// defaults. keepalived cannot run a vrrp_script more often than once a second, so its
-// check runs every second and falls after one failure.
+// defaults. vipd's check defaults (every 1 s, fall 2, rise 2) are also keepalived's
+// shortest vrrp_script interval, so the tuned check script matches them exactly; it still
+// goes through the local haproxy, as in the guide.
 func tunedStack(advert time.Duration) stackSpec {
 	return stackSpec{
 		Name: stackAnchorTuned, Advert: advert,
 		VRRPVersion:   3,
-		CheckInterval: 1, CheckFall: 1, CheckRise: 2,
+		CheckInterval: 1, CheckFall: 2, CheckRise: 2,
 		HAInter: "2s", HAFastInter: "500ms", HAFall: 2, HARise: 2, HACheckTO: "1s", HAConnectTO: "300ms", HARetries: 2,
 	}
 }

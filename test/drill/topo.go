@@ -328,6 +328,16 @@ func (h *host) linkUp() bool {
 	return h.link
 }
 
+// carrier reports whether the host's interface is up and running (has carrier).
+func (h *host) carrier() bool {
+	l, err := h.nl.LinkByName(h.Iface)
+	if err != nil {
+		return false
+	}
+	f := l.Attrs().RawFlags
+	return f&unix.IFF_UP != 0 && f&unix.IFF_RUNNING != 0
+}
+
 // holdsAddr reports whether addr is configured on any interface of the host.
 func (h *host) holdsAddr(addr netip.Addr) bool {
 	addrs, err := h.nl.AddrList(nil, netlink.FAMILY_V4)
