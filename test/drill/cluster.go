@@ -27,7 +27,7 @@ type cluster struct {
 	watch []watchEvent       // everything the informer delivered
 	down  map[string]string  // master name -> what is stopped ("host", "apiserver")
 
-	settles      int // makes the names of settle writes unique
+	settles int // makes the names of settle writes unique
 
 	stopInformer context.CancelFunc
 	writes       *kubernetes.Clientset // connection-per-request client through the VIP
