@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // addrBinder adds and removes the virtual addresses of one instance with netlink. Addresses
@@ -39,7 +40,7 @@ func (b *addrBinder) nlAddr(p netip.Prefix) *netlink.Addr {
 		a.Label = b.label
 	}
 	if p.Addr().Is6() {
-		a.Flags = 0x80 // IFA_F_NODAD: the address is ours the moment we are master
+		a.Flags = unix.IFA_F_NODAD // the address is ours the moment we are master
 	}
 	return a
 }

@@ -563,3 +563,64 @@ func TestHostileAdverts(t *testing.T) {
 		t.Fatal("/metrics does not count the bad checksums")
 	}
 }
+
+// TestIPv6VIPAnnounced: an IPv6 VIP next to the IPv4 one moves with it, and the new
+// master's unsolicited neighbour advertisement (Override) repoints the client's entry.
+func TestIPv6VIPAnnounced(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2, client := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("c", 50)
+	const vip6 = "fd77:1::100"
+	for i, h := range []*netns.Host{m1, m2, client} {
+		h.Run("sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0")
+		h.Run("ip", "-6", "addr", "add", fmt.Sprintf("fd77:1::%d/64", []int{11, 12, 50}[i]), "dev", "eth0", "nodad")
+	}
+	// The NDP socket needs a usable link-local address.
+	for _, h := range []*netns.Host{m1, m2} {
+		waitFor(t, 10*time.Second, h.Name+" link-local address ready", func() bool {
+			out, _ := h.Exec("ip", "-6", "addr", "show", "dev", "eth0", "scope", "link")
+			return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
+		})
+	}
+	args := func(prio int) []string { return baseArgs(prio, "--vip", vipCIR, "--vip", vip6+"/64") }
+	startVipd(t, m1, args(101)...)
+	startVipd(t, m2, args(100)...)
+	has6 := func(h *netns.Host) bool {
+		out, _ := h.Exec("ip", "-6", "-o", "addr", "show", "dev", "eth0")
+		return strings.Contains(out, " "+vip6+"/64")
+	}
+	waitFor(t, 10*time.Second, "IPv6 VIP on m1 only", func() bool { return has6(m1) && !has6(m2) })
+	if !ping(client, vip6) {
+		t.Fatal("client cannot reach the IPv6 VIP")
+	}
+	if got := neighbour(client, vip6); got != mac(t, m1) {
+		t.Fatalf("client neighbour entry for %s = %q, want m1's %s", vip6, got, mac(t, m1))
+	}
+	m1.Crash()
+	waitFor(t, 5*time.Second, "IPv6 VIP on m2", func() bool { return has6(m2) })
+	waitFor(t, 3*time.Second, "client IPv6 neighbour entry repointed to m2 by unsolicited NA", func() bool {
+		return neighbour(client, vip6) == mac(t, m2)
+	})
+}
+
+// TestLinkDownFault: the master's link loses carrier: it goes to FAULT and drops the VIP,
+// the backup takes over; with the link back it returns through BACKUP and preempts.
+func TestLinkDownFault(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+	startVipd(t, m1, baseArgs(101)...)
+	startVipd(t, m2, baseArgs(100)...)
+	waitHolder(t, "m1", 10*time.Second, m1, m2)
+	m1.SetLink(false)
+	waitFor(t, 5*time.Second, "m1 FAULT without the VIP, m2 holds it", func() bool {
+		return state(m1) == "FAULT" && !hasVIP(t, m1, vipA) && hasVIP(t, m2, vipA)
+	})
+	st, _ := getStatus(m1)
+	if !strings.Contains(st.Instances[0].Fault, "eth0") {
+		t.Fatalf("fault reason %q does not name the link", st.Instances[0].Fault)
+	}
+	m1.SetLink(true)
+	waitHolder(t, "m1", 5*time.Second, m1, m2)
+	if state(m2) != "BACKUP" {
+		t.Fatalf("m2 is %s after m1 came back, want BACKUP", state(m2))
+	}
+}
