@@ -17,11 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"sigs.k8s.io/yaml"
 )
 
 // MaxRequestBodyBytes is upstream's limit on request bodies (3 MiB).
 const MaxRequestBodyBytes = 3 * 1024 * 1024
+
+var protoSerializer = protobuf.NewSerializer(registry.Scheme, registry.Scheme)
 
 var strictSerializer = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, registry.Scheme, registry.Scheme, kjson.SerializerOptions{Strict: true})
 
@@ -74,6 +77,16 @@ func toJSON(r *http.Request, data []byte) ([]byte, error) {
 	}
 	switch mt {
 	case "application/json", "*/*":
+	case "application/vnd.kubernetes.protobuf":
+		obj, _, err := protoSerializer.Decode(data, nil, nil)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body is not a valid protobuf object: %v", err))
+		}
+		j, err := json.Marshal(obj)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		data = j
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSONStrict(data)
 		if err != nil {
@@ -99,7 +112,7 @@ func toJSON(r *http.Request, data []byte) ([]byte, error) {
 func unsupportedMediaType(ct string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %q)", ct),
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got %q)", ct),
 	}}
 }
 

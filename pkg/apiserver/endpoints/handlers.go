@@ -26,7 +26,7 @@ type scope struct {
 	subresource string
 	namespaced  bool
 	typed       bool // built-in Go type: strategic merge patch allowed
-	stop        <-chan struct{}
+	stop        func() <-chan struct{}
 }
 
 func (s *scope) gr() schema.GroupResource { return s.names.GroupResource() }
@@ -348,11 +348,15 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	}
 	enc := json.NewEncoder(w)
 	first := true
+	var stop <-chan struct{}
+	if s.stop != nil {
+		stop = s.stop()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.stop:
+		case <-stop:
 			return
 		case ev, ok := <-wi.ResultChan():
 			if !ok {

@@ -56,8 +56,10 @@ func GroupVersionPath(gv schema.GroupVersion) string {
 
 // Installer registers routes for resources on a go-restful container.
 type Installer struct {
-	// Stop closes every open watch when it is closed (graceful shutdown).
-	Stop <-chan struct{}
+	// Stop returns a channel whose closing ends every watch open at the
+	// time of the call (graceful shutdown); nil means watches end only
+	// with their request.
+	Stop func() <-chan struct{}
 }
 
 // Install adds one WebService per group-version serving resources.
@@ -134,14 +136,22 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 		route("DELETE", coll, func(w http.ResponseWriter, req *restful.Request) { main.deleteCollection(w, req.Request, ns(req)) })
 	}
 	if has("get") {
-		route("GET", item, func(w http.ResponseWriter, req *restful.Request) { main.get(w, req.Request, ns(req), param(req, "name")) })
+		route("GET", item, func(w http.ResponseWriter, req *restful.Request) {
+			main.get(w, req.Request, ns(req), param(req, "name"))
+		})
 	}
 	if has("update") {
-		route("PUT", item, func(w http.ResponseWriter, req *restful.Request) { main.update(w, req.Request, ns(req), param(req, "name")) })
-		route("PATCH", item, func(w http.ResponseWriter, req *restful.Request) { main.patch(w, req.Request, ns(req), param(req, "name")) })
+		route("PUT", item, func(w http.ResponseWriter, req *restful.Request) {
+			main.update(w, req.Request, ns(req), param(req, "name"))
+		})
+		route("PATCH", item, func(w http.ResponseWriter, req *restful.Request) {
+			main.patch(w, req.Request, ns(req), param(req, "name"))
+		})
 	}
 	if has("delete") {
-		route("DELETE", item, func(w http.ResponseWriter, req *restful.Request) { main.delete(w, req.Request, ns(req), param(req, "name")) })
+		route("DELETE", item, func(w http.ResponseWriter, req *restful.Request) {
+			main.delete(w, req.Request, ns(req), param(req, "name"))
+		})
 	}
 
 	subs := make([]string, 0, len(r.Subresources))
@@ -154,14 +164,22 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop}
 		path := item + "/" + name
 		if _, ok := st.(registry.Getter); ok {
-			route("GET", path, func(w http.ResponseWriter, req *restful.Request) { sub.get(w, req.Request, ns(req), param(req, "name")) })
+			route("GET", path, func(w http.ResponseWriter, req *restful.Request) {
+				sub.get(w, req.Request, ns(req), param(req, "name"))
+			})
 		}
 		if _, ok := st.(registry.Updater); ok {
-			route("PUT", path, func(w http.ResponseWriter, req *restful.Request) { sub.update(w, req.Request, ns(req), param(req, "name")) })
-			route("PATCH", path, func(w http.ResponseWriter, req *restful.Request) { sub.patch(w, req.Request, ns(req), param(req, "name")) })
+			route("PUT", path, func(w http.ResponseWriter, req *restful.Request) {
+				sub.update(w, req.Request, ns(req), param(req, "name"))
+			})
+			route("PATCH", path, func(w http.ResponseWriter, req *restful.Request) {
+				sub.patch(w, req.Request, ns(req), param(req, "name"))
+			})
 		}
 		if _, ok := st.(registry.Creater); ok {
-			route("POST", path, func(w http.ResponseWriter, req *restful.Request) { sub.create(w, req.Request, ns(req), param(req, "name")) })
+			route("POST", path, func(w http.ResponseWriter, req *restful.Request) {
+				sub.create(w, req.Request, ns(req), param(req, "name"))
+			})
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	container.Router(restful.CurlyRouter{})
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
-	(&endpoints.Installer{Stop: s.stopCh}).Install(container, res)
+	(&endpoints.Installer{Stop: s.watchStop}).Install(container, res)
 
 	mux := http.NewServeMux()
 	disc := endpoints.NewDiscovery(res)

@@ -41,7 +41,8 @@ type Server struct {
 	handler  http.Handler
 
 	draining atomic.Bool
-	stopCh   chan struct{} // closes watches
+	watchMu  sync.Mutex
+	stopCh   chan struct{} // closed to end the open watches
 	regCtx   context.CancelFunc
 	serveErr chan error
 	once     sync.Once
@@ -110,6 +111,9 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Addr is the listening address (useful with port 0).
 func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Listener is the HTTPS listener.
+func (s *Server) Listener() net.Listener { return s.listener }
 
 // URL is https://Addr.
 func (s *Server) URL() string { return "https://" + s.Addr() }
@@ -265,7 +269,7 @@ func (s *Server) Shutdown() error {
 		s.draining.Store(true)
 		s.log.Info("shutting down: not ready any more", "delay", s.cfg.ShutdownDelay)
 		time.Sleep(s.cfg.ShutdownDelay)
-		close(s.stopCh)
+		s.CloseWatches()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
 		if s.http != nil {
@@ -279,6 +283,27 @@ func (s *Server) Shutdown() error {
 		s.log.Info("apiserver stopped")
 	})
 	return err
+}
+
+func (s *Server) watchStop() <-chan struct{} {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	return s.stopCh
+}
+
+// CloseWatches ends every open watch cleanly; clients re-watch from the
+// last resourceVersion they saw (and relist if it was compacted meanwhile).
+func (s *Server) CloseWatches() {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	select {
+	case <-s.stopCh:
+	default:
+		close(s.stopCh)
+	}
+	if !s.draining.Load() {
+		s.stopCh = make(chan struct{})
+	}
 }
 
 // Run starts the server, serves until ctx ends, then shuts down.
