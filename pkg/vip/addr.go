@@ -76,20 +76,29 @@ func (b *addrBinder) remove(ps []netip.Prefix) error {
 	return errors.Join(errs...)
 }
 
-// primaryAddr returns the first IPv4 address of iface that is not one of the VIPs.
-func primaryAddr(iface string, vips []netip.Prefix) (netip.Addr, error) {
+// primaryAddr returns the address adverts are sent from: the first IPv4 address of iface
+// that is not a VIP, or for IPv6 its link-local address (RFC 5798 section 5.1.2.1).
+func primaryAddr(iface string, ipv6 bool, vips []netip.Prefix) (netip.Addr, error) {
 	l, err := netlink.LinkByName(iface)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("vip: interface %s: %w", iface, err)
+		return netip.Addr{}, fmt.Errorf("interface %s: %w", iface, err)
 	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	family := netlink.FAMILY_V4
+	if ipv6 {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := netlink.AddrList(l, family)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("vip: list addresses of %s: %w", iface, err)
+		return netip.Addr{}, fmt.Errorf("list addresses of %s: %w", iface, err)
 	}
 next:
 	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP.To4())
+		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok {
+			continue
+		}
+		ip = ip.Unmap()
+		if ipv6 != ip.Is6() || (ipv6 && !ip.IsLinkLocalUnicast()) {
 			continue
 		}
 		for _, v := range vips {
@@ -99,5 +108,8 @@ next:
 		}
 		return ip, nil
 	}
-	return netip.Addr{}, fmt.Errorf("vip: interface %s has no IPv4 address of its own to send adverts from", iface)
+	if ipv6 {
+		return netip.Addr{}, fmt.Errorf("interface %s has no link-local IPv6 address to send adverts from", iface)
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address of its own to send adverts from", iface)
 }

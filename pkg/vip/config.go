@@ -123,7 +123,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	in := &c.Instance
 	fs.StringVar(&in.Name, "name", in.Name, "instance `name` used in logs, notify and status (default \"vrid<N>\")")
 	fs.StringVar(&in.Iface, "iface", in.Iface, "`interface` that carries the VRRP adverts and the virtual addresses")
-	config.StringList(fs, &in.VIPs, "vip", "virtual `address` in CIDR form, e.g. 10.0.0.100/24 (repeatable, or comma-separated); IPv6 addresses are bound and announced with unsolicited neighbour advertisements but not advertised in VRRPv3 over IPv4")
+	config.StringList(fs, &in.VIPs, "vip", "virtual `address` in CIDR form, e.g. 10.0.0.100/24 (repeatable, or comma-separated). The first one's family is the adverts' family (IPv6: VRRPv3 to ff02::12 from the link-local address); addresses of the other family move along but are not advertised")
 	fs.IntVar(&in.VRID, "vrid", in.VRID, "virtual router `id`, 1-255; every router of one group uses the same")
 	fs.IntVar(&in.Priority, "priority", in.Priority, "`priority` 1-255; the highest wins, 255 means this host owns the addresses")
 	fs.DurationVar(&in.AdvertInterval, "advert-interval", in.AdvertInterval, "`interval` between adverts of the master: multiples of 10ms for VRRPv3, whole seconds for VRRPv2")
@@ -132,8 +132,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&in.Checksum, "checksum", in.Checksum, "VRRPv3 IPv4 checksum `mode`: pseudo-header (RFC 5798, keepalived) or message-only (some vendors)")
 	fs.Var(boolPtr{&in.NoPreempt}, "nopreempt", "do not take over from a lower-priority master that is alive")
 	fs.DurationVar(&in.PreemptDelay, "preempt-delay", in.PreemptDelay, "tolerate a lower-priority master for this `duration` before preempting it")
-	fs.StringVar(&in.UnicastSrc, "unicast-src", in.UnicastSrc, "source `address` of unicast adverts (default: the first address of --iface); used with --unicast-peer")
-	config.StringList(fs, &in.UnicastPeers, "unicast-peer", "send adverts to this peer `address` instead of multicast 224.0.0.18, and accept adverts only from listed peers (repeatable)")
+	fs.StringVar(&in.UnicastSrc, "unicast-src", in.UnicastSrc, "source `address` of the adverts (default: the first IPv4 address of --iface, or its link-local IPv6 address); it breaks priority ties")
+	config.StringList(fs, &in.UnicastPeers, "unicast-peer", "send adverts to this peer `address` instead of multicast 224.0.0.18 (ff02::12), and accept adverts only from listed peers (repeatable)")
 	fs.StringVar(&in.Label, "label", in.Label, "interface `label` for the virtual addresses, e.g. eth0:vip")
 	config.StringList(fs, &in.TrackIfaces, "track-iface", "`interface` whose link going down puts the instance in FAULT (repeatable); --iface is always tracked")
 
@@ -167,8 +167,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 type Resolved struct {
 	Name         string
 	Iface        string
-	VIPs         []netip.Prefix // advertised (same family as the adverts)
-	ExtraVIPs    []netip.Prefix // bound and announced but not advertised (IPv6 next to IPv4 adverts)
+	IPv6         bool           // adverts over IPv6 (ff02::12): the first VIP is IPv6
+	VIPs         []netip.Prefix // advertised: the family of the first VIP
+	ExtraVIPs    []netip.Prefix // bound and announced but not advertised: the other family
 	VRID         uint8
 	Priority     uint8
 	Interval     time.Duration
@@ -311,35 +312,51 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 	if len(in.VIPs) == 0 {
 		bad("vip", "at least one virtual address is required, e.g. --vip 10.0.0.100/24")
 	}
+	var v4, v6 []netip.Prefix
 	for i, v := range in.VIPs {
 		pfx, err := netip.ParsePrefix(v)
-		if err != nil {
+		if err != nil || pfx.Addr().Zone() != "" {
 			bad("vip."+strconv.Itoa(i), "%q is not an address in CIDR form like 10.0.0.100/24", v)
 			continue
 		}
+		if i == 0 {
+			r.IPv6 = pfx.Addr().Is6()
+		}
 		if pfx.Addr().Is4() {
-			r.VIPs = append(r.VIPs, pfx)
+			v4 = append(v4, pfx)
 		} else {
-			r.ExtraVIPs = append(r.ExtraVIPs, pfx)
+			v6 = append(v6, pfx)
 		}
 	}
-	if len(in.VIPs) > 0 && len(r.VIPs) == 0 && len(errs) == 0 {
-		bad("vip", "needs at least one IPv4 address: VRRP adverts are sent over IPv4")
+	// The first VIP's family is the family of the adverts; addresses of the other family
+	// are bound and announced along, but not listed in the adverts (keepalived's
+	// virtual_ipaddress_excluded).
+	r.VIPs, r.ExtraVIPs = v4, v6
+	if r.IPv6 {
+		r.VIPs, r.ExtraVIPs = v6, v4
+		if in.VRRPVersion == 2 {
+			bad("version-vrrp", "VRRPv2 is IPv4 only; IPv6 adverts (first --vip is IPv6) need version 3")
+		}
 	}
 	if len(r.VIPs) > 255 {
-		bad("vip", "at most 255 IPv4 addresses per instance")
+		bad("vip", "at most 255 addresses of one family per instance")
+	}
+	sameFamily := func(a netip.Addr) bool { return a.Is6() == r.IPv6 }
+	family := "IPv4"
+	if r.IPv6 {
+		family = "IPv6"
 	}
 	if in.UnicastSrc != "" {
 		a, err := netip.ParseAddr(in.UnicastSrc)
-		if err != nil || !a.Is4() {
-			bad("unicast-src", "%q is not an IPv4 address", in.UnicastSrc)
+		if err != nil || !sameFamily(a) {
+			bad("unicast-src", "%q is not an %s address (the family of the first --vip)", in.UnicastSrc, family)
 		}
 		r.UnicastSrc = a
 	}
 	for i, s := range in.UnicastPeers {
 		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() {
-			bad("unicast-peer."+strconv.Itoa(i), "%q is not an IPv4 address", s)
+		if err != nil || !sameFamily(a) {
+			bad("unicast-peer."+strconv.Itoa(i), "%q is not an %s address (the family of the first --vip)", s, family)
 			continue
 		}
 		r.UnicastPeers = append(r.UnicastPeers, a)

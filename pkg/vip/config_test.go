@@ -27,7 +27,12 @@ func TestValidate(t *testing.T) {
 		{"no vip", func(c *Config) { c.VIPs = nil }, "vip"},
 		{"vip without prefix length", func(c *Config) { c.VIPs = []string{"10.77.1.100"} }, "vip.0"},
 		{"second vip bad", func(c *Config) { c.VIPs = []string{"10.77.1.100/24", "nope"} }, "vip.1"},
-		{"only ipv6 vips", func(c *Config) { c.VIPs = []string{"2001:db8::1/64"} }, "vip"},
+		{"ipv6 adverts", func(c *Config) { c.VIPs = []string{"2001:db8::1/64", "10.77.1.100/24"} }, ""},
+		{"ipv6 with v2", func(c *Config) {
+			c.VIPs, c.VRRPVersion, c.AdvertInterval = []string{"2001:db8::1/64"}, 2, time.Second
+		}, "version-vrrp"},
+		{"ipv6 with ipv4 peer", func(c *Config) { c.VIPs, c.UnicastPeers = []string{"2001:db8::1/64"}, []string{"10.77.1.12"} }, "unicast-peer.0"},
+		{"zone in vip", func(c *Config) { c.VIPs = []string{"fe80::1%eth0/64"} }, "vip.0"},
 		{"vrid 0", func(c *Config) { c.VRID = 0 }, "vrid"},
 		{"vrid 256", func(c *Config) { c.VRID = 256 }, "vrid"},
 		{"priority 0", func(c *Config) { c.Priority = -1 }, "priority"},

@@ -25,7 +25,7 @@ type instance struct {
 	log    *slog.Logger
 	ifi    *net.Interface
 	self   netip.Addr // source of our adverts and the tie-breaking primary address
-	conn   *advertConn
+	conn   advertConn
 	ann    *announcer
 	binder addrBinder
 	filter vrrp.Filter
@@ -82,8 +82,8 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 	}
 	self := r.UnicastSrc
 	if !self.IsValid() {
-		if self, err = primaryAddr(r.Iface, append(r.VIPs, r.ExtraVIPs...)); err != nil {
-			return nil, fmt.Errorf("instance %s: %w", r.Name, err)
+		if self, err = primaryAddr(r.Iface, r.IPv6, append(r.VIPs, r.ExtraVIPs...)); err != nil {
+			return nil, fmt.Errorf("vip: instance %s: %w", r.Name, err)
 		}
 	}
 	lifetime := g.VIPLifetime
@@ -113,7 +113,7 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 	for _, p := range append(r.VIPs, r.ExtraVIPs...) {
 		in.st.VIPs = append(in.st.VIPs, p.String())
 	}
-	if in.conn, err = listenAdverts(ifi, len(r.UnicastPeers) > 0); err != nil {
+	if in.conn, err = listenAdverts(ifi, r.IPv6, len(r.UnicastPeers) > 0); err != nil {
 		return nil, err
 	}
 	if in.ann, err = newAnnouncer(ifi); err != nil {
@@ -310,6 +310,9 @@ func (in *instance) sendAdvert(prio uint8) error {
 	dsts := in.r.UnicastPeers
 	if len(dsts) == 0 {
 		dsts = []netip.Addr{vrrp.MulticastGroupV4}
+		if in.r.IPv6 {
+			dsts = []netip.Addr{vrrp.MulticastGroupV6}
+		}
 	}
 	var errs []error
 	for _, dst := range dsts {
@@ -468,7 +471,7 @@ func (in *instance) readLoop(ctx context.Context) {
 			in.d.metrics.mismatch.WithLabelValues(in.r.Name).Inc()
 		}
 		select {
-		case in.adverts <- vrrp.Event{Kind: vrrp.EvAdvert, From: rc.src, Priority: p.Priority, Interval: p.Interval()}:
+		case in.adverts <- vrrp.Event{Kind: vrrp.EvAdvert, From: rc.src.WithZone(""), Priority: p.Priority, Interval: p.Interval()}:
 		case <-ctx.Done():
 			return
 		}
@@ -476,13 +479,13 @@ func (in *instance) readLoop(ctx context.Context) {
 }
 
 func (in *instance) check(rc received, peers map[netip.Addr]bool) (string, bool, *vrrp.Packet) {
-	if rc.src == in.self {
+	if rc.src.WithZone("") == in.self.WithZone("") {
 		return vrrp.DropOwn, false, nil
 	}
 	if len(peers) > 0 && !peers[rc.src] {
 		return vrrp.DropPeer, false, nil
 	}
-	p, err := vrrp.Decode(rc.payload, rc.src, rc.dst, in.r.Checksum)
+	p, err := vrrp.Decode(rc.payload, rc.src.WithZone(""), rc.dst.WithZone(""), in.r.Checksum)
 	if err != nil {
 		if p != nil && p.VRID != in.r.VRID {
 			return vrrp.DropVRID, false, nil // another group's advert, perhaps another checksum mode

@@ -129,3 +129,67 @@ func TestKeepalivedInterop(t *testing.T) {
 		})
 	}
 }
+
+// TestIPv6Adverts: VRRPv3 over IPv6 (ff02::12 from the link-local address) between two
+// vipd, and between keepalived (master) and vipd: the same election over the other family.
+func TestIPv6Adverts(t *testing.T) {
+	const vip6 = "fd77:1::100"
+	setup := func(t *testing.T) (*netns.Host, *netns.Host) {
+		n := netns.New(t, "hv-", subnet)
+		a, b := n.AddHost("m1", 11), n.AddHost("m2", 12)
+		for _, h := range []*netns.Host{a, b} {
+			h.Run("sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0")
+			waitFor(t, 10*time.Second, h.Name+" link-local address ready", func() bool {
+				out, _ := h.Exec("ip", "-6", "addr", "show", "dev", "eth0", "scope", "link")
+				return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
+			})
+		}
+		return a, b
+	}
+	has6 := func(h *netns.Host) bool {
+		out, _ := h.Exec("ip", "-6", "-o", "addr", "show", "dev", "eth0")
+		return strings.Contains(out, " "+vip6+"/64")
+	}
+	args := func(prio int) []string {
+		return []string{"--iface", "eth0", "--vip", vip6 + "/64", "--vrid", "51", "--priority", fmt.Sprint(prio),
+			"--advert-interval", "100ms", "--check-url", "", "--status-addr", status}
+	}
+	t.Run("vipd-vipd", func(t *testing.T) {
+		m1, m2 := setup(t)
+		startVipd(t, m1, args(101)...)
+		startVipd(t, m2, args(100)...)
+		waitFor(t, 10*time.Second, "IPv6 VIP on m1 only, m2 BACKUP", func() bool {
+			return has6(m1) && !has6(m2) && state(m2) == "BACKUP"
+		})
+		st, _ := getStatus(m2)
+		if in := st.Instances[0]; !strings.HasPrefix(in.MasterAddr, "fe80::") || in.AdvertsReceived == 0 || len(in.Dropped) != 0 {
+			t.Fatalf("m2 following m1 over IPv6: %+v", in)
+		}
+		m1.Crash()
+		waitFor(t, 5*time.Second, "IPv6 VIP on m2", func() bool { return has6(m2) && state(m2) == "MASTER" })
+	})
+	t.Run("keepalived-master", func(t *testing.T) {
+		testenv.RequireCommand(t, "keepalived")
+		m1, m2 := setup(t)
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "keepalived.conf")
+		body := "vrrp_instance VI_6 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  priority 101\n  advert_int 0.1\n  version 3\n  virtual_ipaddress {\n    " + vip6 + "/64\n  }\n}\n"
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m1.Start("keepalived", "-n", "-l", "-D", "--vrrp", "-f", conf,
+			"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+		waitFor(t, 10*time.Second, "keepalived holds the IPv6 VIP", func() bool { return has6(m1) })
+		startVipd(t, m2, args(100)...)
+		waitFor(t, 5*time.Second, "vipd follows keepalived over IPv6", func() bool {
+			st, err := getStatus(m2)
+			return err == nil && st.Instances[0].AdvertsReceived >= 2
+		})
+		st, _ := getStatus(m2)
+		if in := st.Instances[0]; in.State != "BACKUP" || in.MasterPriority != 101 || len(in.Dropped) != 0 || has6(m2) {
+			t.Fatalf("vipd beside keepalived over IPv6: %+v", in)
+		}
+		m1.Crash()
+		waitFor(t, 5*time.Second, "vipd takes the IPv6 VIP", func() bool { return has6(m2) && state(m2) == "MASTER" })
+	})
+}
