@@ -2,6 +2,7 @@ package vip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -60,7 +61,7 @@ func listenAdverts4(ifi *net.Interface, unicast bool) (*advertConn4, error) {
 	lc := bindToDevice(ifi.Name)
 	pc, err := lc.ListenPacket(context.Background(), fmt.Sprintf("ip4:%d", vrrp.ProtocolNumber), "0.0.0.0")
 	if err != nil {
-		return nil, fmt.Errorf("vip: open raw IP protocol %d socket on %s: %w", vrrp.ProtocolNumber, ifi.Name, err)
+		return nil, fmt.Errorf("vip: open raw IP protocol %d socket on %s: %w%s", vrrp.ProtocolNumber, ifi.Name, err, permHint(err))
 	}
 	raw, err := ipv4.NewRawConn(pc)
 	if err != nil {
@@ -130,7 +131,7 @@ func listenAdverts6(ifi *net.Interface, unicast bool) (*advertConn6, error) {
 	lc := bindToDevice(ifi.Name)
 	raw, err := lc.ListenPacket(context.Background(), fmt.Sprintf("ip6:%d", vrrp.ProtocolNumber), "::")
 	if err != nil {
-		return nil, fmt.Errorf("vip: open raw IPv6 protocol %d socket on %s: %w", vrrp.ProtocolNumber, ifi.Name, err)
+		return nil, fmt.Errorf("vip: open raw IPv6 protocol %d socket on %s: %w%s", vrrp.ProtocolNumber, ifi.Name, err, permHint(err))
 	}
 	pc := ipv6.NewPacketConn(raw)
 	c := &advertConn6{pc: pc, raw: raw, ifi: ifi}
@@ -189,4 +190,12 @@ func (c *advertConn6) recv(buf []byte) (received, error) {
 		r.dst, _ = netip.AddrFromSlice(cm.Dst)
 	}
 	return r, nil
+}
+
+// permHint explains a permission error.
+func permHint(err error) string {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+		return " (vipd needs root, or CAP_NET_RAW and CAP_NET_ADMIN)"
+	}
+	return ""
 }

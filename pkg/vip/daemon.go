@@ -75,7 +75,7 @@ func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 		for _, t := range r.TrackIfaces {
 			if _, err := net.InterfaceByName(t); err != nil {
 				d.closeAll()
-				return nil, fmt.Errorf("vip: instance %s: tracked interface %q: %w (check --track-iface)", r.Name, t, err)
+				return nil, fmt.Errorf("vip: instance %s: there is no interface %q on this host (check --track-iface)", r.Name, t)
 			}
 		}
 		in, err := newInstance(d, cfg, r)

@@ -78,7 +78,7 @@ type Takeover struct {
 func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 	ifi, err := net.InterfaceByName(r.Iface)
 	if err != nil {
-		return nil, fmt.Errorf("vip: instance %s: interface %q: %w (check --iface)", r.Name, r.Iface, err)
+		return nil, fmt.Errorf("vip: instance %s: there is no interface %q on this host (check --iface)", r.Name, r.Iface)
 	}
 	self := r.UnicastSrc
 	if !self.IsValid() {

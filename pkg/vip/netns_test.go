@@ -41,7 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	vipdBin = filepath.Join(dir, "vipd")
 	if os.Geteuid() == 0 {
-		cmd := exec.Command("go", "build", "-o", vipdBin, "github.com/hacp/hacp/cmd/vipd")
+		args := []string{"build", "-o", vipdBin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "github.com/hacp/hacp/cmd/vipd")...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			os.RemoveAll(dir)
@@ -62,6 +66,11 @@ func baseArgs(prio int, extra ...string) []string {
 func startVipd(t *testing.T, h *netns.Host, args ...string) *netns.Proc {
 	t.Helper()
 	p := h.Start(vipdBin, args...)
+	t.Cleanup(func() {
+		if strings.Contains(p.Output(), "DATA RACE") {
+			t.Errorf("%s: vipd reported a data race:\n%s", h.Name, p.Output())
+		}
+	})
 	waitFor(t, 10*time.Second, h.Name+" vipd status server up", func() bool {
 		_, err := getStatus(h)
 		return err == nil

@@ -1,0 +1,5 @@
+//go:build !race
+
+package vip_test
+
+const raceEnabled = false
