@@ -103,6 +103,9 @@ func (c *cluster) startPlane(m *host) error {
 			return err
 		}
 		procs = append(procs, lb)
+		if err := c.waitBalancer(m); err != nil {
+			return err
+		}
 		vipArgs := []string{
 			"--iface", m.Iface,
 			"--vip", vipAddr + "/24",
@@ -128,6 +131,9 @@ func (c *cluster) startPlane(m *host) error {
 			return err
 		}
 		procs = append(procs, ha)
+		if err := c.waitBalancer(m); err != nil {
+			return err
+		}
 		ka, err := m.start("keepalived", "--dont-fork", "--log-console", "--log-detail", "--vrrp",
 			"--use-file", kaConf,
 			"--pid", filepath.Join(dir, "keepalived.pid"),
@@ -141,6 +147,19 @@ func (c *cluster) startPlane(m *host) error {
 	c.mu.Lock()
 	c.plane[m.Name] = procs
 	c.mu.Unlock()
+	return nil
+}
+
+// waitBalancer waits until the balancer on m completes TLS handshakes (with some
+// apiserver behind it), so that the VIP daemon, started next, does not begin with a
+// failing check: the guide's check goes through the local haproxy.
+func (c *cluster) waitBalancer(m *host) error {
+	addr := fmt.Sprintf("%s:%d", m.Addr, lbPort)
+	if err := poll(context.Background(), 15*time.Second, func() bool {
+		return c.d.tlsAnswers(context.Background(), addr, 500*time.Millisecond)
+	}); err != nil {
+		return fmt.Errorf("%s: balancer on %s does not answer: %w%s", c.spec.Name, addr, err, c.procTails())
+	}
 	return nil
 }
 
@@ -238,7 +257,20 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 	if err := c.waitAPIServers(ctx, c.d.masters, timeout); err != nil {
 		return err
 	}
-	if err := poll(ctx, timeout, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" }); err != nil {
+	// The VIP must stay on m1 for three advert intervals (at least a second): a check
+	// that fails once at start-up moves it away and back.
+	stable := max(3*c.spec.Advert, time.Second)
+	var since time.Time
+	if err := poll(ctx, timeout, func() bool {
+		if h := c.holders(); len(h) != 1 || h[0] != "m1" {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= stable
+	}); err != nil {
 		return fmt.Errorf("%s: VIP not settled on m1 (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
 	}
 	var nsErr error
