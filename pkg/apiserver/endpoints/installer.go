@@ -8,6 +8,7 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -194,6 +195,11 @@ func NotFoundHandler(err restful.ServiceError, req *restful.Request, resp *restf
 	case http.StatusUnsupportedMediaType:
 		writeError(resp.ResponseWriter, req.Request, unsupportedMediaType(req.HeaderParameter("Content-Type")))
 	default:
-		writeError(resp.ResponseWriter, req.Request, apierrors.NewNotFound(schema.GroupResource{}, ""))
+		NotFound(resp.ResponseWriter, req.Request)
 	}
+}
+
+// NotFound answers a path nothing serves with upstream's 404 Status.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, r, &apierrors.StatusError{ErrStatus: statusFor(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")})
 }

@@ -87,6 +87,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
 	(&endpoints.Installer{Stop: s.watchStop}).Install(container, res)
+	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
 
 	mux := http.NewServeMux()
 	disc := endpoints.NewDiscovery(res)
