@@ -67,8 +67,8 @@ type Instance struct {
 	TrackIfaces    []string      `yaml:"track-iface"`
 }
 
-// DefaultConfig returns vipd's defaults: VRRPv3 at 1 s adverts, preemption on, the local
-// apiserver's /healthz as health check with weight -50.
+// DefaultConfig returns vipd's defaults: VRRPv3 at 100 ms adverts (1 s for VRRPv2),
+// preemption on, the local apiserver's /healthz as health check with weight -50.
 func DefaultConfig() *Config {
 	f := false
 	return &Config{
@@ -76,7 +76,6 @@ func DefaultConfig() *Config {
 			Iface:          "eth0",
 			VRID:           51,
 			Priority:       100,
-			AdvertInterval: time.Second,
 			VRRPVersion:    3,
 			Checksum:       "pseudo-header",
 			NoPreempt:      &f,
@@ -126,7 +125,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	config.StringList(fs, &in.VIPs, "vip", "virtual `address` in CIDR form, e.g. 10.0.0.100/24 (repeatable, or comma-separated). The first one's family is the adverts' family (IPv6: VRRPv3 to ff02::12 from the link-local address); addresses of the other family move along but are not advertised")
 	fs.IntVar(&in.VRID, "vrid", in.VRID, "virtual router `id`, 1-255; every router of one group uses the same")
 	fs.IntVar(&in.Priority, "priority", in.Priority, "`priority` 1-255; the highest wins, 255 means this host owns the addresses")
-	fs.DurationVar(&in.AdvertInterval, "advert-interval", in.AdvertInterval, "`interval` between adverts of the master: multiples of 10ms for VRRPv3, whole seconds for VRRPv2")
+	fs.DurationVar(&in.AdvertInterval, "advert-interval", in.AdvertInterval, "`interval` between adverts of the master: multiples of 10ms for VRRPv3, whole seconds for VRRPv2 (0: 100ms for VRRPv3, 1s for VRRPv2)")
 	fs.IntVar(&in.VRRPVersion, "version-vrrp", in.VRRPVersion, "VRRP `version`: 3 (RFC 5798) or 2 (RFC 3768, for keepalived peers configured with version 2)")
 	fs.StringVar(&in.AuthPass, "auth-pass", in.AuthPass, "VRRPv2 simple `password` (auth_type PASS, at most 8 characters); not allowed with VRRPv3")
 	fs.StringVar(&in.Checksum, "checksum", in.Checksum, "VRRPv3 IPv4 checksum `mode`: pseudo-header (RFC 5798, keepalived) or message-only (some vendors)")
@@ -234,6 +233,12 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 	}
 	if in.VRRPVersion == 0 {
 		in.VRRPVersion = d.VRRPVersion
+	}
+	if in.AdvertInterval == 0 {
+		in.AdvertInterval = 100 * time.Millisecond
+		if in.VRRPVersion == 2 {
+			in.AdvertInterval = time.Second
+		}
 	}
 	if in.AuthPass == "" {
 		in.AuthPass = d.AuthPass
