@@ -73,12 +73,12 @@ func DefaultConfig() *Config {
 	f := false
 	return &Config{
 		Instance: Instance{
-			Iface:          "eth0",
-			VRID:           51,
-			Priority:       100,
-			VRRPVersion:    3,
-			Checksum:       "pseudo-header",
-			NoPreempt:      &f,
+			Iface:       "eth0",
+			VRID:        51,
+			Priority:    100,
+			VRRPVersion: 3,
+			Checksum:    "pseudo-header",
+			NoPreempt:   &f,
 		},
 		GARPCount:       5,
 		GARPSpacing:     0,
