@@ -66,12 +66,14 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 		"--bind-address", "0.0.0.0",
 		"--secure-port", fmt.Sprint(apiPort),
 		"--data-dir", filepath.Join(c.dir, m.Name, "data"),
-		"--cert-dir", b.Dir,
+		"--tls-cert-file", b.ServingCert,
+		"--tls-private-key-file", b.ServingKey,
+		"--client-ca-file", b.CACert,
+		"--write-kubeconfig", "-",
 		"--etcd-name", m.Name,
 		"--etcd-initial-cluster", strings.Join(initial, ","),
 		"--etcd-initial-cluster-state", state,
 		"--etcd-listen-peer-urls", peerURL(m),
-		"--etcd-advertise-peer-urls", peerURL(m),
 	}
 }
 
