@@ -155,8 +155,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 
 	fs.StringVar(&c.Notify, "notify", c.Notify, "`command` (split on spaces, no shell) run on every transition with arguments INSTANCE <name> <state> <priority>, like keepalived's notify")
 	fs.IntVar(&c.FlapMax, "flap-max", c.FlapMax, "flap damping: at most `n` takeovers per --flap-window, then hold in BACKUP for --flap-hold (0 disables)")
-	fs.DurationVar(&c.FlapWindow, "flap-window", c.FlapWindow, "flap damping `window`")
-	fs.DurationVar(&c.FlapHold, "flap-hold", c.FlapHold, "flap damping hold-down `duration`")
+	fs.DurationVar(&c.FlapWindow, "flap-window", c.FlapWindow, "flap damping: the `window` in which --flap-max takeovers are counted")
+	fs.DurationVar(&c.FlapHold, "flap-hold", c.FlapHold, "flap damping: how long (`duration`) to hold in BACKUP once --flap-max is exceeded")
 
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")

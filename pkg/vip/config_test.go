@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,41 @@ func TestConfigFileErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), p+":6: instances.1.vrid: must be 1-255") {
 		t.Fatalf("err = %v, want %s:6: instances.1.vrid", err, p)
 	}
+}
+
+// TestEveryFlagExplained: --help must explain every flag, and every flag is a config key.
+func TestEveryFlagExplained(t *testing.T) {
+	fs := flag.NewFlagSet("vipd", flag.ContinueOnError)
+	DefaultConfig().AddFlags(fs)
+	keys := map[string]bool{}
+	for _, k := range yamlKeysOf(reflect.TypeOf(Config{})) {
+		keys[k] = true
+	}
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if len(f.Usage) < 25 {
+			t.Errorf("flag --%s: usage %q does not explain it", f.Name, f.Usage)
+		}
+		if !keys[f.Name] {
+			t.Errorf("flag --%s has no config file key of the same name", f.Name)
+		}
+	})
+	if n < 30 {
+		t.Fatalf("only %d flags", n)
+	}
+}
+
+func yamlKeysOf(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" {
+			out = append(out, yamlKeysOf(f.Type)...)
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
 }
