@@ -36,6 +36,7 @@ var (
 	connWorkers = flag.Int("conn-workers", 16, "concurrent clients in the connection-rate test")
 	rttConns    = flag.Int("rtt-conns", 16, "persistent connections in the latency test")
 	rounds      = flag.Int("rounds", 3, "rounds over all targets; each figure is the median")
+	lbEnv       = flag.String("lbproxy-env", "", "extra environment for lbproxy, such as GOMAXPROCS=1 or GOGC=400")
 	only        = flag.String("only", "", "measure only this target (direct, haproxy or lbproxy), for profiling; no table")
 )
 
@@ -109,7 +110,7 @@ backend be
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	hcmd, err := start(tmp, "haproxy", haproxy, "-db", "-f", cfgFile)
+	hcmd, err := start(tmp, "haproxy", nil, haproxy, "-db", "-f", cfgFile)
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,11 @@ backend be
 	for _, b := range backends {
 		args = append(args, "--backend", b)
 	}
-	lcmd, err := start(tmp, "lbproxy", bin, args...)
+	var env []string
+	if *lbEnv != "" {
+		env = strings.Fields(*lbEnv)
+	}
+	lcmd, err := start(tmp, "lbproxy", env, bin, args...)
 	if err != nil {
 		return err
 	}
@@ -377,12 +382,13 @@ func latency(addrs []string, conns int, d time.Duration) (p50, p99 time.Duration
 	return all[len(all)/2], all[len(all)*99/100]
 }
 
-func start(dir, name, bin string, args ...string) (*exec.Cmd, error) {
+func start(dir, name string, env []string, bin string, args ...string) (*exec.Cmd, error) {
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
