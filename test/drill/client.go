@@ -87,7 +87,7 @@ type recorder struct {
 	watch    []watchEvent
 	vip      []vipSample
 	probes   []probe
-	isolated []request
+	health   []probe
 }
 
 func (r *recorder) addRequest(q request) {

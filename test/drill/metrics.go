@@ -50,6 +50,8 @@ type eventLog struct {
 	Watch    []watchEvent
 	VIP      []vipSample
 	Probes   []probe
+	// rejoin: /healthz of the faulted master's own apiserver, from the client.
+	FaultedHealth []probe
 }
 
 // metrics is one scenario's row in report.json. Times are in seconds; -1 means the event
@@ -67,6 +69,9 @@ type metrics struct {
 	// long two reachable hosts held the VIP after the heal.
 	IsolatedWrites      *int     `json:"isolated_writes_accepted,omitempty"`
 	SplitBrainAfterHeal *float64 `json:"split_brain_after_heal_s,omitempty"`
+	// rejoin only: how long the VIP sat on the rejoining master before its own apiserver
+	// was healthy (0: it waited, as it should).
+	VIPBeforeHealthyS *float64 `json:"vip_before_healthy_s,omitempty"`
 }
 
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
@@ -185,6 +190,36 @@ func vipFailover(l *eventLog) time.Duration {
 	return -1
 }
 
+// vipBeforeHealthy is, for a rejoin, how long the VIP was on the faulted master before
+// that master's own apiserver first answered /healthz (0 if the VIP waited for it). ok is
+// false when there is nothing to judge: the VIP never came back and the master never
+// became healthy.
+func vipBeforeHealthy(l *eventLog) (d time.Duration, ok bool) {
+	back := time.Duration(-1)
+	for _, s := range l.VIP {
+		if s.At >= l.Fault && slices.Contains(s.Holders, l.Faulted) {
+			back = s.At
+			break
+		}
+	}
+	healthy := time.Duration(-1)
+	for _, p := range l.FaultedHealth {
+		if p.OK && p.Start >= l.Fault {
+			healthy = p.Start
+			break
+		}
+	}
+	switch {
+	case back < 0:
+		return 0, healthy >= 0
+	case healthy < 0:
+		return l.End - back, true
+	case back < healthy:
+		return healthy - back, true
+	}
+	return 0, true
+}
+
 // compute derives a scenario's metrics from its log; lost is the number of acknowledged
 // writes missing when read back.
 func compute(l *eventLog, lost int) metrics {
@@ -200,6 +235,12 @@ func compute(l *eventLog, lost int) metrics {
 	m.WatchGapS = orMinusOne(watchGap(l))
 	m.VIPFailoverS = orMinusOne(vipFailover(l))
 	m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+	if l.WantBack {
+		if d, ok := vipBeforeHealthy(l); ok {
+			v := seconds(d)
+			m.VIPBeforeHealthyS = &v
+		}
+	}
 	if l.Heal > 0 {
 		v := seconds(splitBrain(l.VIP, l.Heal))
 		m.SplitBrainAfterHeal = &v

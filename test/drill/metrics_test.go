@@ -264,3 +264,34 @@ func TestCompute(t *testing.T) {
 		t.Errorf("split brain after heal = %v, want 0.05", m.SplitBrainAfterHeal)
 	}
 }
+
+func TestVIPBeforeHealthy(t *testing.T) {
+	onM1 := func(at int) vipSample {
+		return vipSample{At: ms(at), Holders: []string{"m1"}, Reachable: []string{"m1"}}
+	}
+	onM2 := func(at int) vipSample {
+		return vipSample{At: ms(at), Holders: []string{"m2"}, Reachable: []string{"m2"}}
+	}
+	tests := []struct {
+		name   string
+		vip    []vipSample
+		health []probe
+		want   time.Duration
+		ok     bool
+	}{
+		{"VIP waits for health", []vipSample{onM2(1000), onM1(3000)}, []probe{{Start: ms(1500)}, {Start: ms(2500), OK: true}}, 0, true},
+		{"VIP back before health", []vipSample{onM2(1000), onM1(2000)}, []probe{{Start: ms(1500)}, {Start: ms(2600), OK: true}}, ms(600), true},
+		{"VIP back, never healthy", []vipSample{onM2(1000), onM1(2000)}, []probe{{Start: ms(1500)}}, ms(3000), true},
+		{"healthy, VIP stays away", []vipSample{onM2(1000)}, []probe{{Start: ms(2500), OK: true}}, 0, true},
+		{"nothing happened", []vipSample{onM2(1000)}, nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := eventLog{Fault: ms(1000), End: ms(5000), Faulted: "m1", WantBack: true, VIP: tt.vip, FaultedHealth: tt.health}
+			got, ok := vipBeforeHealthy(&l)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("vipBeforeHealthy = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

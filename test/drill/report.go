@@ -83,6 +83,12 @@ var reportRows = []reportRow{
 		}
 		return *m.SplitBrainAfterHeal, true
 	}, false},
+	{"vip_before_healthy_s", func(m metrics) (float64, bool) {
+		if m.VIPBeforeHealthyS == nil {
+			return 0, false
+		}
+		return *m.VIPBeforeHealthyS, true
+	}, false},
 	{"writes_acked", func(m metrics) (float64, bool) { return float64(m.WritesAcked), true }, false},
 	{"writes_lost", func(m metrics) (float64, bool) { return float64(m.WritesLost), true }, false},
 	{"isolated_writes_accepted", func(m metrics) (float64, bool) {
@@ -124,6 +130,11 @@ func (r *report) markdown(header string) string {
 		if _, ok := r.Stacks[s]; ok {
 			stacks = append(stacks, s)
 		}
+	}
+	if lines := r.targetLines(); len(lines) > 0 {
+		b.WriteString("## Targets (issues 6 and 7; goals, not assertions)\n\n| goal | hacp | keepalived+haproxy | met |\n|---|---:|---:|---|\n")
+		b.WriteString(strings.Join(lines, "\n"))
+		b.WriteString("\n\n")
 	}
 	for _, sc := range allScenarios {
 		present := false
@@ -193,6 +204,65 @@ func (r *report) markdown(header string) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// target is one goal of issues 6 and 7 for hacp, checked against a run.
+type target struct {
+	Scenario string
+	Metric   string
+	Limit    float64 // hacp's value must be at most this
+	HalfOf   bool    // and at most half of the guide anchor's value in the same run
+}
+
+var targets = []target{
+	{scKillMaster, "vip_failover_s", 0.5, true},
+	{scKillMaster, "api_downtime_s", 1.5, true},
+	{scKillMaster, "writes_lost", 0, false},
+	{scKillMaster, "failed_requests", 2, false},
+	{scKillMaster, "last_failure_s", 1.5, false},
+	{scKillAPIServer, "api_downtime_s", 1.0, true},
+	{scGracefulMaster, "api_downtime_s", 0.3, true},
+}
+
+func (r *report) value(stack, scenario, metric string) (float64, bool) {
+	m, ok := r.Stacks[stack][scenario]
+	if !ok {
+		return 0, false
+	}
+	for _, row := range reportRows {
+		if row.name == metric {
+			return row.get(m)
+		}
+	}
+	return 0, false
+}
+
+// targetLines renders the goals as a table: goal, hacp, guide anchor, met. Goals whose
+// scenario did not run are left out.
+func (r *report) targetLines() []string {
+	var out []string
+	for _, t := range targets {
+		h, ok := r.value(stackHACP, t.Scenario, t.Metric)
+		if !ok {
+			continue
+		}
+		goal := fmt.Sprintf("%s %s <= %s", t.Scenario, t.Metric, formatValue(t.Limit))
+		met := h <= t.Limit && h >= 0
+		anchor := "—"
+		if a, ok := r.value(stackAnchor, t.Scenario, t.Metric); ok {
+			anchor = formatValue(a)
+			if t.HalfOf {
+				goal += " and <= half the guide anchor's"
+				met = met && (a < 0 || h <= a/2)
+			}
+		}
+		verdict := "no"
+		if met {
+			verdict = "yes"
+		}
+		out = append(out, fmt.Sprintf("| %s | %s | %s | %s |", goal, formatValue(h), anchor, verdict))
+	}
+	return out
 }
 
 // write writes report.json and report.md into dir.

@@ -78,6 +78,9 @@ func TestReportJSONShape(t *testing.T) {
 		"| failed_requests | 1 | 12 | 0 | 0.08 | — |",
 		"| vip_failover_s | 0.400 | 3.200 | never | 0.12 | — |",
 		"| last_failure_s |",
+		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 0.400 | 3.200 | yes |",
+		"| kill-master failed_requests <= 2 | 1 | 12 | yes |",
+		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 1.100 | 12 | yes |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -177,5 +180,23 @@ func TestRenderAnchor(t *testing.T) {
 				t.Errorf("tuned keepalived.conf:\n%s", kaText)
 			}
 		})
+	}
+}
+
+func TestTargetsMissed(t *testing.T) {
+	r := newReport()
+	r.set(stackHACP, scKillMaster, metrics{VIPFailoverS: 0.45, APIDowntimeS: 1.2})
+	r.set(stackAnchor, scKillMaster, metrics{VIPFailoverS: 0.8, APIDowntimeS: -1})
+	lines := strings.Join(r.targetLines(), "\n")
+	for _, want := range []string{
+		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 0.450 | 0.800 | no |",
+		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 1.200 | never | yes |",
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("targets lack %q:\n%s", want, lines)
+		}
+	}
+	if strings.Contains(lines, "kill-apiserver") {
+		t.Errorf("targets list a scenario that did not run:\n%s", lines)
 	}
 }

@@ -40,6 +40,7 @@ type session struct {
 
 	lastFail time.Duration
 	lastAck  time.Duration
+	done     bool
 	mu       sync.Mutex
 }
 
@@ -148,12 +149,41 @@ func (s *session) watchRecovered(fault time.Duration) bool {
 	return watchGap(&l) >= 0
 }
 
+// probeHealth records, until the session stops, whether m's own apiserver answers
+// /healthz, every 100 ms from the client host.
+func (s *session) probeHealth(ctx context.Context, m *host) {
+	clk := s.c.d.clk
+	hc := healthClient(s.c.d.bundle, s.c.d.client, 500*time.Millisecond)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for ctx.Err() == nil && !s.stopped() {
+			p := probe{Start: clk.now()}
+			p.OK = healthy(ctx, hc, apiURL(m)+"/healthz")
+			p.End = clk.now()
+			s.rec.mu.Lock()
+			s.rec.health = append(s.rec.health, p)
+			s.rec.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+}
+
+func (s *session) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
 func (s *session) stop() *eventLog {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, VIP: s.rec.vip, Probes: s.rec.probes}
+	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, VIP: s.rec.vip, Probes: s.rec.probes, FaultedHealth: s.rec.health}
 	prefix := s.run + "-"
 	s.c.mu.Lock()
 	for _, e := range s.c.watch {
@@ -230,6 +260,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		if err := c.boot(m1); err != nil {
 			return nil, err
 		}
+		s.probeHealth(ctx, m1)
 		hc := healthClient(d.bundle, d.client, 500*time.Millisecond)
 		extra = func() bool {
 			h := c.holders()
@@ -283,10 +314,6 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 	res.Metrics = compute(l, lost)
 	res.Metrics.IsolatedWrites = isolated
 	res.Log = l
-	if name == scRejoin {
-		// The VIP should return to m1 only once m1's apiserver is healthy.
-		_ = fault
-	}
 	d.progress("%s %s: vip_failover_s=%v api_downtime_s=%v failed_requests=%d last_failure_s=%v writes_acked=%d writes_lost=%d watch_gap_s=%v split_brain_s=%v",
 		c.spec.Name, name, res.Metrics.VIPFailoverS, res.Metrics.APIDowntimeS, res.Metrics.FailedRequests, res.Metrics.LastFailureS,
 		res.Metrics.WritesAcked, res.Metrics.WritesLost, res.Metrics.WatchGapS, res.Metrics.SplitBrainS)
