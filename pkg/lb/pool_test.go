@@ -2,7 +2,10 @@ package lb
 
 import (
 	"errors"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,5 +180,25 @@ func TestQueueWakeupPassedOn(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the wake-up was lost: second waiter still queued with a free slot")
+	}
+}
+
+func TestBackendFault(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, true},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, true},
+		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, true},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("socket", syscall.EMFILE)}, false},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EADDRNOTAVAIL)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			if got := backendFault(tt.err); got != tt.want {
+				t.Errorf("backendFault = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

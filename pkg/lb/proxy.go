@@ -375,7 +375,9 @@ func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
 		}
 		b.connFailures.Add(1)
 		p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", attempt+1, "err", err)
-		b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
+		if backendFault(err) {
+			b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
+		}
 	}
 	return nil, nil, lastErr
 }
@@ -469,6 +471,19 @@ func (s *session) pipe(dst, src *net.TCPConn, idle time.Duration, counter *atomi
 }
 
 var errIdle = errors.New("lb: idle timeout")
+
+// backendFault reports whether a failed connect says something about the backend (it
+// refused, timed out or is unreachable), as opposed to this host running out of file
+// descriptors or local ports, which must not mark a healthy backend DOWN.
+func backendFault(err error) bool {
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE),
+		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.ENOBUFS),
+		errors.Is(err, syscall.ENOMEM):
+		return false
+	}
+	return true
+}
 
 func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
