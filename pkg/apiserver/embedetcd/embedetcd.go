@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,6 +41,7 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	closeOnce sync.Once
 }
 
 // Start starts the member and waits until it has joined (or formed) its cluster.
@@ -124,8 +126,8 @@ func (s *Server) ClientURL() string { return s.clientURL }
 // Err reports fatal errors of the running member.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
-// Close stops the member.
-func (s *Server) Close() { s.etcd.Close() }
+// Close stops the member; closing twice is harmless.
+func (s *Server) Close() { s.closeOnce.Do(s.etcd.Close) }
 
 // Client returns a new client connected to this member only.
 func (s *Server) Client() (*clientv3.Client, error) {

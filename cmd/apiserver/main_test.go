@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The test binary doubles as apiserver: with APISERVER_TEST_MAIN=1 it runs main's run.
+func TestMain(m *testing.M) {
+	if os.Getenv("APISERVER_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func apiserver(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "APISERVER_TEST_MAIN=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+func TestConfig(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("secure-port: 6443\nbind-address: not-an-ip\netcd-initial-cluster-state: maybe\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
+	if err := os.WriteFile(unknown, []byte("secure-port: 6443\nsecure-prot: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"example config is valid", []string{"--config", "../../configs/apiserver.yaml", "--check-config"}, 0, []string{"is valid"}},
+		{"help", []string{"--help"}, 0, []string{"-etcd-initial-cluster", "-secure-port"}},
+		{"bad values name file, line and key", []string{"--config", bad, "--check-config"}, 2, []string{bad + ":2: bind-address:", bad + ":3: etcd-initial-cluster-state:"}},
+		{"unknown key", []string{"--config", unknown}, 2, []string{unknown + ":2:", "secure-prot"}},
+		{"bad flag", []string{"--secure-port", "70000", "--check-config"}, 2, []string{"secure-port"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out := apiserver(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("output does not contain %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
