@@ -23,11 +23,11 @@ func TestDiscovery(t *testing.T) {
 
 	t.Run("legacy", func(t *testing.T) {
 		for path, want := range map[string]string{
-			"/api":                        `"versions":["v1"]`,
-			"/apis":                       `"name":"apps"`,
-			"/api/v1":                     `"name":"pods/status"`,
-			"/apis/apps":                  `"preferredVersion":{"groupVersion":"apps/v1"`,
-			"/apis/apps/v1":               `"name":"deployments/scale"`,
+			"/api":                         `"versions":["v1"]`,
+			"/apis":                        `"name":"apps"`,
+			"/api/v1":                      `"name":"pods/status"`,
+			"/apis/apps":                   `"preferredVersion":{"groupVersion":"apps/v1"`,
+			"/apis/apps/v1":                `"name":"deployments/scale"`,
 			"/apis/coordination.k8s.io/v1": `"name":"leases"`,
 		} {
 			resp, body := e.do(e.admin, "GET", path, "", nil, nil)
