@@ -1,0 +1,410 @@
+// Command apiserver benchmarks the apiserver through client-go against the
+// same etcd measured directly in the same run, and prints ops/s, p50/p99 and
+// the ratio apiserver/etcd; then idle RSS and time-to-ready of a server
+// process restarted on an existing data dir.
+//
+//	go run ./test/bench/apiserver [-n 400] [-fsync=true]
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/server"
+	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type result struct {
+	name string
+	conc int
+	ops  int
+	dur  time.Duration
+	lat  []time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.ops) / r.dur.Seconds() }
+
+func (r result) pct(p float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), r.lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// run calls op n times from conc goroutines and records each latency.
+func run(name string, conc, n int, op func(i int) error) result {
+	var next atomic.Int64
+	lats := make([][]time.Duration, conc)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for g := range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				lats[g] = append(lats[g], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		fmt.Fprintf(os.Stderr, "%s c=%d: %v\n", name, conc, err)
+		os.Exit(1)
+	}
+	r := result{name: name, conc: conc, ops: n, dur: time.Since(start)}
+	for _, l := range lats {
+		r.lat = append(r.lat, l...)
+	}
+	return r
+}
+
+func main() {
+	if os.Getenv("APISERVER_BENCH_CHILD") != "" {
+		child(os.Getenv("APISERVER_BENCH_CHILD"))
+		return
+	}
+	n := flag.Int("n", 400, "operations per measurement at concurrency 1 (x4 at concurrency 32)")
+	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "apiserver-bench-")
+	must(err)
+	defer os.RemoveAll(dir)
+	cfg, err := servertest.Config(filepath.Join(dir, "bench"))
+	must(err)
+	cfg.EtcdUnsafeNoFsync = !*fsync
+	s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(err)
+	defer s.Shutdown()
+	rc, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath())
+	must(err)
+	rc.QPS, rc.Burst = 1e6, 1e6
+	cs := kubernetes.NewForConfigOrDie(rc)
+	etcd := s.EtcdClient()
+	ctx := context.Background()
+
+	sample, _ := json.Marshal(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "cm-00000", Namespace: "bench", UID: "0b0e2f6c-4b8b-4c4b-9a53-4f6f2a6b0f00", CreationTimestamp: metav1.Now()}, Data: map[string]string{"key": "value"}})
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{})
+	must(err)
+
+	type pair struct{ api, etcd result }
+	var rows []pair
+	var extra []result
+	for _, conc := range []int{1, 32} {
+		ops := *n
+		if conc > 1 {
+			ops = *n * 4
+		}
+		prefix := fmt.Sprintf("c%d-", conc)
+		cms := cs.CoreV1().ConfigMaps("bench")
+		create := run("create", conc, ops, func(i int) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+			return err
+		})
+		put := run("put", conc, ops, func(i int) error {
+			_, err := etcd.Put(ctx, fmt.Sprintf("/bench-raw/%s%05d", prefix, i), string(sample))
+			return err
+		})
+		rows = append(rows, pair{create, put})
+		get := run("get", conc, ops, func(i int) error {
+			_, err := cms.Get(ctx, fmt.Sprintf("%s%05d", prefix, i%ops), metav1.GetOptions{})
+			return err
+		})
+		rawGet := run("get", conc, ops, func(i int) error {
+			_, err := etcd.Get(ctx, fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops))
+			return err
+		})
+		rows = append(rows, pair{get, rawGet})
+		patch := run("merge-patch", conc, ops, func(i int) error {
+			_, err := cms.Patch(ctx, fmt.Sprintf("%s%05d", prefix, i%ops), types.MergePatchType, []byte(fmt.Sprintf(`{"data":{"n":"%d"}}`, i)), metav1.PatchOptions{})
+			return err
+		})
+		rawTxn := run("get+cas-put", conc, ops, func(i int) error {
+			k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops)
+			r, err := etcd.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
+			return err
+		})
+		rows = append(rows, pair{patch, rawTxn})
+	}
+
+	// Lists of 100 items in their own namespace.
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "list100"}}, metav1.CreateOptions{})
+	must(err)
+	for i := range 100 {
+		_, err := cs.CoreV1().ConfigMaps("list100").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("item-%03d", i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+		must(err)
+		_, err = etcd.Put(ctx, fmt.Sprintf("/bench-list/item-%03d", i), string(sample))
+		must(err)
+	}
+	for _, conc := range []int{1, 32} {
+		ops := *n / 2
+		if conc > 1 {
+			ops = *n
+		}
+		for _, rv := range []string{"0", ""} {
+			name := "list100 rv=" + rv
+			if rv == "" {
+				name = "list100 rv=unset"
+			}
+			api := run(name, conc, ops, func(int) error {
+				l, err := cs.CoreV1().ConfigMaps("list100").List(ctx, metav1.ListOptions{ResourceVersion: rv})
+				if err == nil && len(l.Items) != 100 {
+					err = fmt.Errorf("list returned %d items", len(l.Items))
+				}
+				return err
+			})
+			var opts []clientv3.OpOption
+			opts = append(opts, clientv3.WithPrefix())
+			if rv == "0" {
+				opts = append(opts, clientv3.WithSerializable())
+			}
+			raw := run(name, conc, ops, func(int) error {
+				_, err := etcd.Get(ctx, "/bench-list/", opts...)
+				return err
+			})
+			rows = append(rows, pair{api, raw})
+		}
+	}
+
+	// Watch delivery: time from the start of a write to the event at a watcher.
+	for _, conc := range []int{1, 32} {
+		ops := *n / 2
+		api, raw := watchLatency(ctx, cs, etcd, sample, conc, ops)
+		rows = append(rows, pair{api, raw})
+	}
+
+	fmt.Printf("apiserver (client-go, JSON, TLS) vs the same etcd (clientv3) in one run; fsync=%v, GOMAXPROCS=%d\n\n", *fsync, numCPU())
+	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "api ops/s", "p50", "p99", "etcd ops/s", "p50", "p99", "ratio")
+	for _, p := range rows {
+		fmt.Printf("%-18s %4d | %10.0f %9s %9s | %10.0f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
+			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
+			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.api.rate()/p.etcd.rate())
+	}
+	for _, r := range extra {
+		fmt.Println(r.name)
+	}
+	_ = s.Shutdown()
+	fmt.Println()
+	processNumbers()
+}
+
+// watchLatency measures write-start to event-arrival through the apiserver and
+// directly through etcd, with conc concurrent writers.
+func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.Client, sample []byte, conc, ops int) (result, result) {
+	ns := fmt.Sprintf("watch-c%d", conc)
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	must(err)
+	measure := func(name string, startWatch func() (<-chan string, func()), write func(key string) error) result {
+		var mu sync.Mutex
+		sent := map[string]time.Time{}
+		var lat []time.Duration
+		events, stop := startWatch()
+		defer stop()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for key := range events {
+				now := time.Now()
+				mu.Lock()
+				if t0, ok := sent[key]; ok {
+					lat = append(lat, now.Sub(t0))
+					delete(sent, key)
+				}
+				n := len(lat)
+				mu.Unlock()
+				if n == ops {
+					return
+				}
+			}
+		}()
+		r := run(name, conc, ops, func(i int) error {
+			key := fmt.Sprintf("w-%05d", i)
+			mu.Lock()
+			sent[key] = time.Now()
+			mu.Unlock()
+			return write(key)
+		})
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			fmt.Fprintf(os.Stderr, "%s: missing watch events\n", name)
+			os.Exit(1)
+		}
+		r.lat = lat
+		return r
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	api := measure("watch event", func() (<-chan string, func()) {
+		w, err := cms.Watch(ctx, metav1.ListOptions{})
+		must(err)
+		ch := make(chan string, 1024)
+		go func() {
+			defer close(ch)
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					ch <- ev.Object.(*corev1.ConfigMap).Name
+				}
+			}
+		}()
+		return ch, w.Stop
+	}, func(key string) error {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key}}, metav1.CreateOptions{})
+		return err
+	})
+	prefix := "/bench-watch/" + ns + "/"
+	raw := measure("watch event", func() (<-chan string, func()) {
+		wctx, cancel := context.WithCancel(ctx)
+		wch := etcd.Watch(wctx, prefix, clientv3.WithPrefix())
+		ch := make(chan string, 1024)
+		go func() {
+			defer close(ch)
+			for resp := range wch {
+				for _, ev := range resp.Events {
+					ch <- strings.TrimPrefix(string(ev.Kv.Key), prefix)
+				}
+			}
+		}()
+		return ch, cancel
+	}, func(key string) error {
+		_, err := etcd.Put(ctx, prefix+key, string(sample))
+		return err
+	})
+	return api, raw
+}
+
+// processNumbers starts a server process twice on one data dir and reports the
+// second start's time to /readyz and its idle RSS.
+func processNumbers() {
+	dir, err := os.MkdirTemp("", "apiserver-bench-proc-")
+	must(err)
+	defer os.RemoveAll(dir)
+	exe, err := os.Executable()
+	must(err)
+	var ready time.Duration
+	var rss string
+	for attempt := range 2 {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "APISERVER_BENCH_CHILD="+dir)
+		stdout, err := cmd.StdoutPipe()
+		must(err)
+		t0 := time.Now()
+		must(cmd.Start())
+		var url string
+		_, err = fmt.Fscanln(stdout, &url)
+		must(err)
+		// Poll /readyz from process start.
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
+		for {
+			resp, err := client.Get(url + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		ready = time.Since(t0)
+		if attempt == 1 {
+			time.Sleep(3 * time.Second)
+			rss = readRSS(cmd.Process.Pid)
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	fmt.Printf("process: ready (exec to /readyz 200) with an existing data dir: %s; idle RSS: %s (embedded etcd, fsync on)\n", ready.Round(time.Millisecond), rss)
+}
+
+func readRSS(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			return strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:"))
+		}
+	}
+	return "?"
+}
+
+// child runs one apiserver on dir (fixed free ports kept in dir) until SIGTERM.
+func child(dir string) {
+	cfgPath := filepath.Join(dir, "cfg.json")
+	var cfg *server.Config
+	if data, err := os.ReadFile(cfgPath); err == nil {
+		cfg = server.DefaultConfig()
+		must(json.Unmarshal(data, cfg))
+	} else {
+		cfg, err = servertest.Config(dir)
+		must(err)
+		cfg.EtcdUnsafeNoFsync = false
+		data, _ := json.Marshal(cfg)
+		must(os.WriteFile(cfgPath, data, 0o600))
+	}
+	s, err := server.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(err)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	must(s.Start(ctx))
+	fmt.Println(s.URL())
+	<-ctx.Done()
+	_ = s.Shutdown()
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
+
+func numCPU() int { return runtimeGOMAXPROCS() }
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
