@@ -32,7 +32,8 @@ type vipSample struct {
 	Reachable []string      `json:"reachable"`
 }
 
-// probe is one HTTPS GET /healthz through the VIP from the client host.
+// probe is one TLS handshake through the VIP from the client host (or, for the rejoining
+// master's health, one GET /healthz).
 type probe struct {
 	Start time.Duration `json:"start"`
 	End   time.Duration `json:"end"`
@@ -182,12 +183,16 @@ func vipFailover(l *eventLog) time.Duration {
 	if moved < 0 {
 		return -1
 	}
+	best := time.Duration(-1)
 	for _, p := range l.Probes {
-		if p.OK && p.Start >= moved {
-			return p.End - l.Fault
+		if p.OK && p.Start >= moved && (best < 0 || p.End < best) {
+			best = p.End
 		}
 	}
-	return -1
+	if best < 0 {
+		return -1
+	}
+	return best - l.Fault
 }
 
 // vipBeforeHealthy is, for a rejoin, how long the VIP was on the faulted master before

@@ -207,7 +207,7 @@ func TestVIPFailover(t *testing.T) {
 					{At: ms(1010), Holders: m1},
 					{At: ms(1400), Holders: []string{"m1", "m2"}, Reachable: []string{"m2"}},
 				},
-				Probes: []probe{{Start: ms(1350), End: ms(1450), OK: true}, {Start: ms(1400), End: ms(1420)}, {Start: ms(1450), End: ms(1470), OK: true}},
+				Probes: []probe{{Start: ms(1350), End: ms(1450), OK: true}, {Start: ms(1400), End: ms(1420)}, {Start: ms(1410), End: ms(1720), OK: true}, {Start: ms(1450), End: ms(1470), OK: true}},
 			},
 			want: ms(470),
 		},

@@ -89,18 +89,26 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 	}()
 	go func() {
 		defer s.wg.Done()
+		// A probe starts every 50 ms, each with the client's patience, so that one that
+		// waits on a dead backend does not hide the next one that would have succeeded.
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
+		var probes sync.WaitGroup
+		defer probes.Wait()
 		for {
-			p := probe{Start: clk.now()}
-			p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", vipAddr, lbPort), 300*time.Millisecond)
-			p.End = clk.now()
-			if ctx.Err() != nil {
-				return
-			}
-			s.rec.mu.Lock()
-			s.rec.probes = append(s.rec.probes, p)
-			s.rec.mu.Unlock()
+			probes.Add(1)
+			go func() {
+				defer probes.Done()
+				p := probe{Start: clk.now()}
+				p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", vipAddr, lbPort), requestTimeout)
+				p.End = clk.now()
+				if ctx.Err() != nil {
+					return
+				}
+				s.rec.mu.Lock()
+				s.rec.probes = append(s.rec.probes, p)
+				s.rec.mu.Unlock()
+			}()
 			select {
 			case <-ctx.Done():
 				return
