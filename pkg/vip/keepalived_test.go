@@ -19,6 +19,7 @@ type keepalived struct {
 	prio     int
 	interval time.Duration
 	authPass string
+	peer     string // unicast mode: the other router's address
 }
 
 // start runs keepalived (VRRP only, foreground) inside h with its own config and pid files.
@@ -29,6 +30,9 @@ func (k keepalived) start(t *testing.T, h *netns.Host) *netns.Proc {
 	auth := ""
 	if k.authPass != "" {
 		auth = fmt.Sprintf("  authentication {\n    auth_type PASS\n    auth_pass %s\n  }\n", k.authPass)
+	}
+	if k.peer != "" {
+		auth += fmt.Sprintf("  unicast_src_ip %s\n  unicast_peer {\n    %s\n  }\n", h.Addr, k.peer)
 	}
 	conf := fmt.Sprintf(`global_defs {
   router_id %s
@@ -59,18 +63,29 @@ vrrp_instance VI_1 {
 func TestKeepalivedInterop(t *testing.T) {
 	testenv.RequireCommand(t, "keepalived")
 	modes := []struct {
-		name string
-		k    keepalived
-		args []string
+		name    string
+		k       keepalived
+		args    []string
+		unicast bool
 	}{
-		{"v3-100ms", keepalived{version: 3, interval: 100 * time.Millisecond}, []string{"--version-vrrp", "3", "--advert-interval", "100ms"}},
-		{"v2-1s-pass", keepalived{version: 2, interval: time.Second, authPass: "secret1"}, []string{"--version-vrrp", "2", "--advert-interval", "1s", "--auth-pass", "secret1"}},
+		{"v3-unicast", keepalived{version: 3, interval: 100 * time.Millisecond}, []string{"--version-vrrp", "3", "--advert-interval", "100ms"}, true},
+		{"v3-100ms", keepalived{version: 3, interval: 100 * time.Millisecond}, []string{"--version-vrrp", "3", "--advert-interval", "100ms"}, false},
+		{"v2-1s-pass", keepalived{version: 2, interval: time.Second, authPass: "secret1"}, []string{"--version-vrrp", "2", "--advert-interval", "1s", "--auth-pass", "secret1"}, false},
 	}
 	for _, m := range modes {
+		// Hosts: keepalived on 10.77.1.11, vipd on 10.77.1.12.
+		kAddr, vAddr := subnet+".11", subnet+".12"
 		vipdArgs := func(prio int) []string {
 			a := baseArgs(prio)
 			// baseArgs sets 100ms; the mode's own interval comes later and wins.
-			return append(a, m.args...)
+			a = append(a, m.args...)
+			if m.unicast {
+				a = append(a, "--unicast-peer", kAddr, "--unicast-src", vAddr)
+			}
+			return a
+		}
+		if m.unicast {
+			m.k.peer = vAddr
 		}
 		t.Run(m.name+"/keepalived-master", func(t *testing.T) {
 			n := netns.New(t, "hv-", subnet)

@@ -633,3 +633,19 @@ func TestLinkDownFault(t *testing.T) {
 		t.Fatalf("m2 is %s after m1 came back, want BACKUP", state(m2))
 	}
 }
+
+// TestNoPreempt: with --nopreempt a returning higher-priority router stays BACKUP.
+func TestNoPreempt(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+	startVipd(t, m2, baseArgs(100, "--nopreempt")...)
+	waitHolder(t, "m2", 10*time.Second, m1, m2)
+	startVipd(t, m1, baseArgs(101, "--nopreempt")...)
+	waitFor(t, 5*time.Second, "m1 follows m2's adverts", func() bool {
+		st, err := getStatus(m1)
+		return err == nil && st.Instances[0].State == "BACKUP" && st.Instances[0].AdvertsReceived >= 10
+	})
+	if got := holders(t, m1, m2); len(got) != 1 || got[0] != "m2" {
+		t.Fatalf("VIP holders %v, want [m2]: --nopreempt must not take the VIP back", got)
+	}
+}
