@@ -468,11 +468,14 @@ func fetch(t *testing.T, h *netns.Host, path string) string {
 func TestKilledVipdLeavesNoVIP(t *testing.T) {
 	n := netns.New(t, "hv-", subnet)
 	m1 := n.AddHost("m1", 11)
-	p := startVipd(t, m1, baseArgs(101, "--vip-lifetime", "2s")...)
+	p := startVipd(t, m1, baseArgs(101, "--vip-lifetime", "2s", "--label", "eth0:vip")...)
 	waitHolder(t, "m1", 10*time.Second, m1)
 	out := m1.Run("ip", "-4", "addr", "show", "dev", "eth0")
 	if !regexp.MustCompile(`valid_lft [12]sec`).MatchString(out) {
 		t.Fatalf("VIP has no short valid lifetime:\n%s", out)
+	}
+	if !strings.Contains(out, "eth0:vip") {
+		t.Fatalf("VIP lacks its label eth0:vip:\n%s", out)
 	}
 	p.Signal(syscall.SIGKILL)
 	waitExit(t, p)
