@@ -49,6 +49,7 @@ type pool struct {
 	slowStart time.Duration
 
 	mu       sync.Mutex
+	closing  bool // the drain timed out: no new sessions
 	backends []*backend
 	queue    list.List // of chan struct{}: waiters for a free slot
 }
@@ -186,12 +187,12 @@ func (p *pool) wakeLocked(n int) {
 	}
 }
 
-// addSession records s as running through b; it reports false when b went DOWN meanwhile,
-// and then s must be closed.
+// addSession records s as running through b; it reports false when b went DOWN meanwhile
+// or the drain timed out, and then s must be closed.
 func (p *pool) addSession(b *backend, s *session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !b.up {
+	if !b.up || p.closing {
 		return false
 	}
 	b.sessions[s] = struct{}{}

@@ -300,6 +300,7 @@ func (p *Proxy) drain() {
 	case <-t.C:
 	}
 	p.pool.mu.Lock()
+	p.pool.closing = true // sessions about to start are closed by addSession
 	var rest []*session
 	for _, b := range p.pool.backends {
 		for s := range b.sessions {
@@ -317,7 +318,7 @@ func (p *Proxy) drain() {
 // refuse closes a client connection with a reset, so the client fails at once.
 func (p *Proxy) refuse(c *net.TCPConn, why error) {
 	p.refused.Add(1)
-	p.log.Debug("refused client", "client", c.RemoteAddr().String(), "err", why)
+	p.log.Debug("refused client", "client", c.RemoteAddr(), "err", why)
 	_ = c.SetLinger(0)
 	c.Close()
 }
