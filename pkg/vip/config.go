@@ -151,7 +151,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.CheckInsecure, "check-insecure", c.CheckInsecure, "do not verify the checked server's certificate (only its /healthz answer is used)")
 	fs.StringVar(&c.CheckExec, "check-exec", c.CheckExec, "`command` (split on spaces, no shell) run every --check-interval as an extra check; exit status 0 is healthy")
 	fs.StringVar(&c.CheckAction, "check-action", c.CheckAction, "what a failing check does: `weight` (add --check-weight to the priority) or fault (give up mastership with a priority 0 advert)")
-	fs.IntVar(&c.CheckWeight, "check-weight", c.CheckWeight, "priority `change` while a check fails, -254 to 254 (like keepalived's weight)")
+	fs.IntVar(&c.CheckWeight, "check-weight", c.CheckWeight, "priority `change`, -254 to 254, like keepalived's weight: a negative one applies while the check fails, a positive one while it passes")
 
 	fs.StringVar(&c.Notify, "notify", c.Notify, "`command` (split on spaces, no shell) run on every transition with arguments INSTANCE <name> <state> <priority>, like keepalived's notify")
 	fs.IntVar(&c.FlapMax, "flap-max", c.FlapMax, "flap damping: at most `n` takeovers per --flap-window, then hold in BACKUP for --flap-hold (0 disables)")

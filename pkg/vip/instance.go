@@ -184,7 +184,7 @@ func (in *instance) run(ctx context.Context) {
 			}
 		case <-garpRefresh:
 			if in.m.State() == vrrp.Master {
-				in.burst(in.gen())
+				go in.burst(in.gen())
 			}
 		}
 	}
@@ -214,9 +214,11 @@ func (in *instance) applyHost(now time.Time) {
 	} else {
 		in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvFault, Fault: false, Reason: "links up and checks passing"}, now), now)
 	}
+	// keepalived's weight: a negative one applies while the check fails, a positive one
+	// while it passes.
 	prio := int(in.r.Priority)
-	if in.g.CheckAction == "weight" && !in.d.healthy() {
-		prio = min(max(prio+in.g.CheckWeight, 1), 254)
+	if w := in.g.CheckWeight; in.g.CheckAction == "weight" && w != 0 && (w < 0) != in.d.healthy() {
+		prio = min(max(prio+w, 1), 254)
 	}
 	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvPriority, Priority: uint8(prio)}, now), now)
 }
