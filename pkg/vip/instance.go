@@ -217,7 +217,8 @@ func (in *instance) applyHost(now time.Time) {
 	// keepalived's weight: a negative one applies while the check fails, a positive one
 	// while it passes.
 	prio := int(in.r.Priority)
-	if w := in.g.CheckWeight; in.g.CheckAction == "weight" && w != 0 && (w < 0) != in.d.healthy() {
+	checked := in.g.CheckURL != "" || in.g.CheckExec != ""
+	if w := in.g.CheckWeight; checked && in.g.CheckAction == "weight" && w != 0 && (w < 0) != in.d.healthy() {
 		prio = min(max(prio+w, 1), 254)
 	}
 	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvPriority, Priority: uint8(prio)}, now), now)
