@@ -159,7 +159,7 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	}
 
 	d.progress("building hosts %s{br,m1,m2,m3,client} on %s.0/24, VIP %s", nsPrefix, subnet, vipAddr)
-	if d.topo, err = newTopology(d.dir); err != nil {
+	if d.topo, err = newTopology(d.dir, nsPrefix); err != nil {
 		return 1, err
 	}
 	// Everything the drill started dies with it: on return, on a panic, on Ctrl-C.

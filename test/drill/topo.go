@@ -25,17 +25,19 @@ import (
 const (
 	nsPrefix = "hd-"
 	subnet   = "10.77.0"
-	bridgeNS = nsPrefix + "br"
 	vipAddr  = subnet + ".100"
 )
 
 // topology is the drill's own small version of internal/netns (which needs a testing.TB):
 // the same rules, for a main package that must clean up on errors and signals itself.
 type topology struct {
-	dir   string // per-run temp dir: logs, configs, data dirs
-	hosts []*host
+	dir    string // per-run temp dir: logs, configs, data dirs
+	prefix string // of every namespace name
+	bridge string // namespace holding the bridge br0: prefix + "br"
+	hosts  []*host
 
-	mu sync.Mutex
+	mu        sync.Mutex
+	destroyed sync.Once
 }
 
 // host is one network namespace on the bridge.
@@ -69,12 +71,12 @@ func runIP(args ...string) error {
 	return nil
 }
 
-// cleanupLeftovers deletes every namespace named with nsPrefix, killing its processes by
+// cleanupLeftovers deletes every namespace named with prefix, killing its processes by
 // PID first: what an interrupted earlier run (or this one) left behind.
-func cleanupLeftovers() {
+func cleanupLeftovers(prefix string) {
 	entries, _ := os.ReadDir("/run/netns")
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), nsPrefix) {
+		if strings.HasPrefix(e.Name(), prefix) {
 			deleteNS(e.Name())
 		}
 	}
@@ -114,10 +116,12 @@ func killPIDs(pids []int) {
 	}
 }
 
-// newTopology builds the bridge namespace; dir receives logs and configs.
-func newTopology(dir string) (*topology, error) {
-	cleanupLeftovers()
-	t := &topology{dir: dir}
+// newTopology deletes what an earlier run with the same prefix left behind and builds the
+// bridge namespace; dir receives logs and configs.
+func newTopology(dir, prefix string) (*topology, error) {
+	cleanupLeftovers(prefix)
+	t := &topology{dir: dir, prefix: prefix, bridge: prefix + "br"}
+	bridgeNS := t.bridge
 	for _, args := range [][]string{
 		{"netns", "add", bridgeNS},
 		{"-n", bridgeNS, "link", "set", "lo", "up"},
@@ -132,12 +136,12 @@ func newTopology(dir string) (*topology, error) {
 	return t, nil
 }
 
-// addHost creates namespace nsPrefix+name with eth0 at subnet.octet/24 on the bridge.
+// addHost creates namespace prefix+name with eth0 at subnet.octet/24 on the bridge.
 func (t *topology) addHost(name string, octet int) (*host, error) {
 	h := &host{
 		topo:       t,
 		Name:       name,
-		NS:         nsPrefix + name,
+		NS:         t.prefix + name,
 		Addr:       netip.MustParseAddr(fmt.Sprintf("%s.%d", subnet, octet)),
 		Iface:      "eth0",
 		BridgePort: "p-" + name,
@@ -146,6 +150,7 @@ func (t *topology) addHost(name string, octet int) (*host, error) {
 	t.mu.Lock()
 	t.hosts = append(t.hosts, h)
 	t.mu.Unlock()
+	bridgeNS := t.bridge
 	for _, args := range [][]string{
 		{"netns", "add", h.NS},
 		{"-n", h.NS, "link", "set", "lo", "up"},
@@ -169,8 +174,10 @@ func (t *topology) addHost(name string, octet int) (*host, error) {
 	return h, nil
 }
 
-// destroy kills every process by PID and deletes every namespace.
-func (t *topology) destroy() {
+// destroy kills every process by PID and deletes every namespace; later calls do nothing.
+func (t *topology) destroy() { t.destroyed.Do(t.teardown) }
+
+func (t *topology) teardown() {
 	t.mu.Lock()
 	hosts := t.hosts
 	t.mu.Unlock()
@@ -181,8 +188,8 @@ func (t *topology) destroy() {
 		}
 		deleteNS(h.NS)
 	}
-	deleteNS(bridgeNS)
-	cleanupLeftovers()
+	deleteNS(t.bridge)
+	cleanupLeftovers(t.prefix)
 }
 
 // start runs a long-lived program inside the host, with output to a log file in the run's
@@ -313,7 +320,7 @@ func (h *host) setLink(up bool) error {
 	if up {
 		state = "up"
 	}
-	if err := runIP("-n", bridgeNS, "link", "set", h.BridgePort, state); err != nil {
+	if err := runIP("-n", h.topo.bridge, "link", "set", h.BridgePort, state); err != nil {
 		return err
 	}
 	h.mu.Lock()
@@ -352,47 +359,50 @@ func (h *host) holdsAddr(addr netip.Addr) bool {
 	return false
 }
 
-// dialContext dials from inside the host's network namespace: the socket is created on an
-// OS thread switched into the namespace and stays there once the thread switches back.
+// dialContext dials from inside the host's network namespace.
 func (h *host) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+	var c net.Conn
+	err := h.do(func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	return c, err
+}
+
+// do runs fn on an OS thread switched into the host's network namespace. Sockets that fn
+// creates (the socket is made synchronously, on this thread) stay in that namespace and
+// may be used afterwards from any goroutine.
+func (h *host) do(fn func() error) error {
+	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			ch <- result{nil, err}
+			errc <- err
 			return
 		}
 		defer orig.Close()
 		target, err := os.Open("/run/netns/" + h.NS)
 		if err != nil {
-			ch <- result{nil, err}
+			errc <- err
 			return
 		}
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("enter %s: %w", h.NS, err)}
+			errc <- fmt.Errorf("enter %s: %w", h.NS, err)
 			return
 		}
-		// The socket is created synchronously by DialContext on this thread; the connect
-		// itself then completes through the poller.
-		var d net.Dialer
-		c, derr := d.DialContext(ctx, network, address)
+		ferr := fn()
 		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays locked and is discarded by the runtime when this goroutine ends.
-			if c != nil {
-				c.Close()
-			}
-			ch <- result{nil, fmt.Errorf("leave %s: %w", h.NS, err)}
+			// The thread stays locked and is discarded by the runtime when this goroutine
+			// ends.
+			errc <- fmt.Errorf("leave %s: %w", h.NS, err)
 			return
 		}
 		runtime.UnlockOSThread()
-		ch <- result{c, derr}
+		errc <- ferr
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-errc
 }
