@@ -29,6 +29,11 @@ func TestTopology(t *testing.T) {
 	}
 	leftoverDone := make(chan struct{})
 	go func() { _ = leftover.Wait(); close(leftoverDone) }()
+	t.Cleanup(func() { _ = leftover.Process.Kill() })
+	// nsenter enters the namespace, then execs sleep: wait until it is in there.
+	if err := poll(context.Background(), 10*time.Second, func() bool { return len(pidsIn(prefix+"old")) > 0 }); err != nil {
+		t.Fatalf("leftover process never entered its namespace: %v", err)
+	}
 
 	topo, err := newTopology(t.TempDir(), prefix)
 	if err != nil {
