@@ -99,11 +99,11 @@ func toJSON(r *http.Request, data []byte) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, apierrors.NewBadRequest("the request body is empty")
 	}
-	var probe any
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, syntaxError(data, err)
+	if !json.Valid(data) {
+		var probe any
+		return nil, syntaxError(data, json.Unmarshal(data, &probe))
 	}
-	if _, ok := probe.(map[string]any); !ok {
+	if trimmed := bytes.TrimSpace(data); trimmed[0] != '{' {
 		return nil, apierrors.NewBadRequest("the request body must be a JSON object")
 	}
 	return data, nil

@@ -95,7 +95,12 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 	if ns == "" {
 		return apierrors.NewBadRequest("a namespace is required for namespaced resources")
 	}
-	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	// A local (serializable) read is enough when the namespace is there;
+	// a miss is confirmed by a linearizable read, as it may have just been created.
+	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		obj, err = r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	}
 	if err != nil {
 		return err
 	}

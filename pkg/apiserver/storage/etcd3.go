@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -125,9 +126,23 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 		return &Error{Code: ErrCodeExists, Key: key}
 	}
 	if out != nil {
-		return s.decode(data, resp.Header.Revision, out)
+		return s.into(obj, data, resp.Header.Revision, out)
 	}
 	return nil
+}
+
+// into gives out the state just written: a copy of obj when the types match
+// (saving a decode), otherwise the decoded bytes.
+func (s *Etcd3) into(obj runtime.Object, data []byte, rev int64, out runtime.Object) error {
+	ov, iv := reflect.ValueOf(out), reflect.ValueOf(obj)
+	if ov.Type() == iv.Type() && ov.Kind() == reflect.Pointer && out != obj {
+		ov.Elem().Set(reflect.ValueOf(obj.DeepCopyObject()).Elem())
+		return setRV(out, rev)
+	}
+	if out == obj {
+		return setRV(out, rev)
+	}
+	return s.decode(data, rev, out)
 }
 
 func (s *Etcd3) Get(ctx context.Context, key string, opts GetOptions, out runtime.Object) error {
@@ -381,7 +396,7 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 		if !txn.Succeeded {
 			continue // someone else wrote in between: retry on the fresh object
 		}
-		return s.decode(data, txn.Header.Revision, out)
+		return s.into(updated, data, txn.Header.Revision, out)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -100,7 +101,14 @@ func main() {
 	}
 	n := flag.Int("n", 400, "operations per measurement at concurrency 1 (x4 at concurrency 32)")
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 
 	dir, err := os.MkdirTemp("", "apiserver-bench-")
 	must(err)
