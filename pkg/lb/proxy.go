@@ -361,7 +361,9 @@ func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
 		if attempt > 0 {
 			p.retried.Add(1)
 		}
-		conn, err := p.dialer.DialContext(ctx, "tcp", b.addr)
+		// Not ctx: the dial's timeout context then needs no registration with a
+		// cancellable parent, and the connect timeout bounds the dial at shutdown anyway.
+		conn, err := p.dialer.DialContext(context.Background(), "tcp", b.addr)
 		if err == nil {
 			return conn.(*net.TCPConn), b, nil
 		}
