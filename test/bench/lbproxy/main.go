@@ -61,6 +61,8 @@ type result struct {
 	p50, p99         time.Duration
 	cpuBulk, cpuConn float64 // percent of one core
 	cpuRTT           float64
+	perMB, perConn   float64 // proxy CPU µs per MB moved, per connection
+	perRTT           float64 // proxy CPU µs per round trip
 	rssPeakMB, rssMB float64
 }
 
@@ -154,6 +156,8 @@ backend be
 	// of them alike; each figure is the median over the rounds.
 	type samples struct {
 		mbps, connRate, p50, p99, cpuBulk, cpuConn, cpuRTT []float64
+		// CPU time per unit of work: µs per MB, per connection, per round trip.
+		perMB, perConn, perRTT []float64
 	}
 	all := map[string]*samples{}
 	var measured []*target
@@ -166,18 +170,26 @@ backend be
 	for round := 1; round <= *rounds; round++ {
 		for _, t := range measured {
 			c0 := cpuSeconds(t.pid)
-			all[t.name].mbps = append(all[t.name].mbps, throughput(t.addrs, *streams, *duration))
-			all[t.name].cpuBulk = append(all[t.name].cpuBulk, pct(cpuSeconds(t.pid)-c0, *duration))
+			mbps := throughput(t.addrs, *streams, *duration)
+			cpu := cpuSeconds(t.pid) - c0
+			all[t.name].mbps = append(all[t.name].mbps, mbps)
+			all[t.name].cpuBulk = append(all[t.name].cpuBulk, pct(cpu, *duration))
+			all[t.name].perMB = append(all[t.name].perMB, perUnit(cpu, mbps*duration.Seconds()))
 		}
 		for _, t := range measured {
 			c0 := cpuSeconds(t.pid)
-			all[t.name].connRate = append(all[t.name].connRate, connRate(t.addrs, *connWorkers, *duration))
-			all[t.name].cpuConn = append(all[t.name].cpuConn, pct(cpuSeconds(t.pid)-c0, *duration))
+			rate := connRate(t.addrs, *connWorkers, *duration)
+			cpu := cpuSeconds(t.pid) - c0
+			all[t.name].connRate = append(all[t.name].connRate, rate)
+			all[t.name].cpuConn = append(all[t.name].cpuConn, pct(cpu, *duration))
+			all[t.name].perConn = append(all[t.name].perConn, perUnit(cpu, rate*duration.Seconds()))
 		}
 		for _, t := range measured {
 			c0 := cpuSeconds(t.pid)
-			p50, p99 := latency(t.addrs, *rttConns, *duration)
-			all[t.name].cpuRTT = append(all[t.name].cpuRTT, pct(cpuSeconds(t.pid)-c0, *duration))
+			p50, p99, n := latency(t.addrs, *rttConns, *duration)
+			cpu := cpuSeconds(t.pid) - c0
+			all[t.name].cpuRTT = append(all[t.name].cpuRTT, pct(cpu, *duration))
+			all[t.name].perRTT = append(all[t.name].perRTT, perUnit(cpu, float64(n)))
 			all[t.name].p50 = append(all[t.name].p50, float64(p50))
 			all[t.name].p99 = append(all[t.name].p99, float64(p99))
 		}
@@ -190,6 +202,7 @@ backend be
 			mbps: median(s.mbps), connRate: median(s.connRate),
 			p50: time.Duration(median(s.p50)), p99: time.Duration(median(s.p99)),
 			cpuBulk: median(s.cpuBulk), cpuConn: median(s.cpuConn), cpuRTT: median(s.cpuRTT),
+			perMB: median(s.perMB), perConn: median(s.perConn), perRTT: median(s.perRTT),
 		}
 		r.rssMB, r.rssPeakMB = rss(t.pid)
 		results[t.name] = r
@@ -212,6 +225,9 @@ backend be
 		{"proxy CPU in throughput, %", 0, h.cpuBulk, l.cpuBulk, true},
 		{"proxy CPU in conn rate, %", 0, h.cpuConn, l.cpuConn, true},
 		{"proxy CPU in round trips, %", 0, h.cpuRTT, l.cpuRTT, true},
+		{"proxy CPU per MB, µs", 0, h.perMB, l.perMB, true},
+		{"proxy CPU per connection, µs", 0, h.perConn, l.perConn, true},
+		{"proxy CPU per round trip, µs", 0, h.perRTT, l.perRTT, true},
 		{"proxy RSS at end, MB", 0, h.rssMB, l.rssMB, true},
 		{"proxy RSS peak, MB", 0, h.rssPeakMB, l.rssPeakMB, true},
 	}
@@ -340,7 +356,7 @@ func connRate(addrs []string, workers int, d time.Duration) float64 {
 	return float64(done.Load()) / d.Seconds()
 }
 
-func latency(addrs []string, conns int, d time.Duration) (p50, p99 time.Duration) {
+func latency(addrs []string, conns int, d time.Duration) (p50, p99 time.Duration, n int) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var wg sync.WaitGroup
@@ -376,10 +392,10 @@ func latency(addrs []string, conns int, d time.Duration) (p50, p99 time.Duration
 	}
 	wg.Wait()
 	if len(all) == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	return all[len(all)/2], all[len(all)*99/100]
+	return all[len(all)/2], all[len(all)*99/100], len(all)
 }
 
 func start(dir, name string, env []string, bin string, args ...string) (*exec.Cmd, error) {
@@ -502,4 +518,12 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// perUnit is CPU seconds per unit of work, in µs.
+func perUnit(cpu, units float64) float64 {
+	if units == 0 {
+		return 0
+	}
+	return cpu / units * 1e6
 }
