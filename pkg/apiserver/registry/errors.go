@@ -42,6 +42,8 @@ func interpret(err error, gr schema.GroupResource, name string) error {
 		return e
 	case storage.ErrCodeInvalidRV:
 		return apierrors.NewBadRequest(se.Error())
+	case storage.ErrCodeTimeout:
+		return apierrors.NewTimeoutError(se.Error(), 1)
 	case storage.ErrCodeUnreachable:
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusServiceUnavailable, Reason: metav1.StatusReasonServiceUnavailable,

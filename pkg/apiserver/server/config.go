@@ -45,6 +45,11 @@ type Config struct {
 	EtcdUnsafeNoFsync           bool          `yaml:"etcd-unsafe-no-fsync"`
 	EtcdAutoCompactionRetention string        `yaml:"etcd-auto-compaction-retention"`
 	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
+
+	MaxRequestsInflight         int           `yaml:"max-requests-inflight"`
+	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
+	RequestTimeout              time.Duration `yaml:"request-timeout"`
+	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -63,6 +68,9 @@ func DefaultConfig() *Config {
 		EtcdInitialClusterState:     "new",
 		EtcdAutoCompactionRetention: "5m",
 		WatchBookmarkInterval:       time.Minute,
+		MaxRequestsInflight:         400,
+		MaxMutatingRequestsInflight: 200,
+		RequestTimeout:              time.Minute,
 	}
 }
 
@@ -101,6 +109,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
+	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
+	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest time a non-watch request may take before 504")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "serve Prometheus /metrics over plain HTTP on this `host:port` (off when empty)")
 }
 
 // Validate checks the settings; errors name the key.
@@ -144,6 +156,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownDelay < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, config.FieldErrorf("shutdown-delay", "durations must not be negative"))
+	}
+	if c.MaxRequestsInflight < 0 || c.MaxMutatingRequestsInflight < 0 {
+		errs = append(errs, config.FieldErrorf("max-requests-inflight", "must not be negative"))
+	}
+	if c.MetricsBindAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsBindAddress); err != nil {
+			errs = append(errs, config.FieldErrorf("metrics-bind-address", "%q is not host:port", c.MetricsBindAddress))
+		}
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

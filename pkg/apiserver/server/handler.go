@@ -103,13 +103,18 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(VersionInfo())
 	})
-	h := s.healthHandlers()
+	health := s.healthHandlers()
 	for _, p := range []string{"/livez", "/readyz", "/healthz"} {
-		mux.Handle("GET "+p, h)
-		mux.Handle("GET "+p+"/", h)
+		mux.Handle("GET "+p, health)
+		mux.Handle("GET "+p+"/", health)
 	}
 	mux.Handle("/", container)
-	return recoverPanics(s.authenticate(mux)), nil
+	var h http.Handler = mux
+	h = withTimeout(h, s.cfg.RequestTimeout)
+	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
+	h = s.authenticate(h)
+	h = s.metrics.instrument(h)
+	return recoverPanics(h), nil
 }
 
 // publicPaths are served without a client certificate, as upstream's

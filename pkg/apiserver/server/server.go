@@ -40,6 +40,10 @@ type Server struct {
 	listener net.Listener
 	handler  http.Handler
 
+	metrics     *metrics
+	metricsHTTP *http.Server
+	metricsAddr string
+
 	draining atomic.Bool
 	watchMu  sync.Mutex
 	stopCh   chan struct{} // closed to end the open watches
@@ -57,7 +61,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, log: log, stopCh: make(chan struct{}), serveErr: make(chan error, 1)}, nil
+	return &Server{cfg: cfg, log: log, stopCh: make(chan struct{}), serveErr: make(chan error, 1), metrics: newMetrics()}, nil
 }
 
 // Start starts etcd (when embedded), the registry and the HTTPS listener,
@@ -102,6 +106,18 @@ func (s *Server) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	if s.cfg.MetricsBindAddress != "" {
+		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
+		if err != nil {
+			_ = s.Shutdown()
+			return fmt.Errorf("apiserver: metrics listener on %s: %w", s.cfg.MetricsBindAddress, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.metrics.Handler())
+		s.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.metricsAddr = ml.Addr().String()
+		go func() { _ = s.metricsHTTP.Serve(ml) }()
+	}
 	if err := s.writeKubeconfig(); err != nil {
 		s.log.Warn("could not write kubeconfig", "err", err)
 	}
@@ -111,6 +127,9 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Addr is the listening address (useful with port 0).
 func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// MetricsAddr is the address /metrics is served on, or "".
+func (s *Server) MetricsAddr() string { return s.metricsAddr }
 
 // Listener is the HTTPS listener.
 func (s *Server) Listener() net.Listener { return s.listener }
@@ -274,6 +293,9 @@ func (s *Server) Shutdown() error {
 		defer cancel()
 		if s.http != nil {
 			err = s.http.Shutdown(ctx)
+		}
+		if s.metricsHTTP != nil {
+			_ = s.metricsHTTP.Close()
 		}
 		if s.regCtx != nil {
 			s.regCtx()

@@ -17,6 +17,7 @@ const (
 	ErrCodeTooLargeRV                     // requested revision is in the future
 	ErrCodeInvalidRV                      // unparsable resourceVersion or continue token
 	ErrCodeUnreachable                    // etcd did not answer
+	ErrCodeTimeout                        // the caller's deadline passed
 )
 
 // Error is returned by every storage operation that fails for a reason the caller may act on.

@@ -14,6 +14,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -92,6 +94,9 @@ func wrapEtcdErr(key string, err error) error {
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return &Error{Code: ErrCodeTimeout, Key: key, Msg: "the request did not complete in time: " + err.Error()}
 	}
 	return &Error{Code: ErrCodeUnreachable, Key: key, Msg: fmt.Sprintf("etcd: %v", err)}
 }

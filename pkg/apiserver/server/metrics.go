@@ -1,0 +1,132 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics counts and times requests, with upstream's metric names.
+type metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight *prometheus.GaugeVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total", Help: "Requests by verb, group, resource and HTTP code.",
+		}, []string{"verb", "group", "resource", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "apiserver_request_duration_seconds", Help: "Request latency by verb, group and resource (watches excluded).",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"verb", "group", "resource"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_current_inflight_requests", Help: "Requests being served, read-only or mutating.",
+		}, []string{"request_kind"}),
+	}
+	m.registry.MustRegister(m.requests, m.duration, m.inflight, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves /metrics.
+func (m *metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// requestInfo derives verb, group and resource from a request path.
+func requestInfo(r *http.Request) (verb, group, resource string) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return strings.ToUpper(r.Method), "", ""
+	}
+	watch := longRunning(r)
+	if len(parts) > 0 && parts[0] == "watch" {
+		parts = parts[1:]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+		parts = parts[2:]
+	}
+	named := len(parts) >= 2
+	if len(parts) > 0 {
+		resource = parts[0]
+	}
+	switch r.Method {
+	case http.MethodGet:
+		switch {
+		case watch:
+			verb = "WATCH"
+		case named:
+			verb = "GET"
+		default:
+			verb = "LIST"
+		}
+	default:
+		verb = r.Method
+	}
+	return verb, group, resource
+}
+
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	if m == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		verb, group, resource := requestInfo(r)
+		kind := "readOnly"
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			kind = "mutating"
+		}
+		m.inflight.WithLabelValues(kind).Inc()
+		defer m.inflight.WithLabelValues(kind).Dec()
+		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
+		next.ServeHTTP(rec, r)
+		if rec.code == 0 {
+			rec.code = http.StatusOK
+		}
+		m.requests.WithLabelValues(verb, group, resource, strconv.Itoa(rec.code)).Inc()
+		if verb != "WATCH" {
+			m.duration.WithLabelValues(verb, group, resource).Observe(time.Since(start).Seconds())
+		}
+	})
+}
