@@ -183,17 +183,39 @@ func TestIPv6Adverts(t *testing.T) {
 		m1.Crash()
 		waitFor(t, 5*time.Second, "IPv6 VIP on m2", func() bool { return has6(m2) && state(m2) == "MASTER" })
 	})
-	t.Run("keepalived-master", func(t *testing.T) {
+	startKeepalived6 := func(t *testing.T, h *netns.Host, prio int) *netns.Proc {
 		testenv.RequireCommand(t, "keepalived")
-		m1, m2 := setup(t)
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "keepalived.conf")
-		body := "vrrp_instance VI_6 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  priority 101\n  advert_int 0.1\n  version 3\n  virtual_ipaddress {\n    " + vip6 + "/64\n  }\n}\n"
+		body := fmt.Sprintf("vrrp_instance VI_6 {\n  state BACKUP\n  interface eth0\n  virtual_router_id 51\n  priority %d\n  advert_int 0.1\n  version 3\n  virtual_ipaddress {\n    %s/64\n  }\n}\n", prio, vip6)
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		m1.Start("keepalived", "-n", "-l", "-D", "--vrrp", "-f", conf,
+		return h.Start("keepalived", "-n", "-l", "-D", "--vrrp", "-f", conf,
 			"-p", filepath.Join(dir, "k.pid"), "-r", filepath.Join(dir, "v.pid"), "-c", filepath.Join(dir, "c.pid"))
+	}
+	t.Run("vipd-master", func(t *testing.T) {
+		m1, m2 := setup(t)
+		v := startVipd(t, m1, args(101)...)
+		waitFor(t, 10*time.Second, "vipd holds the IPv6 VIP", func() bool { return has6(m1) })
+		kp := startKeepalived6(t, m2, 100)
+		waitFor(t, 10*time.Second, "keepalived enters BACKUP", func() bool { return strings.Contains(kp.Output(), "Entering BACKUP STATE") })
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if has6(m2) {
+				t.Fatalf("keepalived took the IPv6 VIP from a higher-priority vipd:\n%s", kp.Output())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		v.Signal(syscall.SIGTERM)
+		waitFor(t, 5*time.Second, "keepalived takes the IPv6 VIP after vipd's priority 0 advert", func() bool { return has6(m2) && !has6(m1) })
+		if !strings.Contains(kp.Output(), "priority 0 advertisement") {
+			t.Fatalf("keepalived did not log vipd's priority 0 advert:\n%s", kp.Output())
+		}
+	})
+	t.Run("keepalived-master", func(t *testing.T) {
+		m1, m2 := setup(t)
+		startKeepalived6(t, m1, 101)
 		waitFor(t, 10*time.Second, "keepalived holds the IPv6 VIP", func() bool { return has6(m1) })
 		startVipd(t, m2, args(100)...)
 		waitFor(t, 5*time.Second, "vipd follows keepalived over IPv6", func() bool {
