@@ -616,3 +616,9 @@ func (s *StatusStore) Get(ctx context.Context, ns, name string, opts *metav1.Get
 func (s *StatusStore) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return s.store.update(ctx, ns, name, transform, opts, true)
 }
+
+// NewStore returns a generic store for k on s (custom kinds, tests).
+// namespaces, when set, is asked whether a namespace accepts new objects.
+func NewStore(k *Kind, s storage.Interface, namespaces func(ctx context.Context, ns string) error) *Store {
+	return &Store{kind: k, storage: s, namespaces: namespaces}
+}
