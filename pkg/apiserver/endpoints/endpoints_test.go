@@ -32,7 +32,7 @@ func TestCustomKindPatch(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	kind := &registry.Kind{
-		Names: registry.Names{Group: "example.com", Version: "v1", Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget", Namespaced: true},
+		Names:   registry.Names{Group: "example.com", Version: "v1", Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget", Namespaced: true},
 		New:     func() runtime.Object { return &unstructured.Unstructured{} },
 		NewList: func() runtime.Object { return &unstructured.UnstructuredList{} },
 		KeyRoot: "example.com/widgets",
