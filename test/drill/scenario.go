@@ -282,8 +282,11 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		case <-time.After(w.Partition):
 		}
 		n := isolated.stop()
+		if isolated.tried == 0 {
+			return nil, fmt.Errorf("%s %s: the isolated-write check made no request: %v", c.spec.Name, name, isolated.err)
+		}
 		res.Metrics.IsolatedWrites = &n
-		d.progress("%s %s: heal after %v (isolated master acknowledged %d writes)", c.spec.Name, name, w.Partition, n)
+		d.progress("%s %s: heal after %v (m1's own apiserver acknowledged %d of %d writes tried while cut off)", c.spec.Name, name, w.Partition, n, isolated.tried)
 		heal := d.clk.now()
 		if err := m1.setLink(true); err != nil {
 			return nil, err
@@ -419,7 +422,9 @@ func (c *cluster) waitServing(ctx context.Context, timeout time.Duration) error 
 type isolatedProbe struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	tried  int
 	acked  int
+	err    error
 }
 
 func (c *cluster) startIsolatedProbe(ctx context.Context, m *host) *isolatedProbe {
@@ -429,9 +434,11 @@ func (c *cluster) startIsolatedProbe(ctx context.Context, m *host) *isolatedProb
 		defer close(ip.done)
 		cs, err := newConnPerRequest(c.d.bundle, m, fmt.Sprintf("https://127.0.0.1:%d", apiPort))
 		if err != nil {
+			ip.err = err
 			return
 		}
 		writer(ctx, c.d.clk, cs, shortName(c.spec.Name)+"-isolated", 50*time.Millisecond, func(q request) {
+			ip.tried++
 			if q.OK {
 				ip.acked++
 			}
