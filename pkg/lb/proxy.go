@@ -28,10 +28,11 @@ import (
 
 // Proxy accepts client connections and forwards each to one backend.
 type Proxy struct {
-	cfg    *Config
-	log    *slog.Logger
-	pool   *pool
-	dialer *net.Dialer
+	cfg     *Config
+	log     *slog.Logger
+	pool    *pool
+	dialer  *net.Dialer
+	workers *workers
 
 	ln       *net.TCPListener
 	statusLn net.Listener
@@ -57,9 +58,10 @@ func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
 		return nil, errors.New("lb: no backends")
 	}
 	p := &Proxy{
-		cfg:    cfg,
-		log:    log,
-		dialer: dialer(cfg),
+		cfg:     cfg,
+		log:     log,
+		dialer:  dialer(cfg),
+		workers: newWorkers(10 * time.Second),
 		pool: &pool{
 			leastconn: cfg.Balance == "leastconn",
 			maxConn:   cfg.BackendMaxConn,
@@ -271,13 +273,13 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 		delay = 0
 		p.accepted.Add(1)
 		p.sessions.Add(1)
-		go func() {
+		p.workers.run(func() {
 			defer p.sessions.Done()
 			if slots != nil {
 				defer func() { <-slots }()
 			}
 			p.handle(ctx, c)
-		}()
+		})
 	}
 }
 
@@ -339,7 +341,7 @@ func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
 		return
 	}
 	p.nActive.Add(1)
-	s.run(b, p.cfg.ClientIdleTimeout, p.cfg.ServerIdleTimeout)
+	s.run(p.workers, b, p.cfg.ClientIdleTimeout, p.cfg.ServerIdleTimeout)
 	p.nActive.Add(-1)
 	p.pool.removeSession(b, s)
 	p.pool.release(b)
@@ -428,11 +430,11 @@ func (s *session) close(reset bool) {
 }
 
 // run copies both ways until both directions ended, one failed, or the session was idle.
-func (s *session) run(b *backend, clientIdle, serverIdle time.Duration) {
+func (s *session) run(w *workers, b *backend, clientIdle, serverIdle time.Duration) {
 	errc := make(chan error, 1)
-	go func() {
+	w.run(func() {
 		errc <- s.pipe(s.server, s.client, clientIdle, &b.bytesIn)
-	}()
+	})
 	err1 := s.pipe(s.client, s.server, serverIdle, &b.bytesOut)
 	if err1 != nil {
 		s.close(isReset(err1))
