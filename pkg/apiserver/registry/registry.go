@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Resource is one served resource: its store and its subresources.
@@ -32,6 +33,9 @@ type Registry struct {
 	terminating map[string]bool // namespaces being emptied by this process
 	wg          sync.WaitGroup
 	ctx         context.Context
+
+	nsMu    sync.RWMutex
+	nsCache map[string]corev1.NamespacePhase // fed by a watch; a miss falls back to etcd
 }
 
 // Config configures the registry.
@@ -58,7 +62,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background()}
+	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{}}
 	for _, k := range Kinds() {
 		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval})
 		s := &Store{kind: k, storage: st}
@@ -95,12 +99,14 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 	if ns == "" {
 		return apierrors.NewBadRequest("a namespace is required for namespaced resources")
 	}
-	// A local (serializable) read is enough when the namespace is there;
-	// a miss is confirmed by a linearizable read, as it may have just been created.
-	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		obj, err = r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	r.nsMu.RLock()
+	phase, cached := r.nsCache[ns]
+	r.nsMu.RUnlock()
+	if cached && phase != corev1.NamespaceTerminating {
+		return nil
 	}
+	// Not (yet) in the cache, or on its way out: ask etcd.
+	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -121,6 +127,8 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: create namespace %s: %w", name, err)
 		}
 	}
+	r.wg.Add(1)
+	go r.watchNamespaces(ctx)
 	list, err := r.namespaces().List(ctx, "", &metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("registry: list namespaces: %w", err)
@@ -132,6 +140,44 @@ func (r *Registry) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// watchNamespaces keeps nsCache in step with etcd until ctx ends, the way
+// upstream's namespace lifecycle admission uses an informer.
+func (r *Registry) watchNamespaces(ctx context.Context) {
+	defer r.wg.Done()
+	for ctx.Err() == nil {
+		w, err := r.namespaces().Watch(ctx, "", &metav1.ListOptions{ResourceVersion: "0"})
+		if err == nil {
+			for ev := range w.ResultChan() {
+				ns, ok := ev.Object.(*corev1.Namespace)
+				if !ok {
+					break // error event: start over
+				}
+				r.nsMu.Lock()
+				switch ev.Type {
+				case watch.Deleted:
+					delete(r.nsCache, ns.Name)
+				case watch.Added, watch.Modified:
+					phase := ns.Status.Phase
+					if ns.DeletionTimestamp != nil {
+						phase = corev1.NamespaceTerminating
+					}
+					r.nsCache[ns.Name] = phase
+				}
+				r.nsMu.Unlock()
+			}
+			w.Stop()
+		}
+		// Whatever happened while not watching is unknown: forget it all.
+		r.nsMu.Lock()
+		r.nsCache = map[string]corev1.NamespacePhase{}
+		r.nsMu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Wait waits for background namespace cleanups to end.
