@@ -61,9 +61,8 @@ func run(args []string) int {
 	if p := s.KubeconfigPath(); p != "" {
 		fmt.Fprintf(os.Stderr, "apiserver: serving %s\n  export KUBECONFIG=%s\n  kubectl get namespaces\n", s.URL(), p)
 	}
-	<-ctx.Done()
-	if err := s.Shutdown(); err != nil {
-		fmt.Fprintf(os.Stderr, "apiserver: shutdown: %v\n", err)
+	if err := s.Serve(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "apiserver: %v\n", err)
 		return 1
 	}
 	return 0

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 )
 
 // The test binary doubles as apiserver: with APISERVER_TEST_MAIN=1 it runs main's run.
@@ -70,5 +77,75 @@ func TestConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunAndStop starts the program as `make run` does (on free ports), checks
+// it writes a kubeconfig and becomes ready, and that SIGTERM stops it cleanly.
+func TestRunAndStop(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	client, err := embedetcd.FreeLocalURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := embedetcd.FreeLocalURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "--config", "../../configs/apiserver.yaml", "--data-dir", dir, "--secure-port", "0",
+		"--etcd-listen-client-url", client, "--etcd-listen-peer-urls", peer, "--shutdown-delay", "0s")
+	cmd.Env = append(os.Environ(), "APISERVER_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var url string
+	var logs strings.Builder
+	for sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+		if rest, ok := strings.CutPrefix(sc.Text(), "apiserver: serving "); ok {
+			url = rest
+			break
+		}
+	}
+	if url == "" {
+		t.Fatalf("no serving line:\n%s", logs.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if _, err := os.Stat(filepath.Join(dir, "admin.kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/readyz: %d", resp.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 }

@@ -333,6 +333,12 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Start(ctx); err != nil {
 		return err
 	}
+	return s.Serve(ctx)
+}
+
+// Serve waits for ctx to end or for the server or its embedded etcd to fail,
+// then shuts down. Call it after Start.
+func (s *Server) Serve(ctx context.Context) error {
 	var etcdErr <-chan error
 	if s.etcd != nil {
 		etcdErr = s.etcd.Err()
