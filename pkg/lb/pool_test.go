@@ -202,3 +202,23 @@ func TestBackendFault(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseBackend: any input is parsed or rejected without panicking, and what is
+// accepted has a port and a weight in range.
+func FuzzParseBackend(f *testing.F) {
+	for _, s := range []string{"10.0.0.1:6443", "[fd00::1]:6443 weight=3", "m1:1 weight=256", ":1", "x", "a:b weight=1 weight=2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := ParseBackend(s)
+		if err != nil {
+			return
+		}
+		if _, _, err := net.SplitHostPort(b.Addr); err != nil {
+			t.Fatalf("accepted %q with address %q: %v", s, b.Addr, err)
+		}
+		if b.Weight < 1 || b.Weight > 256 {
+			t.Fatalf("accepted %q with weight %d", s, b.Weight)
+		}
+	})
+}
