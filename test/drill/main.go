@@ -327,8 +327,10 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 	fmt.Fprintf(&h, "\nClient: one writer creating ConfigMaps through the VIP with client-go, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
 	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a TLS handshake through it completed (one started every 50 ms, 1 s patience; `never`: the VIP did not move); " +
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +
-		"`watch_gap_s` fault -> first informer event for an object written after the fault; `split_brain_s` time two reachable hosts held the VIP; " +
-		"`writes_lost` acknowledged writes missing when read back from m2; `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off.\n\n")
+		"`watch_gap_s` fault -> first informer event for an object written after the fault (`never`: not within the recording window); `split_brain_s` time two reachable hosts held the VIP; " +
+		"`writes_lost` acknowledged writes missing when read back from m2; `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
+		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz. " +
+		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")
 	if len(failures) > 0 {
 		h.WriteString("**FAILED:**\n\n")
 		for _, f := range failures {
