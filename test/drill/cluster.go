@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -353,4 +357,39 @@ func shortName(stack string) string {
 		return "kht"
 	}
 	return "x"
+}
+
+// etcdLeader returns the name of the etcd member that leads the cluster, asked of m2's
+// member over its loopback client URL (from inside m2). It explains part of the spread of
+// kill-master numbers: a leader that dies with the master costs an election.
+func (c *cluster) etcdLeader(ctx context.Context) string {
+	m := c.master("m2")
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{"http://127.0.0.1:2379"},
+		DialTimeout: time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return m.dialContext(ctx, "tcp", addr)
+		})},
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return "?"
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, "http://127.0.0.1:2379")
+	if err != nil {
+		return "?"
+	}
+	members, err := cli.MemberList(ctx)
+	if err != nil {
+		return "?"
+	}
+	for _, mem := range members.Members {
+		if mem.ID == st.Leader {
+			return mem.Name
+		}
+	}
+	return "?"
 }

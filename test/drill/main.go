@@ -205,6 +205,9 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		results, err := d.runStack(ctx, spec)
 		for sc, r := range results {
 			rep.set(name, sc, r.Metrics)
+			if r.Leader != "" {
+				rep.setLeader(name, sc, r.Leader)
+			}
 			var acks []float64
 			for _, q := range r.Log.Requests {
 				if q.OK {

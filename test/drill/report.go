@@ -40,9 +40,21 @@ var allScenarios = []string{scKillMaster, scRejoin, scKillAPIServer, scGracefulM
 // report is report.json: {"stacks": {stack: {scenario: metrics}}}.
 type report struct {
 	Stacks map[string]map[string]metrics `json:"stacks"`
+	// Leaders is the etcd leader just before each fault, per stack and scenario; shown in
+	// report.md only.
+	Leaders map[string]map[string]string `json:"-"`
 }
 
-func newReport() *report { return &report{Stacks: map[string]map[string]metrics{}} }
+func newReport() *report {
+	return &report{Stacks: map[string]map[string]metrics{}, Leaders: map[string]map[string]string{}}
+}
+
+func (r *report) setLeader(stack, scenario, leader string) {
+	if r.Leaders[stack] == nil {
+		r.Leaders[stack] = map[string]string{}
+	}
+	r.Leaders[stack][scenario] = leader
+}
 
 func (r *report) set(stack, scenario string, m metrics) {
 	if r.Stacks[stack] == nil {
@@ -200,6 +212,22 @@ func (r *report) markdown(header string) string {
 				}
 			}
 			b.WriteString("\n")
+		}
+		if leaders := r.Leaders; len(leaders) > 0 {
+			var row strings.Builder
+			found := false
+			for _, s := range stacks {
+				l := leaders[s][sc]
+				found = found || l != ""
+				if l == "" {
+					row.WriteString(" |")
+				} else {
+					fmt.Fprintf(&row, " %s |", l)
+				}
+			}
+			if found {
+				fmt.Fprintf(&b, "| etcd leader before the fault |%s%s\n", row.String(), strings.Repeat(" |", len(ratioCols)))
+			}
 		}
 		b.WriteString("\n")
 	}

@@ -22,6 +22,8 @@ func TestReportJSONShape(t *testing.T) {
 	r.set(stackHACP, scPartitionMaster, metrics{IsolatedWrites: &zero})
 	r.set(stackAnchor, scKillMaster, metrics{VIPFailoverS: 3.2, APIDowntimeS: 12, WritesAcked: 100, FailedRequests: 12, LastFailureS: 12})
 	r.set(stackAnchorTuned, scKillMaster, metrics{VIPFailoverS: -1})
+	r.setLeader(stackHACP, scKillMaster, "m1")
+	r.setLeader(stackAnchor, scKillMaster, "m3")
 	dir := t.TempDir()
 	if err := r.write(dir, "header\n"); err != nil {
 		t.Fatal(err)
@@ -80,6 +82,7 @@ func TestReportJSONShape(t *testing.T) {
 		"| last_failure_s |",
 		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 0.400 | 3.200 | yes |",
 		"| kill-master failed_requests <= 2 | 1 | 12 | yes |",
+		"| etcd leader before the fault | m1 | m3 | | | |",
 		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 1.100 | 12 | yes |",
 	} {
 		if !strings.Contains(string(md), want) {

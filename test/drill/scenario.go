@@ -207,7 +207,7 @@ func (s *session) stop() *eventLog {
 type scenarioResult struct {
 	Metrics metrics
 	Log     *eventLog
-	Notes   []string
+	Leader  string // etcd leader just before the fault ("" for rejoin)
 }
 
 // runScenario runs one scenario from a settled cluster and leaves the cluster as the next
@@ -236,6 +236,9 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 	s := c.record(ctx, run)
 	time.Sleep(w.Before) // recording the steady state before the fault is the point here
 	res := &scenarioResult{}
+	if name != scRejoin {
+		res.Leader = c.etcdLeader(ctx)
+	}
 	var isolated *isolatedProbe
 	fault := d.clk.now()
 	var extra func() bool
@@ -325,6 +328,9 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 	res.Metrics = compute(l, lost)
 	res.Metrics.IsolatedWrites = isolated
 	res.Log = l
+	if res.Leader != "" {
+		d.progress("%s %s: etcd leader before the fault: %s", c.spec.Name, name, res.Leader)
+	}
 	d.progress("%s %s: vip_failover_s=%v api_downtime_s=%v failed_requests=%d last_failure_s=%v writes_acked=%d writes_lost=%d watch_gap_s=%v split_brain_s=%v",
 		c.spec.Name, name, res.Metrics.VIPFailoverS, res.Metrics.APIDowntimeS, res.Metrics.FailedRequests, res.Metrics.LastFailureS,
 		res.Metrics.WritesAcked, res.Metrics.WritesLost, res.Metrics.WatchGapS, res.Metrics.SplitBrainS)
