@@ -142,6 +142,56 @@ func (r *Registry) Start(ctx context.Context) error {
 	return nil
 }
 
+// deleteNamespaceContent deletes every object in ns and returns how many it found.
+func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (int, error) {
+	found := 0
+	for _, res := range r.Resources {
+		if !res.Store.kind.Namespaced {
+			continue
+		}
+		list, err := res.Store.List(ctx, ns, &metav1.ListOptions{})
+		if err != nil {
+			return found, err
+		}
+		items, _ := extractList(list)
+		found += len(items)
+		for _, it := range items {
+			name := it.GetName()
+			// Finalizers inside a terminating namespace are dropped: nothing else would remove them.
+			if len(it.GetFinalizers()) > 0 {
+				_, _, err := res.Store.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+					if cur == nil {
+						return nil, apierrors.NewNotFound(res.Store.gr(), name)
+					}
+					a, _ := metaAccessor(cur)
+					a.SetFinalizers(nil)
+					return cur, nil
+				}, &metav1.UpdateOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return found, err
+				}
+			}
+			if _, _, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return found, err
+			}
+		}
+	}
+	return found, nil
+}
+
+// ensureDefaultServiceAccount does the job of upstream's service account
+// controller: every active namespace has a "default" ServiceAccount.
+func (r *Registry) ensureDefaultServiceAccount(ctx context.Context, ns string) {
+	sa := r.byGR[schema.GroupResource{Resource: "serviceaccounts"}].Store
+	if _, err := sa.Get(ctx, ns, "default", &metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+		return
+	}
+	_, err := sa.Create(ctx, ns, "", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		r.log.Warn("could not create the default service account", "namespace", ns, "err", err)
+	}
+}
+
 // watchNamespaces keeps nsCache in step with etcd until ctx ends, the way
 // upstream's namespace lifecycle admission uses an informer.
 func (r *Registry) watchNamespaces(ctx context.Context) {
@@ -166,6 +216,9 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 					r.nsCache[ns.Name] = phase
 				}
 				r.nsMu.Unlock()
+				if ev.Type == watch.Added && ns.DeletionTimestamp == nil {
+					r.ensureDefaultServiceAccount(ctx, ns.Name)
+				}
 			}
 			w.Stop()
 		}
@@ -218,34 +271,15 @@ func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
 }
 
 func (r *Registry) emptyNamespace(ctx context.Context, ns string) error {
-	for _, res := range r.Resources {
-		if !res.Store.kind.Namespaced {
-			continue
-		}
-		// Finalizers inside a terminating namespace are dropped: nothing else would remove them.
-		list, err := res.Store.List(ctx, ns, &metav1.ListOptions{})
+	// Repeat until a pass finds nothing: a create that passed the namespace
+	// check just before termination began may land after the first pass.
+	for {
+		found, err := r.deleteNamespaceContent(ctx, ns)
 		if err != nil {
 			return err
 		}
-		items, _ := extractList(list)
-		for _, it := range items {
-			name := it.GetName()
-			if len(it.GetFinalizers()) > 0 {
-				_, _, err := res.Store.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-					if cur == nil {
-						return nil, apierrors.NewNotFound(res.Store.gr(), name)
-					}
-					a, _ := metaAccessor(cur)
-					a.SetFinalizers(nil)
-					return cur, nil
-				}, &metav1.UpdateOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return err
-				}
-			}
-			if _, _, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
+		if found == 0 {
+			break
 		}
 	}
 	s := r.namespaces()

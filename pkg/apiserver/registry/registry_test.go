@@ -254,3 +254,25 @@ func TestFinalizers(t *testing.T) {
 		t.Fatalf("object should be gone after its last finalizer: %v", err)
 	}
 }
+
+func TestDefaultServiceAccount(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	if _, err := store(r, "", "namespaces").Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := store(r, "", "serviceaccounts")
+	for _, ns := range []string{"default", "kube-system", "team"} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := sa.Get(ctx, ns, "default", &metav1.GetOptions{})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no default service account in %s: %v", ns, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
