@@ -99,4 +99,3 @@ func TestStackedCluster(t *testing.T) {
 		t.Fatalf("healthz with quorum: %d %s", resp.StatusCode, body)
 	}
 }
-
