@@ -12,11 +12,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/hacp/hacp/internal/version"
 	"github.com/hacp/hacp/pkg/config"
 	"github.com/hacp/hacp/pkg/lb"
 )
-
-var version = "dev"
 
 var program = config.Program[lb.Config]{
 	Name: "lbproxy",
@@ -29,7 +28,7 @@ connection is then retried on another backend. The sessions of a backend that go
 are closed so that clients reconnect elsewhere. With no backend UP, clients are refused
 at once. SIGHUP reloads the backend list from --config without dropping connections;
 SIGTERM drains.`,
-	Version: version,
+	Version: version.Version,
 	Default: lb.DefaultConfig,
 	Flags:   func(fs *flag.FlagSet, c *lb.Config) { c.AddFlags(fs) },
 }
