@@ -30,6 +30,9 @@ type vipSample struct {
 	At        time.Duration `json:"at"`
 	Holders   []string      `json:"holders"`
 	Reachable []string      `json:"reachable"`
+	// ClientARP is the master whose MAC the client's neighbour entry for the VIP names
+	// ("" when the client has no usable entry).
+	ClientARP string `json:"client_arp,omitempty"`
 }
 
 // probe is one TLS handshake through the VIP from the client host (or, for the rejoining
@@ -70,6 +73,10 @@ type metrics struct {
 	// long two reachable hosts held the VIP after the heal.
 	IsolatedWrites      *int     `json:"isolated_writes_accepted,omitempty"`
 	SplitBrainAfterHeal *float64 `json:"split_brain_after_heal_s,omitempty"`
+	// Time after the fault during which the VIP sat on one reachable master but the
+	// client's neighbour entry still named another: the client's packets to the VIP went
+	// to a host that no longer had it (a gratuitous ARP not taken).
+	ClientARPStaleS float64 `json:"client_arp_stale_s"`
 	// rejoin only: how long the VIP sat on the rejoining master before its own apiserver
 	// was healthy (0: it waited, as it should).
 	VIPBeforeHealthyS *float64 `json:"vip_before_healthy_s,omitempty"`
@@ -225,6 +232,28 @@ func vipBeforeHealthy(l *eventLog) (d time.Duration, ok bool) {
 	return 0, true
 }
 
+// arpStale sums the time after the fault during which exactly one reachable master held
+// the VIP while the client's neighbour entry for it named a different master.
+func arpStale(l *eventLog) time.Duration {
+	var total time.Duration
+	for i := 0; i+1 < len(l.VIP); i++ {
+		s := l.VIP[i]
+		if s.At < l.Fault || s.ClientARP == "" {
+			continue
+		}
+		var on []string
+		for _, h := range s.Holders {
+			if slices.Contains(s.Reachable, h) {
+				on = append(on, h)
+			}
+		}
+		if len(on) == 1 && on[0] != s.ClientARP {
+			total += l.VIP[i+1].At - s.At
+		}
+	}
+	return total
+}
+
 // compute derives a scenario's metrics from its log; lost is the number of acknowledged
 // writes missing when read back.
 func compute(l *eventLog, lost int) metrics {
@@ -240,6 +269,7 @@ func compute(l *eventLog, lost int) metrics {
 	m.WatchGapS = orMinusOne(watchGap(l))
 	m.VIPFailoverS = orMinusOne(vipFailover(l))
 	m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+	m.ClientARPStaleS = seconds(arpStale(l))
 	if l.WantBack {
 		if d, ok := vipBeforeHealthy(l); ok {
 			v := seconds(d)

@@ -295,3 +295,19 @@ func TestVIPBeforeHealthy(t *testing.T) {
 		})
 	}
 }
+
+func TestARPStale(t *testing.T) {
+	l := eventLog{Fault: ms(1000), VIP: []vipSample{
+		{At: ms(900), Holders: []string{"m1"}, Reachable: []string{"m1"}, ClientARP: "m2"}, // before the fault
+		{At: ms(1000), Holders: []string{"m1"}, ClientARP: "m1"},                           // crashed holder: nobody reachable
+		{At: ms(1300), Holders: []string{"m1", "m2"}, Reachable: []string{"m2"}, ClientARP: "m1"},
+		{At: ms(1350), Holders: []string{"m2"}, Reachable: []string{"m2"}, ClientARP: "m1"},
+		{At: ms(1400), Holders: []string{"m2"}, Reachable: []string{"m2"}}, // no entry
+		{At: ms(1500), Holders: []string{"m2"}, Reachable: []string{"m2"}, ClientARP: "m2"},
+		{At: ms(1600), Holders: []string{"m2", "m3"}, Reachable: []string{"m2", "m3"}, ClientARP: "m3"}, // split brain: not stale
+		{At: ms(1700)},
+	}}
+	if got, want := arpStale(&l), ms(100); got != want {
+		t.Errorf("arpStale = %v, want %v", got, want)
+	}
+}

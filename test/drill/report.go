@@ -101,6 +101,7 @@ var reportRows = []reportRow{
 		}
 		return *m.VIPBeforeHealthyS, true
 	}, false},
+	{"client_arp_stale_s", func(m metrics) (float64, bool) { return m.ClientARPStaleS, true }, false},
 	{"writes_acked", func(m metrics) (float64, bool) { return float64(m.WritesAcked), true }, false},
 	{"writes_lost", func(m metrics) (float64, bool) { return float64(m.WritesLost), true }, false},
 	{"isolated_writes_accepted", func(m metrics) (float64, bool) {

@@ -69,12 +69,16 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 		defer t.Stop()
 		for {
 			smp := vipSample{At: clk.now()}
+			mac := c.d.client.neighbourMAC(vip)
 			for _, m := range c.d.masters {
 				if m.holdsAddr(vip) {
 					smp.Holders = append(smp.Holders, m.Name)
 					if m.linkUp() {
 						smp.Reachable = append(smp.Reachable, m.Name)
 					}
+				}
+				if mac != "" && mac == m.MAC {
+					smp.ClientARP = m.Name
 				}
 			}
 			s.rec.mu.Lock()

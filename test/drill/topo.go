@@ -49,6 +49,8 @@ type host struct {
 	Iface      string // "eth0" inside the host
 	BridgePort string // "p-m1" in the bridge namespace
 
+	MAC string // of Iface
+
 	mu    sync.Mutex
 	procs []*proc
 	link  bool // bridge port up
@@ -171,6 +173,11 @@ func (t *topology) addHost(name string, octet int) (*host, error) {
 	if h.nl, err = netlink.NewHandleAt(nsh); err != nil {
 		return nil, fmt.Errorf("topology: netlink in %s: %w", h.NS, err)
 	}
+	l, err := h.nl.LinkByName(h.Iface)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %s in %s: %w", h.Iface, h.NS, err)
+	}
+	h.MAC = l.Attrs().HardwareAddr.String()
 	return h, nil
 }
 
@@ -343,6 +350,22 @@ func (h *host) carrier() bool {
 	}
 	f := l.Attrs().RawFlags
 	return f&unix.IFF_UP != 0 && f&unix.IFF_RUNNING != 0
+}
+
+// neighbourMAC returns the link-layer address the host's neighbour table holds for addr,
+// or "" when it has no usable entry.
+func (h *host) neighbourMAC(addr netip.Addr) string {
+	neighs, err := h.nl.NeighList(0, netlink.FAMILY_V4)
+	if err != nil {
+		return ""
+	}
+	for _, n := range neighs {
+		if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == addr && len(n.HardwareAddr) > 0 &&
+			n.State&(netlink.NUD_INCOMPLETE|netlink.NUD_FAILED) == 0 {
+			return n.HardwareAddr.String()
+		}
+	}
+	return ""
 }
 
 // holdsAddr reports whether addr is configured on any interface of the host.
