@@ -332,7 +332,8 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +
 		"`watch_gap_s` fault -> first informer event for an object written after the fault (`never`: not within the recording window); `split_brain_s` time two reachable hosts held the VIP; " +
 		"`writes_lost` acknowledged writes missing when read back from m2; `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
-		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz. " +
+		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
+		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +
 		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")
 	if len(failures) > 0 {
 		h.WriteString("**FAILED:**\n\n")
