@@ -22,13 +22,12 @@ func statusFor(code int32, reason metav1.StatusReason, msg string) metav1.Status
 // Discovery serves /api, /apis and the per-group and per-version documents,
 // legacy and aggregated (apidiscovery.k8s.io v2 and v2beta1).
 type Discovery struct {
-	groups     []schema.GroupVersion // sorted: core first, then as installed
-	lists      map[schema.GroupVersion]*metav1.APIResourceList
-	aggCore    *apidiscoveryv2.APIGroupDiscoveryList
-	aggGroups  *apidiscoveryv2.APIGroupDiscoveryList
-	docs       map[string][]byte // precomputed bodies by key
-	etags      map[string]string
-	serverAddr string
+	groups    []schema.GroupVersion // sorted: core first, then as installed
+	lists     map[schema.GroupVersion]*metav1.APIResourceList
+	aggCore   *apidiscoveryv2.APIGroupDiscoveryList
+	aggGroups *apidiscoveryv2.APIGroupDiscoveryList
+	docs      map[string][]byte // precomputed bodies by key
+	etags     map[string]string
 }
 
 // NewDiscovery precomputes the discovery documents for resources.

@@ -31,10 +31,6 @@ type scope struct {
 
 func (s *scope) gr() schema.GroupResource { return s.names.GroupResource() }
 
-func (s *scope) nsName(r *http.Request, pathNS, pathName string) (string, string) {
-	return pathNS, pathName
-}
-
 func (s *scope) get(w http.ResponseWriter, r *http.Request, ns, name string) {
 	opts := &metav1.GetOptions{}
 	if err := decodeQuery(r, opts); err != nil {

@@ -1,5 +1,7 @@
 package registry
 
+//lint:file-ignore SA1019 core/v1 Endpoints is deprecated upstream but still served (the issue asks for it)
+
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"

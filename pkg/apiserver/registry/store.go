@@ -9,8 +9,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -114,7 +114,7 @@ func (s *Store) checkName(name string) error {
 	if name == "" {
 		return apierrors.NewBadRequest("name is required")
 	}
-	for _, msg := range path.IsValidPathSegmentName(name) {
+	for _, msg := range content.IsPathSegmentName(name) {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid name %q: %s", name, msg))
 	}
 	return nil
@@ -409,6 +409,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
 		if na.GetUID() != "" && na.GetUID() != ca.GetUID() {
+			//lint:ignore ST1005 upstream's exact message, which clients may match
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
 		}
 		if statusOnly {

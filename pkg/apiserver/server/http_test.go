@@ -174,7 +174,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("compacted exact list is 410", func(t *testing.T) {
-		resp, body := e.do(e.admin, "GET", cms, "", nil, nil)
+		_, body := e.do(e.admin, "GET", cms, "", nil, nil)
 		var list metav1.List
 		_ = json.Unmarshal(body, &list)
 		old := list.ResourceVersion
@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 		if _, err := s.EtcdClient().Compact(ctx, r.Header.Revision); err != nil {
 			t.Fatal(err)
 		}
-		resp, body = e.do(e.admin, "GET", cms+"?resourceVersion="+old+"&resourceVersionMatch=Exact", "", nil, nil)
+		resp, body := e.do(e.admin, "GET", cms+"?resourceVersion="+old+"&resourceVersionMatch=Exact", "", nil, nil)
 		if resp.StatusCode != 410 || !strings.Contains(string(body), `"reason":"Expired"`) {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}

@@ -1,5 +1,7 @@
 package tableconvert
 
+//lint:file-ignore SA1019 core/v1 Endpoints is deprecated upstream but still served (the issue asks for it)
+
 // The printers below port kube-apiserver's pkg/printers/internalversion for
 // the kinds hacp serves, with all priority-1 (wide) columns filled: the
 // server always sends them and kubectl hides them unless -o wide.

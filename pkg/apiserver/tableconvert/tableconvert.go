@@ -94,7 +94,6 @@ func convert(obj runtime.Object, opts metav1.TableOptions, now time.Time, custom
 			table.ResourceVersion = l.GetResourceVersion()
 			table.Continue = l.GetContinue()
 			table.RemainingItemCount = l.GetRemainingItemCount()
-			table.SelfLink = l.GetSelfLink()
 		}
 	} else {
 		items = []runtime.Object{obj}

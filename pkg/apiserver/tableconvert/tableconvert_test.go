@@ -1,5 +1,7 @@
 package tableconvert
 
+//lint:file-ignore SA1019 core/v1 Endpoints is deprecated upstream but still served (the issue asks for it)
+
 import (
 	"encoding/json"
 	"reflect"
