@@ -363,6 +363,10 @@ func (d *Daemon) watchLinks(ctx context.Context) error {
 	ch := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	err := netlink.LinkSubscribeWithOptions(ch, done, netlink.LinkSubscribeOptions{
+		// The state read in New may be stale by now: a link that came up (or went down)
+		// between New and Run would otherwise never be seen. ListExisting replays every
+		// link's current state through the subscription.
+		ListExisting: true,
 		ErrorCallback: func(err error) {
 			if ctx.Err() == nil {
 				d.log.Error("link watch", "err", err.Error())

@@ -637,6 +637,20 @@ func TestLinkDownFault(t *testing.T) {
 	}
 }
 
+// TestStartWithLinkDown: a vipd started while its link has no carrier (a master coming
+// back before its network) is FAULT, and leaves FAULT when the carrier appears.
+func TestStartWithLinkDown(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+	startVipd(t, m2, baseArgs(100)...)
+	waitHolder(t, "m2", 10*time.Second, m1, m2)
+	m1.SetLink(false)
+	startVipd(t, m1, baseArgs(101)...)
+	waitFor(t, 5*time.Second, "m1 FAULT while its link is down", func() bool { return state(m1) == "FAULT" })
+	m1.SetLink(true)
+	waitHolder(t, "m1", 5*time.Second, m1, m2)
+}
+
 // TestNoPreempt: with --nopreempt a returning higher-priority router stays BACKUP.
 func TestNoPreempt(t *testing.T) {
 	n := netns.New(t, "hv-", subnet)
