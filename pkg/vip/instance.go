@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hacp/hacp/pkg/vrrp"
@@ -30,6 +31,8 @@ type instance struct {
 	binder addrBinder
 	filter vrrp.Filter
 	m      *vrrp.Machine
+
+	reassertBurst atomic.Bool // a burst after re-asserting mastership is pending
 
 	adverts chan vrrp.Event
 	recheck chan struct{} // health or link state changed
@@ -252,10 +255,26 @@ func (in *instance) gen() uint64 {
 
 // exec carries out the state machine's actions in order.
 func (in *instance) exec(acts []vrrp.Action, now time.Time) {
-	announced := false
+	announced, transitioned := false, false
 	defer func() {
-		if announced {
-			in.announceRest(in.gen()) // after the transition, so the burst knows its mastership
+		if !announced {
+			return
+		}
+		gen := in.gen() // after the transition, so the burst knows its mastership
+		in.announceRest(gen)
+		if !transitioned {
+			// Re-asserting against a lower-priority router that thought it was master: it
+			// may have announced the VIP just after us. It steps down when our advert
+			// reaches it, so announce once more an advert interval later, instead of leaving
+			// hosts pointed at it until the repeat burst.
+			if in.reassertBurst.CompareAndSwap(false, true) {
+				go func() {
+					defer in.reassertBurst.Store(false)
+					if in.sleepAsMaster(in.r.Interval, gen) {
+						in.burst(gen)
+					}
+				}()
+			}
 		}
 	}()
 	for _, a := range acts {
@@ -280,6 +299,7 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			announced = true
 		case vrrp.ActTransition:
 			in.transition(a, now)
+			transitioned = true
 		case vrrp.ActHoldDown:
 			in.log.Warn("flap damping: holding in BACKUP", "until", a.Until.Format(time.RFC3339), "reason", a.Reason)
 		}
