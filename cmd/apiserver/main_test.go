@@ -64,6 +64,8 @@ func TestConfig(t *testing.T) {
 		{"bad values name file, line and key", []string{"--config", bad, "--check-config"}, 2, []string{bad + ":2: bind-address:", bad + ":3: etcd-initial-cluster-state:"}},
 		{"unknown key", []string{"--config", unknown}, 2, []string{unknown + ":2:", "secure-prot"}},
 		{"bad flag", []string{"--secure-port", "70000", "--check-config"}, 2, []string{"secure-port"}},
+		{"election timeout below 5 heartbeats", []string{"--etcd-heartbeat-interval", "100ms", "--etcd-election-timeout", "300ms", "--check-config"}, 2, []string{"flag --etcd-election-timeout: must be at least 5 heartbeat intervals"}},
+		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

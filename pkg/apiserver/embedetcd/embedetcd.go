@@ -35,6 +35,8 @@ type Config struct {
 	StartTimeout            time.Duration // how long to wait for the member to be ready
 	LogLevel                string        // etcd's zap level; "error" by default
 	AutoCompactionRetention string        // periodic compaction retention ("0" = off)
+	HeartbeatInterval       time.Duration // Raft heartbeat; etcd's default (100ms) when zero
+	ElectionTimeout         time.Duration // Raft election timeout; etcd's default (1s) when zero
 }
 
 // Server is a running embedded member.
@@ -94,6 +96,12 @@ func Start(cfg Config) (*Server, error) {
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if cfg.ProgressNotifyInterval > 0 {
 		ec.WatchProgressNotifyInterval = cfg.ProgressNotifyInterval
+	}
+	if cfg.HeartbeatInterval > 0 {
+		ec.TickMs = uint(cfg.HeartbeatInterval.Milliseconds())
+	}
+	if cfg.ElectionTimeout > 0 {
+		ec.ElectionMs = uint(cfg.ElectionTimeout.Milliseconds())
 	}
 	if cfg.AutoCompactionRetention != "" {
 		ec.AutoCompactionMode = embed.CompactorModePeriodic

@@ -44,6 +44,8 @@ type Config struct {
 	EtcdPeerClientCertAuth      bool          `yaml:"etcd-peer-client-cert-auth"`
 	EtcdUnsafeNoFsync           bool          `yaml:"etcd-unsafe-no-fsync"`
 	EtcdAutoCompactionRetention string        `yaml:"etcd-auto-compaction-retention"`
+	EtcdHeartbeatInterval       time.Duration `yaml:"etcd-heartbeat-interval"`
+	EtcdElectionTimeout         time.Duration `yaml:"etcd-election-timeout"`
 	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
 
 	MaxRequestsInflight         int           `yaml:"max-requests-inflight"`
@@ -67,6 +69,8 @@ func DefaultConfig() *Config {
 		EtcdListenPeerURL:           "http://127.0.0.1:2380",
 		EtcdInitialClusterState:     "new",
 		EtcdAutoCompactionRetention: "5m",
+		EtcdHeartbeatInterval:       100 * time.Millisecond,
+		EtcdElectionTimeout:         time.Second,
 		WatchBookmarkInterval:       time.Minute,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
@@ -107,6 +111,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdPeerTrustedCAFile, "etcd-peer-trusted-ca-file", c.EtcdPeerTrustedCAFile, "peer TLS CA `file`")
 	fs.BoolVar(&c.EtcdPeerClientCertAuth, "etcd-peer-client-cert-auth", c.EtcdPeerClientCertAuth, "require peer client certificates")
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
+	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval)")
+	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout); a leader that dies with its master costs about this much write time")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
@@ -145,6 +151,11 @@ func (c *Config) Validate() error {
 	}
 	if c.EtcdInitialClusterState != "new" && c.EtcdInitialClusterState != "existing" {
 		errs = append(errs, config.FieldErrorf("etcd-initial-cluster-state", "must be new or existing, not %q", c.EtcdInitialClusterState))
+	}
+	if c.EtcdHeartbeatInterval < time.Millisecond {
+		errs = append(errs, config.FieldErrorf("etcd-heartbeat-interval", "must be at least 1ms, not %v", c.EtcdHeartbeatInterval))
+	} else if c.EtcdElectionTimeout < 5*c.EtcdHeartbeatInterval || c.EtcdElectionTimeout > 50*time.Second {
+		errs = append(errs, config.FieldErrorf("etcd-election-timeout", "must be at least 5 heartbeat intervals (%v) and at most 50s, not %v", 5*c.EtcdHeartbeatInterval, c.EtcdElectionTimeout))
 	}
 	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
 		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))

@@ -205,6 +205,8 @@ func (s *Server) startEtcd() error {
 		PeerClientCertAuth:      s.cfg.EtcdPeerClientCertAuth,
 		UnsafeNoFsync:           s.cfg.EtcdUnsafeNoFsync,
 		AutoCompactionRetention: s.cfg.EtcdAutoCompactionRetention,
+		HeartbeatInterval:       s.cfg.EtcdHeartbeatInterval,
+		ElectionTimeout:         s.cfg.EtcdElectionTimeout,
 		LogLevel:                "off",
 	})
 	if err != nil {
