@@ -84,7 +84,6 @@ func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Cli
 type recorder struct {
 	mu       sync.Mutex
 	requests []request
-	watch    []watchEvent
 	vip      []vipSample
 	probes   []probe
 	health   []probe
@@ -93,12 +92,6 @@ type recorder struct {
 func (r *recorder) addRequest(q request) {
 	r.mu.Lock()
 	r.requests = append(r.requests, q)
-	r.mu.Unlock()
-}
-
-func (r *recorder) addWatch(e watchEvent) {
-	r.mu.Lock()
-	r.watch = append(r.watch, e)
 	r.mu.Unlock()
 }
 

@@ -78,6 +78,8 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 		"--etcd-initial-cluster", strings.Join(initial, ","),
 		"--etcd-initial-cluster-state", state,
 		"--etcd-listen-peer-urls", peerURL(m),
+		"--etcd-heartbeat-interval", c.d.opts.etcdHeartbeat.String(),
+		"--etcd-election-timeout", c.d.opts.etcdElection.String(),
 	}
 }
 

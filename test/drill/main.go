@@ -37,6 +37,8 @@ type options struct {
 	binDir        string
 	writeInterval time.Duration
 	keep          bool
+	etcdHeartbeat time.Duration
+	etcdElection  time.Duration
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -70,6 +72,8 @@ func run() int {
 	flag.BoolVar(&o.quick, "quick", false, "shorter recording windows (about half the run time)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "`directory` holding apiserver, vipd and lbproxy (make build); built into a temp dir when missing")
 	flag.DurationVar(&o.writeInterval, "write-interval", 10*time.Millisecond, "least time between the starts of two writes of the client")
+	flag.DurationVar(&o.etcdHeartbeat, "etcd-heartbeat-interval", 50*time.Millisecond, "Raft heartbeat of every apiserver's embedded etcd member (all stacks)")
+	flag.DurationVar(&o.etcdElection, "etcd-election-timeout", 500*time.Millisecond, "Raft election timeout of every embedded etcd member (all stacks): what a leader dying with its master costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
 	var err error
@@ -327,6 +331,7 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		spec := map[string]stackSpec{stackHACP: hacpStack(d.opts.advert), stackAnchor: guideStack(), stackAnchorTuned: tunedStack(d.opts.advert)}[s]
 		fmt.Fprintf(&h, "- **%s**: %s\n", s, spec.describe())
 	}
+	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
 	fmt.Fprintf(&h, "\nClient: one writer creating ConfigMaps through the VIP with client-go, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
 	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a TLS handshake through it completed (one started every 50 ms, 1 s patience; `never`: the VIP did not move); " +
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +

@@ -226,16 +226,6 @@ func (h *host) start(name string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-// exec runs a command inside the host to completion.
-func (h *host) exec(ctx context.Context, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + h.NS, "--", name}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s: %s %s: %w: %s", h.Name, name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return string(out), nil
-}
-
 func (p *proc) signal(sig syscall.Signal) {
 	if p.Cmd.Process != nil {
 		_ = p.Cmd.Process.Signal(sig)
