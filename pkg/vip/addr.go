@@ -3,6 +3,7 @@ package vip
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"syscall"
@@ -16,9 +17,11 @@ import (
 // carry a valid lifetime that the daemon refreshes while master, so that a killed or hung
 // vipd cannot leave them on the interface for good.
 type addrBinder struct {
-	iface    string
-	label    string
-	lifetime time.Duration
+	iface      string
+	label      string
+	lifetime   time.Duration
+	resetConns bool // abort the connections using an address before removing it
+	log        *slog.Logger
 }
 
 func (b *addrBinder) link() (netlink.Link, error) {
@@ -66,6 +69,16 @@ func (b *addrBinder) remove(ps []netip.Prefix) error {
 	if err != nil {
 		return err
 	}
+	if b.resetConns {
+		// Before the address goes: afterwards the kernel could not send the resets from it.
+		n, err := resetConnections(ps)
+		if err != nil {
+			b.log.Warn("cannot reset connections to the virtual addresses", "err", err.Error())
+		}
+		if n > 0 {
+			b.log.Info("reset connections to the virtual addresses", "count", n)
+		}
+	}
 	var errs []error
 	for _, p := range ps {
 		err := netlink.AddrDel(l, b.nlAddr(p))
@@ -75,6 +88,59 @@ func (b *addrBinder) remove(ps []netip.Prefix) error {
 	}
 	return errors.Join(errs...)
 }
+
+// resetConnections aborts every TCP connection whose local address is an IPv4 address of ps
+// (also those accepted by dual-stack listeners, which the kernel keeps as IPv6 sockets with
+// v4-mapped addresses). The kernel answers each abort with a reset to the client, which then
+// reconnects, through the VIP, to the new master: without it a client waiting for a response
+// or holding a quiet watch would wait for its own timeout or keepalive. Listening sockets are
+// left alone. It returns how many connections it aborted.
+func resetConnections(ps []netip.Prefix) (int, error) {
+	vips := map[netip.Addr]bool{}
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			vips[p.Addr()] = true
+		}
+	}
+	if len(vips) == 0 {
+		return 0, nil
+	}
+	var errs []error
+	n := 0
+	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := netlink.SocketDiagTCP(family)
+		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+			errs = append(errs, fmt.Errorf("vip: list TCP sockets: %w", err))
+			continue
+		}
+		for _, s := range socks {
+			local, ok := netip.AddrFromSlice(s.ID.Source)
+			if !ok || !vips[local.Unmap()] || s.State == tcpListen || s.State == tcpTimeWait || s.State == tcpClose {
+				continue
+			}
+			remote, ok := netip.AddrFromSlice(s.ID.Destination)
+			if !ok || !remote.Unmap().Is4() {
+				continue
+			}
+			err := netlink.SocketDestroy(
+				&net.TCPAddr{IP: local.Unmap().AsSlice(), Port: int(s.ID.SourcePort)},
+				&net.TCPAddr{IP: remote.Unmap().AsSlice(), Port: int(s.ID.DestinationPort)})
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
+				errs = append(errs, fmt.Errorf("vip: abort connection %s:%d -> %s:%d: %w", local.Unmap(), s.ID.SourcePort, remote.Unmap(), s.ID.DestinationPort, err))
+				continue
+			}
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// TCP states as the kernel numbers them (include/net/tcp_states.h).
+const (
+	tcpTimeWait = 6
+	tcpClose    = 7
+	tcpListen   = 10
+)
 
 // primaryAddr returns the address adverts are sent from: the first IPv4 address of iface
 // that is not a VIP, or for IPv6 its link-local address (RFC 5798 section 5.1.2.1).

@@ -27,6 +27,7 @@ type Config struct {
 	GARPRepeatDelay time.Duration `yaml:"garp-repeat-delay"`
 	GARPRefresh     time.Duration `yaml:"garp-refresh"`
 	VIPLifetime     time.Duration `yaml:"vip-lifetime"`
+	ResetConns      bool          `yaml:"reset-connections"`
 
 	CheckURL      string        `yaml:"check-url"`
 	CheckInterval time.Duration `yaml:"check-interval"`
@@ -84,6 +85,7 @@ func DefaultConfig() *Config {
 		GARPSpacing:     0,
 		GARPRepeatDelay: 5 * time.Second,
 		VIPLifetime:     0,
+		ResetConns:      true,
 		CheckURL:        "https://127.0.0.1:6443/healthz",
 		CheckInterval:   time.Second,
 		CheckTimeout:    time.Second,
@@ -140,6 +142,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.GARPSpacing, "garp-spacing", c.GARPSpacing, "`delay` between the gratuitous ARPs of one burst")
 	fs.DurationVar(&c.GARPRepeatDelay, "garp-repeat-delay", c.GARPRepeatDelay, "send a second burst this `duration` after becoming master (0 disables; keepalived's garp_master_delay)")
 	fs.DurationVar(&c.GARPRefresh, "garp-refresh", c.GARPRefresh, "while master, repeat a burst every `interval` (0 disables)")
+	fs.BoolVar(&c.ResetConns, "reset-connections", c.ResetConns, "when giving up an IPv4 VIP, abort the TCP connections that use it (the kernel sends each client a reset) so clients reconnect to the new master at once instead of waiting for a timeout; long watches included")
 	fs.DurationVar(&c.VIPLifetime, "vip-lifetime", c.VIPLifetime, "netlink valid `lifetime` of the virtual addresses, refreshed while master so a killed vipd cannot leave them behind (0: max(2s, 5 x advert interval), rounded up to whole seconds)")
 
 	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes the local apiserver directly, not through lbproxy")

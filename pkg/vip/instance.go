@@ -100,7 +100,7 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		log:     d.log.With("instance", r.Name),
 		ifi:     ifi,
 		self:    self,
-		binder:  addrBinder{iface: r.Iface, label: r.Label, lifetime: lifetime},
+		binder:  addrBinder{iface: r.Iface, label: r.Label, lifetime: lifetime, resetConns: g.ResetConns, log: d.log.With("instance", r.Name)},
 		filter:  vrrp.Filter{Version: r.Version, VRID: r.VRID, AuthPass: r.AuthPass, Interval: r.Interval},
 		adverts: make(chan vrrp.Event, 64),
 		recheck: make(chan struct{}, 1),

@@ -666,3 +666,63 @@ func TestNoPreempt(t *testing.T) {
 		t.Fatalf("VIP holders %v, want [m2]: --nopreempt must not take the VIP back", got)
 	}
 }
+
+// TestGivingUpVIPResetsConnections: when a master gives up the VIP, the clients of
+// connections to the VIP (here a quiet one, like a watch) get a reset at once and can
+// reconnect to the new master; with --reset-connections=false they are left waiting.
+func TestGivingUpVIPResetsConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		extra     []string
+		wantReset bool
+	}{
+		{"default", nil, true},
+		{"disabled", []string{"--reset-connections=false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := netns.New(t, "hv-", subnet)
+			m1, m2, c := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("c", 10)
+			var ln net.Listener
+			if err := m1.Do(func() (err error) {
+				ln, err = net.Listen("tcp", ":7443") // dual-stack, as lbproxy's ":8443"
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					t.Cleanup(func() { conn.Close() })
+				}
+			}()
+			p1 := startVipd(t, m1, baseArgs(101, tc.extra...)...)
+			startVipd(t, m2, baseArgs(100, tc.extra...)...)
+			waitHolder(t, "m1", 10*time.Second, m1, m2)
+
+			var conn net.Conn
+			if err := c.Do(func() (err error) {
+				conn, err = net.DialTimeout("tcp", vipA+":7443", 5*time.Second)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+
+			p1.Signal(syscall.SIGTERM)
+			waitHolder(t, "m2", 5*time.Second, m1, m2)
+			_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err := conn.Read(make([]byte, 1))
+			var ne net.Error
+			switch {
+			case tc.wantReset && !errors.Is(err, syscall.ECONNRESET):
+				t.Fatalf("read after the VIP moved: %v, want a connection reset", err)
+			case !tc.wantReset && !(errors.As(err, &ne) && ne.Timeout()):
+				t.Fatalf("read after the VIP moved: %v, want the client left waiting (timeout)", err)
+			}
+		})
+	}
+}
