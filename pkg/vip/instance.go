@@ -32,7 +32,7 @@ type instance struct {
 	filter vrrp.Filter
 	m      *vrrp.Machine
 
-	reassertBurst atomic.Bool // a burst after re-asserting mastership is pending
+	settleBurst atomic.Bool // the burst that follows a takeover or re-assertion is pending
 
 	adverts chan vrrp.Event
 	recheck chan struct{} // health or link state changed
@@ -255,26 +255,26 @@ func (in *instance) gen() uint64 {
 
 // exec carries out the state machine's actions in order.
 func (in *instance) exec(acts []vrrp.Action, now time.Time) {
-	announced, transitioned := false, false
+	announced := false
 	defer func() {
 		if !announced {
 			return
 		}
 		gen := in.gen() // after the transition, so the burst knows its mastership
 		in.announceRest(gen)
-		if !transitioned {
-			// Re-asserting against a lower-priority router that thought it was master: it
-			// may have announced the VIP just after us. It steps down when our advert
-			// reaches it, so announce once more an advert interval later, instead of leaving
-			// hosts pointed at it until the repeat burst.
-			if in.reassertBurst.CompareAndSwap(false, true) {
-				go func() {
-					defer in.reassertBurst.Store(false)
-					if in.sleepAsMaster(in.r.Interval, gen) {
-						in.burst(gen)
-					}
-				}()
-			}
+		// Backups whose master-down timers fire within a millisecond of each other (priorities
+		// 100 and 99 differ by 0.4 ms of skew at 100 ms adverts) both take over, and the
+		// loser's announcements may reach hosts after ours. It steps down as soon as our
+		// advert reaches it, so announce once more two advert intervals later, instead of
+		// leaving hosts pointed at it until the repeat burst. The same holds after
+		// re-asserting against a lower-priority router that claimed the VIP.
+		if in.settleBurst.CompareAndSwap(false, true) {
+			go func() {
+				defer in.settleBurst.Store(false)
+				if in.sleepAsMaster(2*in.r.Interval, gen) {
+					in.burst(gen)
+				}
+			}()
 		}
 	}()
 	for _, a := range acts {
@@ -299,7 +299,6 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			announced = true
 		case vrrp.ActTransition:
 			in.transition(a, now)
-			transitioned = true
 		case vrrp.ActHoldDown:
 			in.log.Warn("flap damping: holding in BACKUP", "until", a.Until.Format(time.RFC3339), "reason", a.Reason)
 		}

@@ -726,3 +726,31 @@ func TestGivingUpVIPResetsConnections(t *testing.T) {
 		})
 	}
 }
+
+// TestSimultaneousTakeover: two backups of equal priority take over at the same moment when
+// the master crashes; the one with the higher address wins, and whatever order their
+// gratuitous ARPs reached a third host in, the winner's follow-up announcement leaves that
+// host pointed at the winner (the 5 s repeat burst is off, so only that one can do it). Run
+// several rounds: the order of the first announcements is a race.
+func TestSimultaneousTakeover(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
+			n := netns.New(t, "hv-", subnet)
+			m1, m2, m3 := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("m3", 13)
+			client := n.AddHost("c", 50)
+			args := func(prio int) []string { return baseArgs(prio, "--garp-repeat-delay", "0") }
+			startVipd(t, m1, args(101)...)
+			startVipd(t, m2, args(100)...)
+			startVipd(t, m3, args(100)...)
+			waitHolder(t, "m1", 10*time.Second, m1, m2, m3)
+			if !ping(client, vipA) {
+				t.Fatal("client cannot ping the VIP on m1")
+			}
+			m1.Crash()
+			waitHolder(t, "m3", 5*time.Second, m2, m3) // equal priority: the higher address wins
+			waitFor(t, 5*time.Second, "client neighbour entry for the VIP names the winner m3", func() bool {
+				return neighbour(client, vipA) == mac(t, m3)
+			})
+		})
+	}
+}
