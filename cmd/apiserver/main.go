@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,9 +40,7 @@ func run(args []string) int {
 	if err != nil {
 		return config.Exit(program.Name, err)
 	}
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	log := config.NewLogger(os.Stderr, cfg.LogLevel)
 	s, err := server.New(cfg, log)
 	if err != nil {
 		return config.Exit(program.Name, err)

@@ -42,7 +42,7 @@ func run(args []string) int {
 	if err != nil {
 		return config.Exit(program.Name, err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level(cfg.LogLevel)}))
+	log := config.NewLogger(os.Stderr, cfg.LogLevel)
 	p, err := lb.New(cfg, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lbproxy: %v\n", err)
@@ -84,10 +84,4 @@ func reload(p *lb.Proxy, args []string, log *slog.Logger) {
 		return
 	}
 	log.Info("reloaded", "backends", len(cfg.Backends))
-}
-
-func level(s string) slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(s))
-	return l
 }

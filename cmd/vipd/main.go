@@ -6,7 +6,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,7 +46,7 @@ func run(args []string) int {
 	if err != nil {
 		return config.Exit(program.Name, err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level(cfg.LogLevel)}))
+	log := config.NewLogger(os.Stderr, cfg.LogLevel)
 	d, err := vip.New(cfg, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vipd: %v\n", err)
@@ -75,10 +74,4 @@ func run(args []string) int {
 	}
 	log.Info("vipd stopped")
 	return 0
-}
-
-func level(s string) slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(s))
-	return l
 }
