@@ -43,6 +43,9 @@ type Config struct {
 	Prefix           string // etcd key prefix, "/registry" by default
 	BookmarkInterval time.Duration
 	Logger           *slog.Logger
+	// AttemptTimeout bounds one etcd request of a write, which is then retried (see
+	// storage.Config.AttemptTimeout).
+	AttemptTimeout time.Duration
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -64,7 +67,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{}}
 	for _, k := range Kinds() {
-		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval})
+		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		s := &Store{kind: k, storage: st}
 		res := &Resource{Store: s, Subresources: map[string]Storage{}}
 		if k.Status {

@@ -77,7 +77,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	regCtx, cancel := context.WithCancel(context.Background())
 	s.regCtx = cancel
-	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log})
+	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
+		AttemptTimeout: s.cfg.EtcdElectionTimeout})
 	if err := s.registry.Start(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()

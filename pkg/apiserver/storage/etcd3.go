@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,12 @@ type Config struct {
 	Codec            Codec                 // JSONCodec if nil
 	NewFunc          func() runtime.Object // a new empty object
 	BookmarkInterval time.Duration         // watch bookmarks, when asked for (default 15s)
+	// AttemptTimeout bounds one etcd request of a write (its reads and its transaction). An
+	// attempt that runs out, or fails because etcd's leader changed, is tried again until the
+	// caller's context ends. A proposal forwarded to a leader that just died is lost, and etcd
+	// itself would only give up on it after seconds; set this to about the cluster's election
+	// timeout. Retried writes stay exactly-once: see Create. Zero: one attempt, no bound.
+	AttemptTimeout time.Duration
 }
 
 // Etcd3 implements Interface on an etcd v3 client.
@@ -86,6 +93,10 @@ func wrapEtcdErr(key string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var se *Error
+	if errors.As(err, &se) {
+		return err
+	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return &Error{Code: ErrCodeExpired, Key: key, Msg: err.Error()}
 	}
@@ -110,6 +121,47 @@ func (s *Etcd3) Revision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// retryable reports whether a failed etcd attempt may be tried again: it ran out of its own
+// time (not the caller's), or etcd lost or changed its leader meanwhile.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded,
+		errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrNoLeader),
+		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), status.Code(err) == codes.Unavailable:
+		return true
+	}
+	return false
+}
+
+// attempt runs op, bounded by AttemptTimeout, again after each retryable failure until ctx
+// ends. retried tells op whether an earlier attempt may have been applied after all.
+func (s *Etcd3) attempt(ctx context.Context, op func(ctx context.Context, retried bool) error) error {
+	if s.cfg.AttemptTimeout <= 0 {
+		return op(ctx, false)
+	}
+	for retried := false; ; retried = true {
+		actx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
+		err := op(actx, retried)
+		cancel()
+		if err == nil || !retryable(ctx, err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Create writes obj at key if nothing is there. When an attempt is retried (see
+// AttemptTimeout), an earlier one may have been applied meanwhile: the retry then finds the
+// very bytes it writes (they hold the object's uid and creation time) and reports success
+// with them rather than AlreadyExists, so a create happens once and is acknowledged once.
 func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object) error {
 	a, err := meta.Accessor(obj)
 	if err != nil {
@@ -122,18 +174,47 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return err
 	}
-	k := s.fullKey(key)
-	resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(clientv3.OpPut(k, string(data))).Commit()
+	var rev int64
+	err = s.attempt(ctx, func(ctx context.Context, retried bool) (err error) {
+		rev, err = s.createOnce(ctx, key, data, retried)
+		return err
+	})
 	if err != nil {
 		return wrapEtcdErr(key, err)
 	}
-	if !resp.Succeeded {
-		return &Error{Code: ErrCodeExists, Key: key}
-	}
 	if out != nil {
-		return s.into(obj, data, resp.Header.Revision, out)
+		return s.into(obj, data, rev, out)
 	}
 	return nil
+}
+
+// createOnce is one attempt of Create; it returns the revision of the object at key.
+func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, retried bool) (int64, error) {
+	k := s.fullKey(key)
+	resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, string(data))).Else(clientv3.OpGet(k)).Commit()
+	if err != nil {
+		return 0, err
+	}
+	if resp.Succeeded {
+		return resp.Header.Revision, nil
+	}
+	if kv := elseKV(resp); retried && kv != nil && string(kv.Value) == string(data) {
+		return kv.ModRevision, nil // our own earlier attempt
+	}
+	return 0, &Error{Code: ErrCodeExists, Key: key}
+}
+
+// elseKV returns the key-value of a transaction's OpGet Else branch, or nil.
+func elseKV(resp *clientv3.TxnResponse) *mvccpb.KeyValue {
+	if len(resp.Responses) == 0 {
+		return nil
+	}
+	r := resp.Responses[0].GetResponseRange()
+	if r == nil || len(r.Kvs) == 0 {
+		return nil
+	}
+	return r.Kvs[0]
 }
 
 // into gives out the state just written: a copy of obj when the types match
@@ -361,7 +442,11 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Object, ignoreNotFound bool, precond *Preconditions, tryUpdate UpdateFunc) error {
 	k := s.fullKey(key)
 	for {
-		resp, err := s.client.Get(ctx, k)
+		var resp *clientv3.GetResponse
+		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
+			resp, err = s.client.Get(ctx, k)
+			return err
+		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
@@ -394,21 +479,38 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 			// No change: no write, same resourceVersion, as upstream.
 			return s.decode(data, modRev, out)
 		}
-		txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).Then(clientv3.OpPut(k, string(data))).Commit()
+		var rev int64
+		err = s.attempt(ctx, func(ctx context.Context, retried bool) error {
+			txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).
+				Then(clientv3.OpPut(k, string(data))).Else(clientv3.OpGet(k)).Commit()
+			switch {
+			case err != nil:
+				return err
+			case txn.Succeeded:
+				rev = txn.Header.Revision
+			case retried && elseKV(txn) != nil && string(elseKV(txn).Value) == string(data):
+				rev = elseKV(txn).ModRevision // our own earlier attempt was applied
+			}
+			return nil
+		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
-		if !txn.Succeeded {
+		if rev == 0 {
 			continue // someone else wrote in between: retry on the fresh object
 		}
-		return s.into(updated, data, txn.Header.Revision, out)
+		return s.into(updated, data, rev, out)
 	}
 }
 
 func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, precond *Preconditions, validate ValidateFunc) error {
 	k := s.fullKey(key)
 	for {
-		resp, err := s.client.Get(ctx, k)
+		var resp *clientv3.GetResponse
+		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
+			resp, err = s.client.Get(ctx, k)
+			return err
+		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
@@ -428,11 +530,22 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 				return err
 			}
 		}
-		txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).Then(clientv3.OpDelete(k)).Commit()
+		deleted := false
+		err = s.attempt(ctx, func(ctx context.Context, retried bool) error {
+			txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
+				Then(clientv3.OpDelete(k)).Else(clientv3.OpGet(k)).Commit()
+			if err != nil {
+				return err
+			}
+			// On a retry, a key that is gone was deleted by our earlier attempt (or by
+			// someone else after it: either way this delete is done).
+			deleted = txn.Succeeded || (retried && elseKV(txn) == nil)
+			return nil
+		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
-		if !txn.Succeeded {
+		if !deleted {
 			continue
 		}
 		if out != nil {
