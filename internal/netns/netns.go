@@ -66,7 +66,7 @@ func New(t testing.TB, prefix, subnet string) *Net {
 		t.Fatalf("netns: subnet %q is not three octets inside 10.77.0.0/16", subnet)
 	}
 	n := &Net{t: t, prefix: prefix, subnet: subnet, BridgeNS: prefix + "br"}
-	deleteNS(n.BridgeNS) // a leftover of an interrupted run
+	Delete(n.BridgeNS) // a leftover of an interrupted run
 	t.Cleanup(n.destroy)
 	n.ip("netns", "add", n.BridgeNS)
 	n.ip("-n", n.BridgeNS, "link", "set", "lo", "up")
@@ -83,7 +83,7 @@ func (n *Net) AddHost(name string, octet int) *Host {
 	if len(h.NS) > 30 || len(h.BridgePort) > 15 {
 		n.t.Fatalf("netns: host name %q too long", name)
 	}
-	deleteNS(h.NS)
+	Delete(h.NS)
 	n.mu.Lock()
 	n.hosts = append(n.hosts, h)
 	n.mu.Unlock()
@@ -113,21 +113,26 @@ func (n *Net) ip(args ...string) {
 func (n *Net) destroy() {
 	for _, h := range n.Hosts() {
 		h.killAll()
-		deleteNS(h.NS)
+		Delete(h.NS)
 	}
-	deleteNS(n.BridgeNS)
+	Delete(n.BridgeNS)
 }
 
-func deleteNS(name string) {
+// Delete kills every process in the named namespace and deletes it; a namespace that does
+// not exist is no error. Programs that are not tests (the drill) use it too.
+func Delete(name string) {
 	if _, err := os.Stat("/run/netns/" + name); err != nil {
 		return
 	}
-	killPIDs(pidsIn(name))
+	KillAll(name)
 	_ = exec.Command("ip", "netns", "del", name).Run()
 }
 
-// pidsIn lists the processes whose network namespace is ns.
-func pidsIn(ns string) []int {
+// KillAll stops, then kills, every process whose network namespace is ns.
+func KillAll(ns string) { killPIDs(PIDs(ns)) }
+
+// PIDs lists the processes whose network namespace is ns.
+func PIDs(ns string) []int {
 	out, err := exec.Command("ip", "netns", "pids", ns).Output()
 	if err != nil {
 		return nil
@@ -229,7 +234,7 @@ func (p *Proc) Output() string {
 // then killed, and the host's link goes down so no RST or advert leaves it.
 func (h *Host) Crash() {
 	h.SetLink(false)
-	killPIDs(pidsIn(h.NS))
+	KillAll(h.NS)
 }
 
 // SetLink sets the host's bridge port up or down: down, the host is cut off the network
@@ -249,7 +254,7 @@ func (h *Host) killAll() {
 	for _, p := range procs {
 		p.Signal(syscall.SIGKILL)
 	}
-	killPIDs(pidsIn(h.NS))
+	KillAll(h.NS)
 }
 
 // Do runs fn on an OS thread switched into the host's network namespace. Sockets that fn

@@ -66,10 +66,10 @@ func TestCrashKillsEverything(t *testing.T) {
 	h := n.AddHost("c", 3)
 	p := h.Start("sleep", "300")
 	deadline := time.Now().Add(5 * time.Second)
-	for len(pidsIn(h.NS)) == 0 && time.Now().Before(deadline) {
+	for len(PIDs(h.NS)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if len(pidsIn(h.NS)) == 0 {
+	if len(PIDs(h.NS)) == 0 {
 		t.Fatal("started process not seen in the namespace")
 	}
 	h.Crash()
@@ -83,7 +83,7 @@ func TestCrashKillsEverything(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if left := pidsIn(h.NS); len(left) != 0 {
+	if left := PIDs(h.NS); len(left) != 0 {
 		t.Fatalf("processes left in %s after Crash: %v", h.NS, left)
 	}
 }

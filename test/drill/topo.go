@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	hnetns "github.com/hacp/hacp/internal/netns"
 )
 
 // The drill's network: one bridge namespace and a namespace per host, all named with
@@ -79,42 +80,8 @@ func cleanupLeftovers(prefix string) {
 	entries, _ := os.ReadDir("/run/netns")
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {
-			deleteNS(e.Name())
+			hnetns.Delete(e.Name())
 		}
-	}
-}
-
-func deleteNS(name string) {
-	if _, err := os.Stat("/run/netns/" + name); err != nil {
-		return
-	}
-	killPIDs(pidsIn(name))
-	_ = exec.Command("ip", "netns", "del", name).Run()
-}
-
-// pidsIn lists the processes whose network namespace is ns.
-func pidsIn(ns string) []int {
-	out, err := exec.Command("ip", "netns", "pids", ns).Output()
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killPIDs stops, then kills, every listed process, so that none can react in between
-// (keepalived's child sends a priority-0 advert when its parent dies).
-func killPIDs(pids []int) {
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGSTOP)
-	}
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }
 
@@ -193,9 +160,9 @@ func (t *topology) teardown() {
 		if h.nl != nil {
 			h.nl.Close()
 		}
-		deleteNS(h.NS)
+		hnetns.Delete(h.NS)
 	}
-	deleteNS(t.bridge)
+	hnetns.Delete(t.bridge)
 	cleanupLeftovers(t.prefix)
 }
 
@@ -269,7 +236,7 @@ func (h *host) crash() error {
 	if err := h.setLink(false); err != nil {
 		return err
 	}
-	killPIDs(pidsIn(h.NS))
+	hnetns.KillAll(h.NS)
 	h.waitProcs(5 * time.Second)
 	return nil
 }
@@ -297,7 +264,7 @@ func (h *host) killAll() {
 	for _, p := range h.running() {
 		p.signal(syscall.SIGKILL)
 	}
-	killPIDs(pidsIn(h.NS))
+	hnetns.KillAll(h.NS)
 }
 
 func (h *host) waitProcs(d time.Duration) {

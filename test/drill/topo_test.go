@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	hnetns "github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 )
 
@@ -31,7 +32,7 @@ func TestTopology(t *testing.T) {
 	go func() { _ = leftover.Wait(); close(leftoverDone) }()
 	t.Cleanup(func() { _ = leftover.Process.Kill() })
 	// nsenter enters the namespace, then execs sleep: wait until it is in there.
-	if err := poll(context.Background(), 10*time.Second, func() bool { return len(pidsIn(prefix+"old")) > 0 }); err != nil {
+	if err := poll(context.Background(), 10*time.Second, func() bool { return len(hnetns.PIDs(prefix+"old")) > 0 }); err != nil {
 		t.Fatalf("leftover process never entered its namespace: %v", err)
 	}
 
@@ -111,8 +112,8 @@ func TestTopology(t *testing.T) {
 	if err := b.crash(); err != nil {
 		t.Fatal(err)
 	}
-	if !p.exited() || len(pidsIn(b.NS)) != 0 || b.linkUp() {
-		t.Errorf("after crash: exited=%v pids=%v linkUp=%v", p.exited(), pidsIn(b.NS), b.linkUp())
+	if !p.exited() || len(hnetns.PIDs(b.NS)) != 0 || b.linkUp() {
+		t.Errorf("after crash: exited=%v pids=%v linkUp=%v", p.exited(), hnetns.PIDs(b.NS), b.linkUp())
 	}
 
 	q, err := a.start("sleep", "600")
