@@ -77,7 +77,7 @@ func toJSON(r *http.Request, data []byte) ([]byte, error) {
 	}
 	switch mt {
 	case "application/json", "*/*":
-	case "application/vnd.kubernetes.protobuf":
+	case protobufType:
 		obj, _, err := protoSerializer.Decode(data, nil, nil)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body is not a valid protobuf object: %v", err))
@@ -126,6 +126,33 @@ func fieldValidation(r *http.Request) (string, error) {
 		return v, nil
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, not %q", v))
+}
+
+// isProtobuf reports whether the request body is in Kubernetes' protobuf encoding.
+func isProtobuf(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == protobufType
+}
+
+// decodeProto decodes a protobuf body straight into a new object of gvk. Protobuf has no
+// unknown fields to report, so fieldValidation does not apply, as upstream.
+func decodeProto(data []byte, gvk schema.GroupVersionKind, newObj func() runtime.Object) (runtime.Object, error) {
+	if len(data) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty")
+	}
+	into := newObj()
+	obj, actual, err := protoSerializer.Decode(data, &gvk, into)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the request body is not a valid protobuf object: %v", err))
+	}
+	if actual.GroupVersion() != gvk.GroupVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", actual.GroupVersion().String(), gvk.GroupVersion().String()))
+	}
+	if actual.Kind != gvk.Kind || obj != into {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", actual.Kind, gvk.Kind))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
 }
 
 // decodeObject decodes a JSON body into a new object of gvk, checking its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -97,6 +99,9 @@ func (s *scope) decodeBody(w http.ResponseWriter, r *http.Request) (runtime.Obje
 	data, err := readBody(r)
 	if err != nil {
 		return nil, err
+	}
+	if isProtobuf(r) {
+		return decodeProto(data, s.kind, s.storage.New)
 	}
 	data, err = toJSON(r, data)
 	if err != nil {
@@ -312,6 +317,40 @@ type watchEvent struct {
 	Object json.RawMessage `json:"object"`
 }
 
+// jsonEvents writes watch events as a stream of JSON objects.
+func jsonEvents(w io.Writer) func(watch.EventType, runtime.Object) error {
+	enc := json.NewEncoder(w)
+	return func(t watch.EventType, obj runtime.Object) error {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(watchEvent{Type: string(t), Object: raw})
+	}
+}
+
+// protoEvents writes watch events as upstream's protobuf stream: each a length-prefixed
+// metav1.WatchEvent whose object is in the protobuf envelope. An object without a protobuf
+// form (a Table) goes as JSON inside the event, which client-go decodes by its content.
+func protoEvents(w io.Writer) func(watch.EventType, runtime.Object) error {
+	fw := protobuf.LengthDelimitedFramer.NewFrameWriter(w)
+	return func(t watch.EventType, obj runtime.Object) error {
+		raw, err := encodeProto(obj)
+		if err != nil {
+			if raw, err = json.Marshal(obj); err != nil {
+				return err
+			}
+		}
+		ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}
+		data, err := ev.Marshal()
+		if err != nil {
+			return err
+		}
+		_, err = fw.Write(data)
+		return err
+	}
+}
+
 func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) {
 	watcher, ok := s.storage.(registry.Watcher)
 	if !ok {
@@ -336,13 +375,18 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	}
 	defer wi.Stop()
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	write := jsonEvents(w)
+	if out.proto {
+		write = protoEvents(w)
+		w.Header().Set("Content-Type", protobufType+";stream=watch")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	if flusher != nil {
 		flusher.Flush()
 	}
-	enc := json.NewEncoder(w)
 	first := true
 	var stop <-chan struct{}
 	if s.stop != nil {
@@ -381,11 +425,7 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 					}
 				}
 			}
-			raw, err := json.Marshal(obj)
-			if err != nil {
-				return
-			}
-			if err := enc.Encode(watchEvent{Type: string(ev.Type), Object: raw}); err != nil {
+			if err := write(ev.Type, obj); err != nil {
 				return
 			}
 			if flusher != nil && len(wi.ResultChan()) == 0 {

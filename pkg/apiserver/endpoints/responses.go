@@ -30,10 +30,15 @@ const (
 	outPartialMetadata
 )
 
+// protobufType is the media type of Kubernetes' protobuf encoding, which client-go's typed
+// clients send and ask for first.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
 // output is the negotiated response format.
 type output struct {
-	yaml bool
-	kind outputKind
+	yaml  bool
+	proto bool // protobuf, for objects that have a protobuf form (every built-in kind; not Table)
+	kind  outputKind
 }
 
 // negotiate picks the response format from Accept. It fails with 406 when
@@ -53,6 +58,8 @@ func negotiate(r *http.Request) (output, error) {
 		case "application/json", "*/*", "application/*":
 		case "application/yaml":
 			o.yaml = true
+		case protobufType:
+			o.proto = true
 		default:
 			continue
 		}
@@ -71,11 +78,14 @@ func negotiate(r *http.Request) (output, error) {
 		default:
 			continue
 		}
+		if o.proto && o.kind == outTable {
+			continue // Table has no protobuf form
+		}
 		return o, nil
 	}
 	return output{}, &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
+		Message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io",
 	}}
 }
 
@@ -145,7 +155,40 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.O
 		writeError(w, r, err)
 		return
 	}
+	if o.proto && writeProto(w, code, obj) {
+		return
+	}
 	writeEncoded(w, o.yaml, code, obj)
+}
+
+// encodeProto encodes obj in the protobuf envelope (magic prefix and runtime.Unknown), as
+// upstream does. It fails for objects without a protobuf form.
+func encodeProto(obj runtime.Object) ([]byte, error) {
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		gvks, _, err := registry.Scheme.ObjectKinds(obj)
+		if err != nil {
+			return nil, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+	}
+	var buf bytes.Buffer
+	if err := protoSerializer.Encode(obj, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeProto writes obj as protobuf and reports whether it could. The callers fall back to
+// JSON, which every client that asks for protobuf also accepts.
+func writeProto(w http.ResponseWriter, code int, obj runtime.Object) bool {
+	data, err := encodeProto(obj)
+	if err != nil {
+		return false
+	}
+	w.Header().Set("Content-Type", protobufType)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+	return true
 }
 
 func writeEncoded(w http.ResponseWriter, asYAML bool, code int, obj any) {
@@ -197,13 +240,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(st.Details.RetryAfterSeconds))
 	}
-	asYAML := false
+	var o output
 	if r != nil {
-		if o, err := negotiate(r); err == nil {
-			asYAML = o.yaml
-		}
+		o, _ = negotiate(r)
 	}
-	writeEncoded(w, asYAML, int(st.Code), st)
+	if o.proto && writeProto(w, int(st.Code), st) {
+		return
+	}
+	writeEncoded(w, o.yaml, int(st.Code), st)
 }
 
 // WriteStatusError writes err as a metav1.Status JSON response (for filters).

@@ -12,7 +12,12 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 type httpEnv struct {
@@ -56,6 +61,16 @@ func (e *httpEnv) do(c *http.Client, method, path, contentType string, body []by
 	return resp, data
 }
 
+// protoBody encodes obj as client-go does with its protobuf content type.
+func protoBody(t *testing.T, obj runtime.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 const cmJSON = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"NAME"},"data":{"a":"b"}}`
 
 func cm(name string) []byte { return []byte(strings.Replace(cmJSON, "NAME", name, 1)) }
@@ -97,6 +112,11 @@ func TestBadInput(t *testing.T) {
 		{name: "duplicate field strict", method: "POST", path: cms + "?fieldValidation=Strict", contentType: "application/json", body: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"data":{},"data":{}}`), code: 400, reason: metav1.StatusReasonBadRequest, message: "duplicate field"},
 		{name: "bad fieldValidation", method: "POST", path: cms + "?fieldValidation=Loose", contentType: "application/json", body: cm("fv"), code: 400, reason: metav1.StatusReasonBadRequest, message: "fieldValidation"},
 		{name: "bad dryRun", method: "POST", path: cms + "?dryRun=Some", contentType: "application/json", body: cm("dr"), code: 400, reason: metav1.StatusReasonBadRequest, message: "dryRun"},
+		{name: "malformed protobuf", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: []byte("k8s\x00\x0a\xff\xff"), code: 400, reason: metav1.StatusReasonBadRequest, message: "not a valid protobuf object"},
+		{name: "protobuf without envelope", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: []byte("{}"), code: 400, reason: metav1.StatusReasonBadRequest, message: "not a valid protobuf object"},
+		{name: "empty protobuf", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: nil, code: 400, reason: metav1.StatusReasonBadRequest, message: "empty"},
+		{name: "protobuf of another kind", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: protoBody(t, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: metav1.ObjectMeta{Name: "s"}}), code: 400, reason: metav1.StatusReasonBadRequest, message: "does not match the expected kind"},
+		{name: "protobuf of another group", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: protoBody(t, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: "d"}}), code: 400, reason: metav1.StatusReasonBadRequest, message: "does not match the expected API version"},
 		{name: "unsupported content type", method: "POST", path: cms, contentType: "text/plain", body: cm("ct"), code: 415, reason: metav1.StatusReasonUnsupportedMediaType, message: "text/plain"},
 		{name: "unsupported patch type", method: "PATCH", path: cms + "/existing", contentType: "application/json", body: []byte(`{}`), code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
 		{name: "server-side apply", method: "PATCH", path: cms + "/existing", contentType: "application/apply-patch+yaml", body: []byte(`{}`), code: 415, reason: metav1.StatusReasonUnsupportedMediaType, message: "server-side apply"},

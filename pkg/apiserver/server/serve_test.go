@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,10 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 func TestDiscovery(t *testing.T) {
@@ -122,6 +126,72 @@ func TestOutputFormats(t *testing.T) {
 		_, body := e.do(e.admin, "GET", "/api/v1/namespaces/default/pods", "", nil, map[string]string{"Accept": "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"})
 		if !strings.Contains(string(body), `"kind":"PartialObjectMetadataList"`) || strings.Contains(string(body), `"containers"`) {
 			t.Fatalf("%s", body)
+		}
+	})
+	// client-go's typed clients send protobuf and ask for it first, as upstream serves it.
+	proto := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	protoAccept := map[string]string{"Accept": "application/vnd.kubernetes.protobuf, application/json"}
+	t.Run("protobuf", func(t *testing.T) {
+		resp, body := e.do(e.admin, "GET", "/api/v1/namespaces/default/pods/p", "", nil, protoAccept)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !bytes.HasPrefix(body, []byte("k8s\x00")) {
+			t.Fatalf("%d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		var pod corev1.Pod
+		if _, _, err := proto.Decode(body, nil, &pod); err != nil || pod.Name != "p" || pod.Spec.Containers[0].Image != "nginx" || pod.ResourceVersion == "" {
+			t.Fatalf("decoded %+v: %v", pod, err)
+		}
+		resp, body = e.do(e.admin, "GET", "/api/v1/namespaces/default/pods", "", nil, protoAccept)
+		var list corev1.PodList
+		if _, _, err := proto.Decode(body, nil, &list); err != nil || resp.StatusCode != 200 || len(list.Items) != 1 || list.ResourceVersion == "" {
+			t.Fatalf("list: %d %+v %v", resp.StatusCode, list, err)
+		}
+	})
+	t.Run("protobuf error", func(t *testing.T) {
+		resp, body := e.do(e.admin, "GET", "/api/v1/namespaces/default/pods/missing", "", nil, protoAccept)
+		var st metav1.Status
+		if _, _, err := proto.Decode(body, nil, &st); err != nil || resp.StatusCode != 404 || st.Reason != metav1.StatusReasonNotFound || st.Code != 404 {
+			t.Fatalf("%d %+v %v", resp.StatusCode, st, err)
+		}
+	})
+	t.Run("protobuf body", func(t *testing.T) {
+		body := protoBody(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "from-proto"}, Data: map[string]string{"k": "v"}})
+		resp, out := e.do(e.admin, "POST", "/api/v1/namespaces/default/configmaps", "application/vnd.kubernetes.protobuf", body, nil)
+		if resp.StatusCode != 201 || !strings.Contains(string(out), `"data":{"k":"v"}`) {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+	})
+	t.Run("protobuf table is json", func(t *testing.T) {
+		// Table has no protobuf form: the JSON alternative in Accept is served.
+		resp, body := e.do(e.admin, "GET", "/api/v1/namespaces/default/pods", "", nil, map[string]string{"Accept": "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io"})
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(body), `"kind":"Table"`) {
+			t.Fatalf("%d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	})
+	t.Run("protobuf watch", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.URL()+"/api/v1/namespaces/default/pods?watch=true&resourceVersion=0", nil)
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf, application/json")
+		resp, err := e.admin.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.kubernetes.protobuf;stream=watch" {
+			t.Fatalf("content type %q", ct)
+		}
+		frame := make([]byte, 1<<16)
+		n, err := protobuf.LengthDelimitedFramer.NewFrameReader(resp.Body).Read(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev metav1.WatchEvent
+		if err := ev.Unmarshal(frame[:n]); err != nil || ev.Type != "ADDED" {
+			t.Fatalf("event %q: %v", ev.Type, err)
+		}
+		var pod corev1.Pod
+		if _, _, err := proto.Decode(ev.Object.Raw, nil, &pod); err != nil || pod.Name != "p" {
+			t.Fatalf("event object %+v: %v", pod, err)
 		}
 	})
 	t.Run("watch stream", func(t *testing.T) {
