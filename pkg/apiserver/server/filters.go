@@ -69,3 +69,31 @@ func withTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// withGrownStack grows the request goroutine's stack once, up front, to the size a request
+// through the storage layer needs. net/http starts every request on a new goroutine with a
+// small stack, which the runtime doubles several times as the request goes deeper, each time
+// copying the stack and adjusting every frame already on it: a quarter of a GET's CPU time in
+// the handler went to that. Growing it here, while the stack is shallow, is one cheap copy.
+// (CockroachDB's growstack package does the same for its RPC handlers.)
+func withGrownStack(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		growStack()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// growStackBytes is what a request needs: enough for etcd's in-process read and write paths.
+const growStackBytes = 16 << 10
+
+// stackSink keeps growStack's buffer from being optimized away.
+var stackSink byte
+
+//go:noinline
+func growStack() {
+	var buf [growStackBytes]byte
+	touch(buf[:])
+}
+
+//go:noinline
+func touch(b []byte) { stackSink = b[len(b)-1] }

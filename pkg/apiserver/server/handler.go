@@ -114,7 +114,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	h = s.authenticate(h)
 	h = s.metrics.instrument(h)
-	return recoverPanics(h), nil
+	return withGrownStack(recoverPanics(h)), nil
 }
 
 // publicPaths are served without a client certificate, as upstream's

@@ -217,12 +217,13 @@ func elseKV(resp *clientv3.TxnResponse) *mvccpb.KeyValue {
 	return r.Kvs[0]
 }
 
-// into gives out the state just written: a copy of obj when the types match
-// (saving a decode), otherwise the decoded bytes.
+// into gives out the state just written: obj itself when the types match (saving a decode),
+// otherwise the decoded bytes. out takes over obj's contents (a shallow copy): the object
+// given to a write belongs to the store from then on, as in upstream's storage interface.
 func (s *Etcd3) into(obj runtime.Object, data []byte, rev int64, out runtime.Object) error {
 	ov, iv := reflect.ValueOf(out), reflect.ValueOf(obj)
 	if ov.Type() == iv.Type() && ov.Kind() == reflect.Pointer && out != obj {
-		ov.Elem().Set(reflect.ValueOf(obj.DeepCopyObject()).Elem())
+		ov.Elem().Set(iv.Elem())
 		return setRV(out, rev)
 	}
 	if out == obj {

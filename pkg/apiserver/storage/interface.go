@@ -21,14 +21,16 @@ import (
 
 // Interface is what the registry needs from a key-value store.
 type Interface interface {
-	// Create stores obj at key if nothing is there; out receives the stored object.
+	// Create stores obj at key if nothing is there; out receives the stored object. obj
+	// belongs to the store from the call on: out may share its maps and slices.
 	Create(ctx context.Context, key string, obj, out runtime.Object) error
 	// Get decodes the object at key into out.
 	Get(ctx context.Context, key string, opts GetOptions, out runtime.Object) error
 	// GetList fills listObj with the objects under the prefix key that match opts.
 	GetList(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) error
 	// GuaranteedUpdate reads the object at key, calls tryUpdate and writes the
-	// result if the object did not change meanwhile, retrying otherwise.
+	// result if the object did not change meanwhile, retrying otherwise. The object
+	// tryUpdate returns belongs to the store, as obj does in Create.
 	GuaranteedUpdate(ctx context.Context, key string, out runtime.Object, ignoreNotFound bool, precond *Preconditions, tryUpdate UpdateFunc) error
 	// Delete removes the object at key; out receives its last state.
 	Delete(ctx context.Context, key string, out runtime.Object, precond *Preconditions, validate ValidateFunc) error

@@ -105,6 +105,63 @@ func run(name string, conc, n int, op func(i int) error) result {
 	return r
 }
 
+// merge pools the rounds of one measurement.
+func merge(rs []result) result {
+	m := result{name: rs[0].name, conc: rs[0].conc}
+	for _, r := range rs {
+		m.ops += r.ops
+		m.dur += r.dur
+		m.cpu += r.cpu
+		m.lat = append(m.lat, r.lat...)
+	}
+	return m
+}
+
+// pair is one row: the apiserver and etcd doing the same thing, measured in alternating
+// rounds so that both see the same machine (this one is shared and noisy).
+type pair struct {
+	api, etcd result
+	ratios    []float64 // api/etcd rate of each round
+}
+
+// ratio is the median of the rounds' ratios.
+func (p pair) ratio() float64 {
+	s := append([]float64(nil), p.ratios...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// measure runs ops operations of each side in rounds, alternating which side goes first.
+// Operation indexes are unique across rounds.
+func measure(name string, conc, ops int, api, etcd func(round int) result) pair {
+	var as, es []result
+	var p pair
+	for r := range rounds {
+		var a, e result
+		if r%2 == 0 {
+			a, e = api(r), etcd(r)
+		} else {
+			e, a = etcd(r), api(r)
+		}
+		as, es = append(as, a), append(es, e)
+		p.ratios = append(p.ratios, a.rate()/e.rate())
+	}
+	p.api, p.etcd = merge(as), merge(es)
+	p.api.name, p.etcd.name = name, name
+	return p
+}
+
+// rounds is how many alternating rounds each row has.
+const rounds = 5
+
+// measureOps is measure for two plain operations.
+func measureOps(name string, conc, ops int, api, etcd func(i int) error) pair {
+	per := ops / rounds
+	return measure(name, conc, ops,
+		func(r int) result { return run(name, conc, per, func(i int) error { return api(r*per + i) }) },
+		func(r int) result { return run(name, conc, per, func(i int) error { return etcd(r*per + i) }) })
+}
+
 func main() {
 	if os.Getenv("APISERVER_BENCH_CHILD") != "" {
 		child(os.Getenv("APISERVER_BENCH_CHILD"))
@@ -145,9 +202,7 @@ func main() {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{})
 	must(err)
 
-	type pair struct{ api, etcd result }
 	var rows []pair
-	var extra []result
 	for _, conc := range []int{1, 32} {
 		ops := *n
 		if conc > 1 {
@@ -155,29 +210,25 @@ func main() {
 		}
 		prefix := fmt.Sprintf("c%d-", conc)
 		cms := cs.CoreV1().ConfigMaps("bench")
-		create := run("create", conc, ops, func(i int) error {
+		rows = append(rows, measureOps("create", conc, ops, func(i int) error {
 			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
 			return err
-		})
-		put := run("put", conc, ops, func(i int) error {
+		}, func(i int) error {
 			_, err := etcd.Put(ctx, fmt.Sprintf("/bench-raw/%s%05d", prefix, i), string(sample))
 			return err
-		})
-		rows = append(rows, pair{create, put})
-		get := run("get", conc, ops, func(i int) error {
+		}))
+		rows = append(rows, measureOps("get", conc, ops, func(i int) error {
 			_, err := cms.Get(ctx, fmt.Sprintf("%s%05d", prefix, i%ops), metav1.GetOptions{})
 			return err
-		})
-		rawGet := run("get", conc, ops, func(i int) error {
+		}, func(i int) error {
 			_, err := etcd.Get(ctx, fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops))
 			return err
-		})
-		rows = append(rows, pair{get, rawGet})
-		patch := run("merge-patch", conc, ops, func(i int) error {
+		}))
+		rows = append(rows, measureOps("merge-patch", conc, ops, func(i int) error {
 			_, err := cms.Patch(ctx, fmt.Sprintf("%s%05d", prefix, i%ops), types.MergePatchType, []byte(fmt.Sprintf(`{"data":{"n":"%d"}}`, i)), metav1.PatchOptions{})
 			return err
-		})
-		rawTxn := run("get+cas-put", conc, ops, func(i int) error {
+		}, func(i int) error {
+			// What a patch costs etcd: read, then compare-and-swap on the revision.
 			k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops)
 			r, err := etcd.Get(ctx, k)
 			if err != nil {
@@ -185,8 +236,7 @@ func main() {
 			}
 			_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
 			return err
-		})
-		rows = append(rows, pair{patch, rawTxn})
+		}))
 	}
 
 	// Lists of 100 items in their own namespace.
@@ -208,61 +258,105 @@ func main() {
 			if rv == "" {
 				name = "list100 rv=unset"
 			}
-			api := run(name, conc, ops, func(int) error {
-				l, err := cs.CoreV1().ConfigMaps("list100").List(ctx, metav1.ListOptions{ResourceVersion: rv})
-				if err == nil && len(l.Items) != 100 {
-					err = fmt.Errorf("list returned %d items", len(l.Items))
-				}
-				return err
-			})
 			var opts []clientv3.OpOption
 			opts = append(opts, clientv3.WithPrefix())
 			if rv == "0" {
 				opts = append(opts, clientv3.WithSerializable())
 			}
-			raw := run(name, conc, ops, func(int) error {
+			rows = append(rows, measureOps(name, conc, ops, func(int) error {
+				l, err := cs.CoreV1().ConfigMaps("list100").List(ctx, metav1.ListOptions{ResourceVersion: rv})
+				if err == nil && len(l.Items) != 100 {
+					err = fmt.Errorf("list returned %d items", len(l.Items))
+				}
+				return err
+			}, func(int) error {
 				_, err := etcd.Get(ctx, "/bench-list/", opts...)
 				return err
-			})
-			rows = append(rows, pair{api, raw})
+			}))
 		}
 	}
 
 	// Watch delivery: time from the start of a write to the event at a watcher.
 	for _, conc := range []int{1, 32} {
-		ops := *n / 2
-		api, raw := watchLatency(ctx, cs, etcd, sample, conc, ops)
-		rows = append(rows, pair{api, raw})
+		rows = append(rows, watchLatency(ctx, cs, etcd, sample, conc, *n))
 	}
 
-	fmt.Printf("apiserver (client-go, JSON, TLS) vs the same etcd (clientv3) in one run; fsync=%v, GOMAXPROCS=%d\n\n", *fsync, numCPU())
+	fmt.Printf("apiserver (client-go typed clientset: protobuf over HTTP/2 and TLS) vs the same etcd (clientv3 over gRPC) in one run;\nfsync=%v, GOMAXPROCS=%d, %d alternating rounds per row, load average %s\n\n", *fsync, numCPU(), rounds, loadavg())
 	fmt.Printf("%-18s %4s | %10s %9s %9s %8s | %10s %9s %9s %8s | %7s\n", "op", "conc", "api ops/s", "p50", "p99", "cpu/op", "etcd ops/s", "p50", "p99", "cpu/op", "ratio")
 	for _, p := range rows {
 		fmt.Printf("%-18s %4d | %10.0f %9s %9s %8s | %10.0f %9s %9s %8s | %6.0f%%\n", p.api.name, p.api.conc,
 			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)), round(p.api.cpuPerOp()),
-			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), round(p.etcd.cpuPerOp()), 100*p.api.rate()/p.etcd.rate())
+			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), round(p.etcd.cpuPerOp()), 100*p.ratio())
 	}
-	fmt.Println("\ncpu/op: CPU time of the whole bench process (client, server and etcd) per operation.")
-	for _, r := range extra {
-		fmt.Println(r.name)
-	}
+	fmt.Println("\nops/s and latencies pool the rounds; ratio is the median of the rounds' api/etcd rates;")
+	fmt.Println("cpu/op is the CPU time of the whole bench process (client, server and etcd) per operation.")
 	_ = s.Shutdown()
 	fmt.Println()
 	processNumbers()
 }
 
 // watchLatency measures write-start to event-arrival through the apiserver and
-// directly through etcd, with conc concurrent writers.
-func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.Client, sample []byte, conc, ops int) (result, result) {
+// directly through etcd, with conc concurrent writers, in alternating rounds. Each side has
+// one watch, started and seen to deliver an event before anything is timed.
+func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.Client, sample []byte, conc, ops int) pair {
 	ns := fmt.Sprintf("watch-c%d", conc)
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	must(err)
-	measure := func(name string, startWatch func() (<-chan string, func()), write func(key string) error) result {
+	per := ops / rounds
+
+	// The apiserver's watch starts at a list's resourceVersion, as informers do.
+	cms := cs.CoreV1().ConfigMaps(ns)
+	l, err := cms.List(ctx, metav1.ListOptions{})
+	must(err)
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+	must(err)
+	defer w.Stop()
+	apiEvents := make(chan string, 1024)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				apiEvents <- ev.Object.(*corev1.ConfigMap).Name
+			}
+		}
+	}()
+	apiWrite := func(key string) error {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key}}, metav1.CreateOptions{})
+		return err
+	}
+
+	prefix := "/bench-watch/" + ns + "/"
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wch := etcd.Watch(wctx, prefix, clientv3.WithPrefix())
+	rawEvents := make(chan string, 1024)
+	go func() {
+		for resp := range wch {
+			for _, ev := range resp.Events {
+				rawEvents <- strings.TrimPrefix(string(ev.Kv.Key), prefix)
+			}
+		}
+	}()
+	rawWrite := func(key string) error {
+		_, err := etcd.Put(ctx, prefix+key, string(sample))
+		return err
+	}
+
+	for _, side := range []struct {
+		events <-chan string
+		write  func(string) error
+	}{{apiEvents, apiWrite}, {rawEvents, rawWrite}} {
+		must(side.write("warm-up"))
+		select {
+		case <-side.events:
+		case <-time.After(10 * time.Second):
+			must(fmt.Errorf("watch c=%d: no warm-up event", conc))
+		}
+	}
+
+	one := func(round int, events <-chan string, write func(key string) error) result {
 		var mu sync.Mutex
 		sent := map[string]time.Time{}
 		var lat []time.Duration
-		events, stop := startWatch()
-		defer stop()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -275,13 +369,13 @@ func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.C
 				}
 				n := len(lat)
 				mu.Unlock()
-				if n == ops {
+				if n == per {
 					return
 				}
 			}
 		}()
-		r := run(name, conc, ops, func(i int) error {
-			key := fmt.Sprintf("w-%05d", i)
+		r := run("watch event", conc, per, func(i int) error {
+			key := fmt.Sprintf("w-%05d", round*per+i)
 			mu.Lock()
 			sent[key] = time.Now()
 			mu.Unlock()
@@ -290,49 +384,24 @@ func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.C
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			fmt.Fprintf(os.Stderr, "%s: missing watch events\n", name)
+			fmt.Fprintf(os.Stderr, "watch c=%d: missing watch events\n", conc)
 			os.Exit(1)
 		}
 		r.lat = lat
 		return r
 	}
-	cms := cs.CoreV1().ConfigMaps(ns)
-	api := measure("watch event", func() (<-chan string, func()) {
-		w, err := cms.Watch(ctx, metav1.ListOptions{})
-		must(err)
-		ch := make(chan string, 1024)
-		go func() {
-			defer close(ch)
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Added {
-					ch <- ev.Object.(*corev1.ConfigMap).Name
-				}
-			}
-		}()
-		return ch, w.Stop
-	}, func(key string) error {
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key}}, metav1.CreateOptions{})
-		return err
-	})
-	prefix := "/bench-watch/" + ns + "/"
-	raw := measure("watch event", func() (<-chan string, func()) {
-		wctx, cancel := context.WithCancel(ctx)
-		wch := etcd.Watch(wctx, prefix, clientv3.WithPrefix())
-		ch := make(chan string, 1024)
-		go func() {
-			defer close(ch)
-			for resp := range wch {
-				for _, ev := range resp.Events {
-					ch <- strings.TrimPrefix(string(ev.Kv.Key), prefix)
-				}
-			}
-		}()
-		return ch, cancel
-	}, func(key string) error {
-		_, err := etcd.Put(ctx, prefix+key, string(sample))
-		return err
-	})
-	return api, raw
+	return measure("watch event", conc, ops,
+		func(round int) result { return one(round, apiEvents, apiWrite) },
+		func(round int) result { return one(round, rawEvents, rawWrite) })
+}
+
+// loadavg is the 1-minute load average, to show how busy the machine was.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
 }
 
 // processNumbers starts a server process twice on one data dir and reports the
