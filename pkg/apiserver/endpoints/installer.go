@@ -63,7 +63,8 @@ type Installer struct {
 	Stop func() <-chan struct{}
 }
 
-// Install adds one WebService per group-version serving resources.
+// Install adds one WebService per group-version serving resources, and routes the container
+// with a Router for them.
 func (in *Installer) Install(c *restful.Container, resources []Resource) {
 	byGV := map[schema.GroupVersion][]Resource{}
 	for _, r := range resources {
@@ -81,6 +82,7 @@ func (in *Installer) Install(c *restful.Container, resources []Resource) {
 		}
 		c.Add(ws)
 	}
+	c.Router(NewRouter(c.RegisteredWebServices()))
 }
 
 func param(req *restful.Request, name string) string { return req.PathParameter(name) }

@@ -83,7 +83,6 @@ func VersionInfo() apiversion.Info {
 func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	container := restful.NewContainer()
-	container.Router(restful.CurlyRouter{})
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
 	(&endpoints.Installer{Stop: s.watchStop}).Install(container, res)
