@@ -69,8 +69,8 @@ func DefaultConfig() *Config {
 		EtcdListenPeerURL:           "http://127.0.0.1:2380",
 		EtcdInitialClusterState:     "new",
 		EtcdAutoCompactionRetention: "5m",
-		EtcdHeartbeatInterval:       100 * time.Millisecond,
-		EtcdElectionTimeout:         time.Second,
+		EtcdHeartbeatInterval:       50 * time.Millisecond,
+		EtcdElectionTimeout:         500 * time.Millisecond,
 		WatchBookmarkInterval:       time.Minute,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
@@ -111,8 +111,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdPeerTrustedCAFile, "etcd-peer-trusted-ca-file", c.EtcdPeerTrustedCAFile, "peer TLS CA `file`")
 	fs.BoolVar(&c.EtcdPeerClientCertAuth, "etcd-peer-client-cert-auth", c.EtcdPeerClientCertAuth, "require peer client certificates")
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
-	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval)")
-	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout); a leader that dies with its master costs about this much write time. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
+	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval; half etcd's default, for masters on one LAN)")
+	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time, and a restarted single member waits up to this long to elect itself. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
