@@ -3,7 +3,7 @@
 // the ratio apiserver/etcd; then idle RSS and time-to-ready of a server
 // process restarted on an existing data dir.
 //
-//	go run ./test/bench/apiserver [-n 400] [-fsync=true]   (from the repository root)
+//	go run ./test/bench/apiserver [-n 1000] [-fsync=true]   (from the repository root)
 package main
 
 import (
@@ -162,7 +162,7 @@ func measureOps(name string, conc, ops int, api, etcd func(i int) error) pair {
 }
 
 func main() {
-	n := flag.Int("n", 400, "operations per measurement at concurrency 1 (x4 at concurrency 32)")
+	n := flag.Int("n", 1000, "operations per row at concurrency 1, over all rounds (x4 at concurrency 32)")
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
