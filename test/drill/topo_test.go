@@ -32,7 +32,7 @@ func TestTopology(t *testing.T) {
 	go func() { _ = leftover.Wait(); close(leftoverDone) }()
 	t.Cleanup(func() { _ = leftover.Process.Kill() })
 	// nsenter enters the namespace, then execs sleep: wait until it is in there.
-	if err := poll(context.Background(), 10*time.Second, func() bool { return len(hnetns.PIDs(prefix+"old")) > 0 }); err != nil {
+	if err := poll(context.Background(), 30*time.Second, func() bool { return len(hnetns.PIDs(prefix+"old")) > 0 }); err != nil {
 		t.Fatalf("leftover process never entered its namespace: %v", err)
 	}
 
@@ -43,7 +43,7 @@ func TestTopology(t *testing.T) {
 	t.Cleanup(topo.destroy)
 	select {
 	case <-leftoverDone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the leftover's process survived newTopology")
 	}
 	if _, err := os.Stat("/run/netns/" + prefix + "old"); err == nil {
@@ -77,7 +77,7 @@ func TestTopology(t *testing.T) {
 		}
 	}()
 	dial := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		c, err := a.dialContext(ctx, "tcp", b.Addr.String()+":7000")
 		if err == nil {
@@ -85,14 +85,16 @@ func TestTopology(t *testing.T) {
 		}
 		return err
 	}
-	if err := dial(); err != nil {
-		t.Fatalf("dial from a to b: %v", err)
+	// The hosts' links have just come up: on a loaded machine the first packets may take a
+	// while (ARP, bridge ports), so wait for the first connection rather than expect it.
+	if err := poll(context.Background(), 20*time.Second, func() bool { return dial() == nil }); err != nil {
+		t.Fatalf("dial from a to b: %v", dial())
 	}
 
 	if err := b.setLink(false); err != nil {
 		t.Fatal(err)
 	}
-	if err := poll(context.Background(), 5*time.Second, func() bool { return !b.carrier() }); err != nil {
+	if err := poll(context.Background(), 20*time.Second, func() bool { return !b.carrier() }); err != nil {
 		t.Error("b has carrier with its bridge port down")
 	}
 	if err := dial(); err == nil {
@@ -101,7 +103,7 @@ func TestTopology(t *testing.T) {
 	if err := b.setLink(true); err != nil {
 		t.Fatal(err)
 	}
-	if err := poll(context.Background(), 5*time.Second, func() bool { return dial() == nil }); err != nil {
+	if err := poll(context.Background(), 20*time.Second, func() bool { return dial() == nil }); err != nil {
 		t.Errorf("dial from a to b after link up: %v", dial())
 	}
 
@@ -123,7 +125,7 @@ func TestTopology(t *testing.T) {
 	topo.destroy()
 	select {
 	case <-q.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Error("a process survived destroy")
 	}
 	for _, ns := range []string{prefix + "br", a.NS, b.NS} {
