@@ -36,6 +36,9 @@ type Registry struct {
 
 	nsMu    sync.RWMutex
 	nsCache map[string]corev1.NamespacePhase // fed by a watch; a miss falls back to etcd
+
+	client *clientv3.Client
+	cfg    Config
 }
 
 // Config configures the registry.
@@ -46,6 +49,10 @@ type Config struct {
 	// AttemptTimeout bounds one etcd request of a write, which is then retried (see
 	// storage.Config.AttemptTimeout).
 	AttemptTimeout time.Duration
+	// CompactionInterval is how often etcd's history is compacted, in turns with the other
+	// apiservers on the same etcd (storage.RunCompactor); 0: never (an embedded member
+	// compacts itself).
+	CompactionInterval time.Duration
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -65,7 +72,8 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{}}
+	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
+		client: client, cfg: cfg}
 	for _, k := range Kinds() {
 		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		s := &Store{kind: k, storage: st}
@@ -120,8 +128,8 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 	return nil
 }
 
-// Start creates the standard namespaces and resumes cleanup of namespaces
-// left terminating by an earlier run. Cleanups stop when ctx ends.
+// Start creates the standard namespaces, resumes cleanup of namespaces left terminating by
+// an earlier run and starts compaction when configured. All of it stops when ctx ends.
 func (r *Registry) Start(ctx context.Context) error {
 	r.ctx = ctx
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
@@ -132,6 +140,13 @@ func (r *Registry) Start(ctx context.Context) error {
 	}
 	r.wg.Add(1)
 	go r.watchNamespaces(ctx)
+	if r.cfg.CompactionInterval > 0 {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			storage.RunCompactor(ctx, r.client, r.cfg.CompactionInterval, r.log)
+		}()
+	}
 	list, err := r.namespaces().List(ctx, "", &metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("registry: list namespaces: %w", err)
