@@ -312,7 +312,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 func (c *cluster) finish(ctx context.Context, name, run string, fault time.Duration, l *eventLog, res *scenarioResult) (*scenarioResult, error) {
 	d := c.d
 	l.Fault, l.Faulted, l.WantBack = fault, "m1", name == scRejoin
-	var names map[string]bool
+	var names map[string]map[string]string
 	survivor := c.master("m2")
 	err := poll(ctx, 30*time.Second, func() bool {
 		var err error
@@ -322,12 +322,7 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read back from %s: %w", c.spec.Name, name, survivor.Name, err)
 	}
-	lost := 0
-	for _, q := range l.Requests {
-		if q.OK && !names[q.Name] {
-			lost++
-		}
-	}
+	lost := verifyWrites(l.Requests, names)
 	isolated := res.Metrics.IsolatedWrites
 	res.Metrics = compute(l, lost)
 	res.Metrics.IsolatedWrites = isolated
