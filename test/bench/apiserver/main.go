@@ -232,6 +232,31 @@ func main() {
 			_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
 			return err
 		}))
+		rows = append(rows, measureOps("update", conc, ops, func(i int) error {
+			// A PUT of the whole object, without a resourceVersion (last write wins).
+			_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i%ops)}, Data: map[string]string{"u": fmt.Sprint(i)}}, metav1.UpdateOptions{})
+			return err
+		}, func(i int) error {
+			k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops)
+			r, err := etcd.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
+			return err
+		}))
+		rows = append(rows, measureOps("delete", conc, ops, func(i int) error {
+			return cms.Delete(ctx, fmt.Sprintf("%s%05d", prefix, i), metav1.DeleteOptions{})
+		}, func(i int) error {
+			// What a delete costs etcd: read, then a delete conditioned on the revision.
+			k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i)
+			r, err := etcd.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpDelete(k)).Commit()
+			return err
+		}))
 	}
 
 	// Lists of 100 items in their own namespace.
