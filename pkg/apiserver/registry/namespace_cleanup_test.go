@@ -9,6 +9,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,5 +135,76 @@ func TestNamespaceCleanupByAnyApiserver(t *testing.T) {
 		if _, err := st.Get(ctx, "team", "x", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s left in the removed namespace: %v", st.Names().Plural, err)
 		}
+	}
+}
+
+// TestNamespaceCleanupWaitsForTheLockHolder: while another apiserver holds a terminating
+// namespace's cleanup lock, this one leaves the namespace alone (it tries the lock, finds it
+// taken and backs off); when the holder dies, it takes over and finishes.
+func TestNamespaceCleanupWaitsForTheLockHolder(t *testing.T) {
+	_, b, c := twoRegistries(t)
+	ctx := context.Background()
+	nss := store(b, "", "namespaces")
+	cms := store(b, "", "configmaps")
+	if _, err := nss.Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "held"}}, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Create(ctx, "held", "", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The other apiserver, alive and at work: it holds the lock.
+	holder, err := concurrency.NewSession(c, concurrency.WithTTL(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockPrefix := "/registry/hacp.io/namespace-cleanup/held"
+	if err := concurrency.NewMutex(holder, lockPrefix).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	attempts := c.Watch(wctx, lockPrefix+"/", clientv3.WithPrefix())
+
+	nsStore := storage.New(c, storage.Config{Prefix: "/registry", NewFunc: func() runtime.Object { return &corev1.Namespace{} }})
+	err = nsStore.GuaranteedUpdate(ctx, "namespaces/held", &corev1.Namespace{}, false, nil, func(cur runtime.Object) (runtime.Object, error) {
+		ns := cur.(*corev1.Namespace)
+		now := metav1.Now()
+		ns.DeletionTimestamp = &now
+		ns.Status.Phase = corev1.NamespaceTerminating
+		return ns, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// b tries the lock: its key comes and goes.
+	for backedOff := false; !backedOff; {
+		select {
+		case resp := <-attempts:
+			if err := resp.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range resp.Events {
+				backedOff = backedOff || ev.Type == clientv3.EventTypeDelete
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the live apiserver never tried the lock")
+		}
+	}
+	if _, err := cms.Get(ctx, "held", "x", &metav1.GetOptions{}); err != nil {
+		t.Fatalf("content removed while another apiserver held the lock: %v", err)
+	}
+	if _, err := nss.Get(ctx, "", "held", &metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace removed while another apiserver held the lock: %v", err)
+	}
+
+	// The holder dies: its lease goes (revoked here rather than waiting for it to run out).
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, nss, "", "held")
+	if _, err := cms.Get(ctx, "held", "x", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("content left: %v", err)
 	}
 }
