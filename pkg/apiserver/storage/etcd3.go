@@ -145,6 +145,10 @@ func (s *Etcd3) Revision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
+// errProposalDropped is raft's ErrProposalDropped as etcd passes it to clients (gRPC code
+// Unknown): a leader transferring its leadership refuses new proposals.
+const errProposalDropped = "raft proposal dropped"
+
 // retryable reports whether a failed etcd attempt may be tried again: it ran out of its own
 // time (not the caller's), or etcd lost or changed its leader meanwhile.
 func retryable(ctx context.Context, err error) bool {
@@ -157,6 +161,8 @@ func retryable(ctx context.Context, err error) bool {
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), status.Code(err) == codes.Unavailable:
 		return true
+	case status.Code(err) == codes.Unknown && status.Convert(err).Message() == errProposalDropped:
+		return true // the leader is handing over: the proposal was not taken
 	}
 	return false
 }
@@ -258,13 +264,16 @@ func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, since i
 		}
 	}
 	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(data))).Commit()
+		Then(clientv3.OpPut(k, string(data))).Else(clientv3.OpGet(k)).Commit()
 	if err != nil {
 		return 0, err
 	}
 	s.saw(resp.Header.Revision)
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
+	}
+	if r := resp.Responses[0].GetResponseRange(); retried && r != nil && len(r.Kvs) > 0 && string(r.Kvs[0].Value) == string(data) {
+		return r.Kvs[0].ModRevision, nil // our earlier attempt, applied after the look above
 	}
 	return 0, &Error{Code: ErrCodeExists, Key: key}
 }
