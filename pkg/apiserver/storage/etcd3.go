@@ -335,23 +335,32 @@ func encodeContinue(startKey, keyPrefix string, rev int64) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// decodeContinue reads a continue token. Whatever is wrong with it, a bad token is
+// ErrCodeInvalidRV with upstream's message ("invalid continue token: ..."), a 400 for clients.
+// A token names the revision its list was read at; one that names none (zero or negative)
+// is refused.
 func decodeContinue(token, keyPrefix string) (fromKey string, rev int64, err error) {
-	bad := &Error{Code: ErrCodeInvalidRV, Msg: "continue key is not valid: the token is malformed"}
+	bad := func(why string) error {
+		return &Error{Code: ErrCodeInvalidRV, Msg: "invalid continue token: continue key is not valid: " + why}
+	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return "", 0, bad
+		return "", 0, bad("not base64")
 	}
 	var c continueToken
-	if err := json.Unmarshal(b, &c); err != nil || c.APIVersion != "meta.k8s.io/v1" {
-		return "", 0, bad
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", 0, bad("not a continue token")
+	}
+	if c.APIVersion != "meta.k8s.io/v1" {
+		return "", 0, bad(fmt.Sprintf("unrecognized version %q", c.APIVersion))
 	}
 	if c.ResourceVersion <= 0 {
-		return "", 0, &Error{Code: ErrCodeInvalidRV, Msg: fmt.Sprintf("continue key is not valid: incorrect encoded start resourceVersion %d", c.ResourceVersion)}
+		return "", 0, bad(fmt.Sprintf("incorrect encoded start resourceVersion %d (version meta.k8s.io/v1)", c.ResourceVersion))
 	}
 	// Refuse keys that climb out of the prefix.
 	cleaned := path.Clean("/" + c.StartKey)
 	if c.StartKey == "" || strings.Contains(c.StartKey, "..") || cleaned == "/" {
-		return "", 0, bad
+		return "", 0, bad(fmt.Sprintf("start key %q", c.StartKey))
 	}
 	return keyPrefix + c.StartKey, c.ResourceVersion, nil
 }
@@ -371,6 +380,7 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 	}
 	var (
 		fromKey  = keyPrefix
+		contKey  string // where the continue token starts
 		withRev  int64
 		serial   bool
 		checkMin int64
@@ -384,6 +394,7 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 		if err != nil {
 			return err
 		}
+		contKey = fromKey
 	case opts.ResourceVersionMatch == "Exact":
 		if rv == 0 {
 			return &Error{Code: ErrCodeInvalidRV, Msg: "resourceVersionMatch=Exact requires a non-zero resourceVersion"}
@@ -441,12 +452,12 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 				// As upstream, offer a token that continues at the current revision.
 				next := ""
 				if now, err := s.Revision(ctx); err == nil {
-					next, _ = encodeContinue(fromKey, keyPrefix, now)
+					next, _ = encodeContinue(contKey, keyPrefix, now)
 				}
 				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Continue: next, Msg: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."}
 			}
 			if IsExpired(err) {
-				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Msg: fmt.Sprintf("too old resource version: %d", withRev)}
+				return &Error{Code: ErrCodeExpired, Key: key, RV: readRev, Msg: fmt.Sprintf("too old resource version: %d", readRev)}
 			}
 			return err
 		}
