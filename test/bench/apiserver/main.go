@@ -99,7 +99,19 @@ func startProcess(exe string, cfg *server.Config) *exec.Cmd {
 		fmt.Sprintf("--etcd-unsafe-no-fsync=%v", cfg.EtcdUnsafeNoFsync))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	must(cmd.Start())
-	waitReady(secure, time.Now())
+	onExit = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	t0 := time.Now()
+	waitReady(secure, t0)
+	// The admin kubeconfig is written once the server serves.
+	for kubeconfig := filepath.Join(cfg.DataDir, "admin.kubeconfig"); ; {
+		if _, err := os.Stat(kubeconfig); err == nil {
+			break
+		}
+		if time.Since(t0) > 30*time.Second {
+			must(fmt.Errorf("apiserver wrote no %s in 30s", kubeconfig))
+		}
+		time.Sleep(5 * time.Millisecond) // poll
+	}
 	return cmd
 }
 
@@ -160,6 +172,7 @@ func run(name string, conc, n int, op func(i int) error) result {
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
 		fmt.Fprintf(os.Stderr, "%s c=%d: %v\n", name, conc, err)
+		onExit()
 		os.Exit(1)
 	}
 	r := result{name: name, conc: conc, ops: n, dur: time.Since(start), cpu: processCPU() - cpu0}
@@ -531,6 +544,7 @@ func watchLatency(ctx context.Context, cs kubernetes.Interface, etcd *clientv3.C
 		case <-done:
 		case <-time.After(30 * time.Second):
 			fmt.Fprintf(os.Stderr, "watch c=%d: missing watch events\n", conc)
+			onExit()
 			os.Exit(1)
 		}
 		r.lat = lat
@@ -623,8 +637,12 @@ func round(d time.Duration) string {
 
 func numCPU() int { return runtimeGOMAXPROCS() }
 
+// onExit stops the apiserver process measured, if any, when the bench gives up.
+var onExit = func() {}
+
 func must(err error) {
 	if err != nil {
+		onExit()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
