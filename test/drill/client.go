@@ -85,6 +85,7 @@ func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Cli
 type recorder struct {
 	mu       sync.Mutex
 	requests []request
+	cutOff   []request // in flight when recording ended: outcome unknown
 	vip      []vipSample
 	probes   []probe
 	health   []probe
@@ -99,8 +100,9 @@ func (r *recorder) addRequest(q request) {
 // writer writes numbered ConfigMaps through cs until ctx ends, one request at a time,
 // recording each: mostly creates, and in between a PUT update, a merge patch and a delete of
 // objects it created, as users do. interval is the least time between the starts of two
-// writes. verifyWrites checks what the acknowledged ones left behind.
-func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string, interval time.Duration, rec func(request)) {
+// writes. verifyWrites checks what the acknowledged ones left behind. The request the end of
+// ctx cuts off may still have been applied: it goes to cutOff (if not nil), not to rec.
+func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string, interval time.Duration, rec, cutOff func(request)) {
 	cms := cs.CoreV1().ConfigMaps(drillNamespace)
 	var live []*corev1.ConfigMap // acknowledged objects, as last answered, oldest first
 	created := 0
@@ -145,7 +147,12 @@ func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string
 		cancel()
 		end := clk.now()
 		if ctx.Err() != nil && err != nil {
-			return // cut off by the end of recording, not by the fault
+			// Cut off by the end of recording, not by the fault; it may have been applied.
+			if cutOff != nil {
+				q.Start, q.End, q.Err = start, end, err.Error()
+				cutOff(q)
+			}
+			return
 		}
 		q.Start, q.End, q.OK = start, end, err == nil
 		if err != nil {
@@ -179,13 +186,13 @@ const (
 	opDelete = "delete"
 )
 
-// verifyWrites counts the acknowledged writes in reqs whose effect is missing from objects
+// verifyWrites returns the acknowledged writes in reqs whose effect is missing from objects
 // (what a surviving master holds, by name): a created object that is not there, an update or
 // patch whose key does not hold its value, a deleted object still there. An object the
 // writer tried to delete is only checked by an acknowledged delete: any other answer left
 // its fate open. An update's or patch's value is checked only while it is the object's last
 // write, as a later unanswered one may have replaced the data.
-func verifyWrites(reqs []request, objects map[string]map[string]string) int {
+func verifyWrites(reqs []request, objects map[string]map[string]string) (lost []request) {
 	deleteTried := map[string]bool{}
 	last := map[string]int{}
 	for i, q := range reqs {
@@ -196,7 +203,6 @@ func verifyWrites(reqs []request, objects map[string]map[string]string) int {
 			last[q.Name] = i
 		}
 	}
-	lost := 0
 	for i, q := range reqs {
 		if !q.OK {
 			continue
@@ -205,15 +211,15 @@ func verifyWrites(reqs []request, objects map[string]map[string]string) int {
 		switch q.Op {
 		case opDelete:
 			if exists {
-				lost++
+				lost = append(lost, q)
 			}
 		case opUpdate, opPatch:
 			if !deleteTried[q.Name] && last[q.Name] == i && data[q.Key] != q.Value {
-				lost++
+				lost = append(lost, q)
 			}
 		default: // a create; older logs have no op
 			if !deleteTried[q.Name] && !exists {
-				lost++
+				lost = append(lost, q)
 			}
 		}
 	}

@@ -55,9 +55,12 @@ type eventLog struct {
 	Faulted  string        // the host the fault hit ("m1")
 	WantBack bool          // rejoin: the VIP is expected to move back to Faulted
 	Requests []request
-	Watch    []watchEvent
-	VIP      []vipSample
-	Probes   []probe
+	// The writer's request in flight when recording ended (its outcome is unknown): not in
+	// the metrics, but its object is in doubt for writes_lost.
+	CutOff []request `json:",omitempty"`
+	Watch  []watchEvent
+	VIP    []vipSample
+	Probes []probe
 	// rejoin: /healthz of the faulted master's own apiserver, from the client.
 	FaultedHealth []probe
 }

@@ -33,7 +33,7 @@ func TestVerifyWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := verifyWrites(tt.reqs, tt.objects); got != tt.lost {
+			if got := len(verifyWrites(tt.reqs, tt.objects)); got != tt.lost {
 				t.Fatalf("lost %d, want %d", got, tt.lost)
 			}
 		})
