@@ -271,7 +271,7 @@ func main() {
 	must(err)
 	cfg.EtcdUnsafeNoFsync = !*fsync
 	var kubeconfig string
-	stop := func() {}
+	var stop func()
 	if *binary != "" {
 		proc := startProcess(*binary, cfg)
 		serverPID = proc.Process.Pid
