@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -84,6 +85,7 @@ func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Cli
 type recorder struct {
 	mu       sync.Mutex
 	requests []request
+	cutOff   []request // in flight when recording ended: outcome unknown
 	vip      []vipSample
 	probes   []probe
 	health   []probe
@@ -95,28 +97,78 @@ func (r *recorder) addRequest(q request) {
 	r.mu.Unlock()
 }
 
-// writer creates numbered ConfigMaps one at a time through cs until ctx ends, recording
-// each attempt. interval is the least time between the starts of two writes.
-func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string, interval time.Duration, rec func(request)) {
+// writer writes numbered ConfigMaps through cs until ctx ends, one request at a time,
+// recording each: mostly creates, and in between a PUT update, a merge patch and a delete of
+// objects it created, as users do. interval is the least time between the starts of two
+// writes. verifyWrites checks what the acknowledged ones left behind. The request the end of
+// ctx cuts off may still have been applied: it goes to cutOff (if not nil), not to rec.
+func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string, interval time.Duration, rec, cutOff func(request)) {
+	cms := cs.CoreV1().ConfigMaps(drillNamespace)
+	var live []*corev1.ConfigMap // acknowledged objects, as last answered, oldest first
+	created := 0
 	for i := 1; ctx.Err() == nil; i++ {
-		name := fmt.Sprintf("%s-%06d", run, i)
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{runLabel: run}},
-			Data:       map[string]string{"n": fmt.Sprint(i)},
+		q := request{Op: opCreate}
+		var target *corev1.ConfigMap
+		if len(live) > 0 {
+			switch i % 8 {
+			case 2, 6:
+				q.Op, target = opUpdate, live[len(live)-1]
+			case 4:
+				q.Op, target = opPatch, live[len(live)-1]
+			case 7:
+				q.Op, target = opDelete, live[0]
+			}
 		}
 		start := clk.now()
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		_, err := cs.CoreV1().ConfigMaps(drillNamespace).Create(rctx, cm, metav1.CreateOptions{})
+		var got *corev1.ConfigMap
+		var err error
+		switch q.Op {
+		case opCreate:
+			created++
+			q.Name = fmt.Sprintf("%s-%06d", run, created)
+			got, err = cms.Create(rctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: q.Name, Labels: map[string]string{runLabel: run}},
+				Data:       map[string]string{"n": fmt.Sprint(created)},
+			}, metav1.CreateOptions{})
+		case opUpdate:
+			q.Name, q.Key, q.Value = target.Name, fmt.Sprintf("u%d", i), fmt.Sprint(i)
+			cm := target.DeepCopy()
+			cm.Data[q.Key] = q.Value // with the resourceVersion last answered: a lost update is a 409
+			got, err = cms.Update(rctx, cm, metav1.UpdateOptions{})
+		case opPatch:
+			q.Name, q.Key, q.Value = target.Name, fmt.Sprintf("p%d", i), fmt.Sprint(i)
+			patch := fmt.Appendf(nil, `{"data":{%q:%q}}`, q.Key, q.Value)
+			got, err = cms.Patch(rctx, target.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		case opDelete:
+			q.Name = target.Name
+			err = cms.Delete(rctx, target.Name, metav1.DeleteOptions{})
+		}
 		cancel()
 		end := clk.now()
 		if ctx.Err() != nil && err != nil {
-			return // cut off by the end of recording, not by the fault
+			// Cut off by the end of recording, not by the fault; it may have been applied.
+			if cutOff != nil {
+				q.Start, q.End, q.Err = start, end, err.Error()
+				cutOff(q)
+			}
+			return
 		}
-		q := request{Name: name, Start: start, End: end, OK: err == nil}
+		q.Start, q.End, q.OK = start, end, err == nil
 		if err != nil {
 			q.Err = err.Error()
 		}
 		rec(q)
+		switch {
+		case q.Op == opCreate && err == nil:
+			live = append(live, got)
+		case q.Op == opDelete:
+			live = live[1:] // gone, or in doubt: not written again either way
+		case err == nil:
+			live[len(live)-1] = got
+		case q.Op == opUpdate || q.Op == opPatch:
+			live = live[:len(live)-1] // in doubt: leave it alone from now on
+		}
 		if wait := interval - (end - start); wait > 0 {
 			select {
 			case <-ctx.Done():
@@ -124,6 +176,54 @@ func writer(ctx context.Context, clk clock, cs *kubernetes.Clientset, run string
 			}
 		}
 	}
+}
+
+// The writer's operations.
+const (
+	opCreate = "create"
+	opUpdate = "update"
+	opPatch  = "patch"
+	opDelete = "delete"
+)
+
+// verifyWrites returns the acknowledged writes in reqs whose effect is missing from objects
+// (what a surviving master holds, by name): a created object that is not there, an update or
+// patch whose key does not hold its value, a deleted object still there. An object the
+// writer tried to delete is only checked by an acknowledged delete: any other answer left
+// its fate open. An update's or patch's value is checked only while it is the object's last
+// write, as a later unanswered one may have replaced the data.
+func verifyWrites(reqs []request, objects map[string]map[string]string) (lost []request) {
+	deleteTried := map[string]bool{}
+	last := map[string]int{}
+	for i, q := range reqs {
+		if q.Op == opDelete {
+			deleteTried[q.Name] = true
+		}
+		if q.Op == opUpdate || q.Op == opPatch {
+			last[q.Name] = i
+		}
+	}
+	for i, q := range reqs {
+		if !q.OK {
+			continue
+		}
+		data, exists := objects[q.Name]
+		switch q.Op {
+		case opDelete:
+			if exists {
+				lost = append(lost, q)
+			}
+		case opUpdate, opPatch:
+			if !deleteTried[q.Name] && last[q.Name] == i && data[q.Key] != q.Value {
+				lost = append(lost, q)
+			}
+		default: // a create; older logs have no op
+			if !deleteTried[q.Name] && !exists {
+				lost = append(lost, q)
+			}
+		}
+	}
+	return lost
 }
 
 // startInformer runs a client-go informer on the drill's ConfigMaps through server and
@@ -151,13 +251,13 @@ func startInformer(ctx context.Context, clk clock, b *certs.Bundle, h *host, ser
 }
 
 // readBack lists the ConfigMaps of run from server (a surviving master's apiserver, read
-// from etcd with quorum) and returns their names.
-func readBack(ctx context.Context, b *certs.Bundle, h *host, server, run string) (map[string]bool, error) {
+// from etcd with quorum) and returns their data by name.
+func readBack(ctx context.Context, b *certs.Bundle, h *host, server, run string) (map[string]map[string]string, error) {
 	cs, err := kubernetes.NewForConfig(restConfig(b, h, server, 10*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]bool{}
+	names := map[string]map[string]string{}
 	opts := metav1.ListOptions{LabelSelector: runLabel + "=" + run, Limit: 500}
 	for {
 		list, err := cs.CoreV1().ConfigMaps(drillNamespace).List(ctx, opts)
@@ -165,7 +265,7 @@ func readBack(ctx context.Context, b *certs.Bundle, h *host, server, run string)
 			return nil, fmt.Errorf("read back %s from %s: %w", run, server, err)
 		}
 		for _, cm := range list.Items {
-			names[cm.Name] = true
+			names[cm.Name] = cm.Data
 		}
 		if list.Continue == "" {
 			return names, nil

@@ -301,7 +301,7 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 			if n >= 10 || !ok {
 				cancel()
 			}
-		})
+		}, nil)
 		return ok && n >= 10
 	})
 	if err != nil {

@@ -332,11 +332,11 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		fmt.Fprintf(&h, "- **%s**: %s\n", s, spec.describe())
 	}
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
-	fmt.Fprintf(&h, "\nClient: one writer creating ConfigMaps through the VIP with client-go, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
+	fmt.Fprintf(&h, "\nClient: one writer through the VIP with client-go creating ConfigMaps and, between creates, updating (PUT with the last resourceVersion), merge-patching and deleting them, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
 	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a TLS handshake through it completed (one started every 50 ms, 1 s patience; `never`: the VIP did not move); " +
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +
 		"`watch_gap_s` fault -> first informer event for an object written after the fault (`never`: not within the recording window); `split_brain_s` time two reachable hosts held the VIP; " +
-		"`writes_lost` acknowledged writes missing when read back from m2; `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
+		"`writes_lost` acknowledged writes whose effect is missing when read back from m2 (a created object, an update's or patch's value, a deleted object gone); `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
 		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
 		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +
 		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")

@@ -60,6 +60,10 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 				s.lastFail = q.End
 			}
 			s.mu.Unlock()
+		}, func(q request) {
+			s.rec.mu.Lock()
+			s.rec.cutOff = append(s.rec.cutOff, q)
+			s.rec.mu.Unlock()
 		})
 	}()
 	go func() {
@@ -195,7 +199,7 @@ func (s *session) stop() *eventLog {
 	s.wg.Wait()
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, VIP: s.rec.vip, Probes: s.rec.probes, FaultedHealth: s.rec.health}
+	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, CutOff: s.rec.cutOff, VIP: s.rec.vip, Probes: s.rec.probes, FaultedHealth: s.rec.health}
 	prefix := s.run + "-"
 	s.c.mu.Lock()
 	for _, e := range s.c.watch {
@@ -312,7 +316,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 func (c *cluster) finish(ctx context.Context, name, run string, fault time.Duration, l *eventLog, res *scenarioResult) (*scenarioResult, error) {
 	d := c.d
 	l.Fault, l.Faulted, l.WantBack = fault, "m1", name == scRejoin
-	var names map[string]bool
+	var names map[string]map[string]string
 	survivor := c.master("m2")
 	err := poll(ctx, 30*time.Second, func() bool {
 		var err error
@@ -322,14 +326,15 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read back from %s: %w", c.spec.Name, name, survivor.Name, err)
 	}
-	lost := 0
-	for _, q := range l.Requests {
-		if q.OK && !names[q.Name] {
-			lost++
-		}
+	// The request cut off by the end of recording left its object in doubt, as a failed one.
+	lost := verifyWrites(append(l.Requests[:len(l.Requests):len(l.Requests)], l.CutOff...), names)
+	for _, q := range lost {
+		_, there := names[q.Name]
+		d.progress("%s %s: LOST acknowledged %s of %s (%s=%s), sent at %.3fs, answered at %.3fs; read back: present=%v data=%v",
+			c.spec.Name, name, q.Op, q.Name, q.Key, q.Value, q.Start.Seconds(), q.End.Seconds(), there, names[q.Name])
 	}
 	isolated := res.Metrics.IsolatedWrites
-	res.Metrics = compute(l, lost)
+	res.Metrics = compute(l, len(lost))
 	res.Metrics.IsolatedWrites = isolated
 	res.Log = l
 	if res.Leader != "" {
@@ -422,7 +427,7 @@ func (c *cluster) waitServing(ctx context.Context, timeout time.Duration) error 
 			if ok >= 10 || !q.OK {
 				cancel()
 			}
-		})
+		}, nil)
 		return ok >= 10
 	})
 }
@@ -452,7 +457,7 @@ func (c *cluster) startIsolatedProbe(ctx context.Context, m *host) *isolatedProb
 			if q.OK {
 				ip.acked++
 			}
-		})
+		}, nil)
 	}()
 	return ip
 }

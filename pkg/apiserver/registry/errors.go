@@ -35,7 +35,9 @@ func interpret(err error, gr schema.GroupResource, name string) error {
 		}
 		return apierrors.NewBadRequest(se.Error())
 	case storage.ErrCodeExpired:
-		return apierrors.NewResourceExpired(se.Error())
+		e := apierrors.NewResourceExpired(se.Error())
+		e.ErrStatus.Continue = se.Continue
+		return e
 	case storage.ErrCodeTooLargeRV:
 		e := apierrors.NewTimeoutError(se.Error(), 1)
 		e.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
@@ -44,6 +46,9 @@ func interpret(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewBadRequest(se.Error())
 	case storage.ErrCodeTimeout:
 		return apierrors.NewTimeoutError(se.Error(), 1)
+	case storage.ErrCodeUnknownOutcome:
+		// What upstream answers when etcd leaves a write's outcome open.
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+se.Error(), 0)
 	case storage.ErrCodeUnreachable:
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusServiceUnavailable, Reason: metav1.StatusReasonServiceUnavailable,

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +38,12 @@ type Registry struct {
 
 	nsMu    sync.RWMutex
 	nsCache map[string]corev1.NamespacePhase // fed by a watch; a miss falls back to etcd
+
+	client *clientv3.Client
+	cfg    Config
+
+	sessMu sync.Mutex
+	sess   *concurrency.Session // holds this process's namespace cleanup locks
 }
 
 // Config configures the registry.
@@ -46,6 +54,10 @@ type Config struct {
 	// AttemptTimeout bounds one etcd request of a write, which is then retried (see
 	// storage.Config.AttemptTimeout).
 	AttemptTimeout time.Duration
+	// CompactionInterval is how often etcd's history is compacted, in turns with the other
+	// apiservers on the same etcd (storage.RunCompactor); 0: never (an embedded member
+	// compacts itself).
+	CompactionInterval time.Duration
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -65,7 +77,8 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{}}
+	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
+		client: client, cfg: cfg}
 	for _, k := range Kinds() {
 		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		s := &Store{kind: k, storage: st}
@@ -120,8 +133,9 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 	return nil
 }
 
-// Start creates the standard namespaces and resumes cleanup of namespaces
-// left terminating by an earlier run. Cleanups stop when ctx ends.
+// Start creates the standard namespaces, starts finishing every namespace that is or becomes
+// terminating (whichever apiserver marked it) and starts compaction when configured. All of
+// it stops when ctx ends.
 func (r *Registry) Start(ctx context.Context) error {
 	r.ctx = ctx
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
@@ -130,22 +144,29 @@ func (r *Registry) Start(ctx context.Context) error {
 			return fmt.Errorf("registry: create namespace %s: %w", name, err)
 		}
 	}
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go r.watchNamespaces(ctx)
-	list, err := r.namespaces().List(ctx, "", &metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("registry: list namespaces: %w", err)
-	}
-	for i := range list.(*corev1.NamespaceList).Items {
-		ns := &list.(*corev1.NamespaceList).Items[i]
-		if ns.DeletionTimestamp != nil {
-			r.terminateNamespace(ctx, ns)
+	go func() {
+		defer r.wg.Done()
+		<-ctx.Done()
+		r.sessMu.Lock()
+		defer r.sessMu.Unlock()
+		if r.sess != nil {
+			r.sess.Orphan() // its lease runs out on its own; the client may be closing
 		}
+	}()
+	if r.cfg.CompactionInterval > 0 {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			storage.RunCompactor(ctx, r.client, r.cfg.CompactionInterval, r.log)
+		}()
 	}
 	return nil
 }
 
-// deleteNamespaceContent deletes every object in ns and returns how many it found.
+// deleteNamespaceContent deletes every object in ns, of every namespaced kind the registry
+// serves, and returns how many it found.
 func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (int, error) {
 	found := 0
 	for _, res := range r.Resources {
@@ -222,6 +243,10 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 				if ev.Type == watch.Added && ns.DeletionTimestamp == nil {
 					r.ensureDefaultServiceAccount(ctx, ns.Name)
 				}
+				if ev.Type != watch.Deleted && ns.DeletionTimestamp != nil {
+					// Whoever marked it may be gone: every apiserver sees to it.
+					r.terminateNamespace(ctx, ns)
+				}
 			}
 			w.Stop()
 		}
@@ -239,8 +264,9 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 // Wait waits for background namespace cleanups to end.
 func (r *Registry) Wait() { r.wg.Wait() }
 
-// terminateNamespace empties a namespace in the background and then removes it:
-// there is no controller-manager to do it.
+// terminateNamespace empties a namespace in the background and then removes it: there is no
+// controller-manager to do it. One apiserver at a time does it, under a lock held by its
+// etcd lease; the others check back, and take over if that apiserver dies.
 func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
 	ns := obj.(*corev1.Namespace).Name
 	r.mu.Lock()
@@ -260,17 +286,77 @@ func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
 		}()
 		ctx := r.ctx
 		for attempt := 0; ctx.Err() == nil; attempt++ {
-			err := r.emptyNamespace(ctx, ns)
-			if err == nil {
+			done, err := r.finishNamespace(ctx, ns)
+			if done {
 				return
 			}
-			r.log.Warn("namespace cleanup failed, retrying", "namespace", ns, "err", err)
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("namespace cleanup failed, retrying", "namespace", ns, "err", err)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Duration(min(attempt+1, 10)) * 500 * time.Millisecond):
 			}
 		}
 	}()
+}
+
+// cleanupLockTTL is how long a dead apiserver's namespace cleanup lock outlives it.
+const cleanupLockTTL = 10 // seconds
+
+// session returns this process's etcd session, starting a new one if the last expired.
+func (r *Registry) session(ctx context.Context) (*concurrency.Session, error) {
+	r.sessMu.Lock()
+	defer r.sessMu.Unlock()
+	if r.sess != nil {
+		select {
+		case <-r.sess.Done():
+		default:
+			return r.sess, nil
+		}
+	}
+	s, err := concurrency.NewSession(r.client, concurrency.WithTTL(cleanupLockTTL), concurrency.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	r.sess = s
+	return s, nil
+}
+
+// finishNamespace empties and removes ns if it is terminating and no other apiserver is at
+// it; done reports that nothing is left to do here.
+func (r *Registry) finishNamespace(ctx context.Context, ns string) (done bool, err error) {
+	sess, err := r.session(ctx)
+	if err != nil {
+		return false, err
+	}
+	lock := concurrency.NewMutex(sess, r.cfg.Prefix+"/hacp.io/namespace-cleanup/"+ns)
+	if err := lock.TryLock(ctx); err != nil {
+		if errors.Is(err, concurrency.ErrLocked) {
+			err = nil // another apiserver is at it: check back later
+		}
+		return false, err
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = lock.Unlock(uctx)
+	}()
+	// Under the lock: is there still something to do?
+	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if obj.(*corev1.Namespace).DeletionTimestamp == nil {
+		return true, nil
+	}
+	if err := r.emptyNamespace(ctx, ns); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (r *Registry) emptyNamespace(ctx context.Context, ns string) error {

@@ -504,47 +504,69 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("unsupported propagationPolicy %q", *opts.PropagationPolicy))
 		}
 	}
-	current := s.kind.New()
-	if err := s.storage.Get(ctx, s.key(ns, name), storage.GetOptions{}, current); err != nil {
-		return nil, false, interpret(err, s.gr(), name)
-	}
-	s.setKind(current)
 	if opts != nil && DryRun(opts.DryRun) {
-		return current, true, nil
-	}
-	a, _ := meta.Accessor(current)
-	if len(a.GetFinalizers()) > 0 || s.onTerminate != nil {
-		// Graceful: set deletionTimestamp and let finalizers (or the namespace cleaner) finish.
-		out := s.kind.New()
-		err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
-			ca, _ := meta.Accessor(cur)
-			if ca.GetDeletionTimestamp() == nil {
-				now := metav1.Now()
-				ca.SetDeletionTimestamp(&now)
-				zero := int64(0)
-				ca.SetDeletionGracePeriodSeconds(&zero)
-			}
-			if s.kind.Strategy.MarkDeleting != nil {
-				s.kind.Strategy.MarkDeleting(cur)
-			}
-			return cur, nil
-		})
-		if err != nil {
+		current := s.kind.New()
+		if err := s.storage.Get(ctx, s.key(ns, name), storage.GetOptions{}, current); err != nil {
 			return nil, false, interpret(err, s.gr(), name)
 		}
-		s.setKind(out)
-		if s.onTerminate != nil {
-			s.onTerminate(ctx, out)
-		}
-		return out, false, nil
+		s.setKind(current)
+		return current, true, nil
 	}
+	if s.onTerminate == nil {
+		// The finalizers are checked on the very read the deletion is conditioned on: one
+		// added meanwhile makes the deletion start over and see it.
+		out := s.kind.New()
+		err := s.storage.Delete(ctx, s.key(ns, name), out, precond, func(_ context.Context, cur runtime.Object) error {
+			if a, err := meta.Accessor(cur); err == nil && len(a.GetFinalizers()) > 0 {
+				return errHasFinalizers
+			}
+			return nil
+		})
+		if err == nil {
+			s.setKind(out)
+			return out, true, nil
+		}
+		if err != errHasFinalizers {
+			return nil, false, interpret(err, s.gr(), name)
+		}
+	}
+	// Graceful: set deletionTimestamp and let finalizers (or the namespace cleaner) finish.
 	out := s.kind.New()
-	if err := s.storage.Delete(ctx, s.key(ns, name), out, precond, nil); err != nil {
+	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
+		ca, _ := meta.Accessor(cur)
+		if ca.GetDeletionTimestamp() == nil {
+			now := metav1.Now()
+			ca.SetDeletionTimestamp(&now)
+			zero := int64(0)
+			ca.SetDeletionGracePeriodSeconds(&zero)
+		}
+		if s.kind.Strategy.MarkDeleting != nil {
+			s.kind.Strategy.MarkDeleting(cur)
+		}
+		return cur, nil
+	})
+	if err != nil {
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
-	return out, true, nil
+	if s.onTerminate != nil {
+		s.onTerminate(ctx, out)
+		return out, false, nil
+	}
+	// The finalizers went away meanwhile: nothing holds the object any more.
+	if a, _ := meta.Accessor(out); len(a.GetFinalizers()) == 0 {
+		rv := a.GetResourceVersion()
+		del := s.kind.New()
+		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
+			s.setKind(del)
+			return del, true, nil
+		}
+	}
+	return out, false, nil
 }
+
+// errHasFinalizers turns a deletion into a graceful one.
+var errHasFinalizers = fmt.Errorf("the object has finalizers")
 
 // DeleteCollection deletes every object the list options select.
 func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.DeleteOptions, listOpts *metav1.ListOptions) (runtime.Object, error) {

@@ -47,6 +47,7 @@ type Config struct {
 	EtcdHeartbeatInterval       time.Duration `yaml:"etcd-heartbeat-interval"`
 	EtcdElectionTimeout         time.Duration `yaml:"etcd-election-timeout"`
 	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
+	EtcdCompactionInterval      time.Duration `yaml:"etcd-compaction-interval"`
 
 	MaxRequestsInflight         int           `yaml:"max-requests-inflight"`
 	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
@@ -72,6 +73,7 @@ func DefaultConfig() *Config {
 		EtcdHeartbeatInterval:       50 * time.Millisecond,
 		EtcdElectionTimeout:         500 * time.Millisecond,
 		WatchBookmarkInterval:       time.Minute,
+		EtcdCompactionInterval:      5 * time.Minute,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		RequestTimeout:              time.Minute,
@@ -114,6 +116,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval; half etcd's default, for masters on one LAN)")
 	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time, and a restarted single member waits up to this long to elect itself. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
+	fs.DurationVar(&c.EtcdCompactionInterval, "etcd-compaction-interval", c.EtcdCompactionInterval, "with --etcd-servers, compact etcd's history this often (kube-apiserver's flag and default), in turns with the other apiservers on that etcd; 0 disables (an embedded member compacts itself: --etcd-auto-compaction-retention)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
@@ -156,6 +159,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, config.FieldErrorf("etcd-heartbeat-interval", "must be at least 1ms, not %v", c.EtcdHeartbeatInterval))
 	} else if c.EtcdElectionTimeout < 5*c.EtcdHeartbeatInterval || c.EtcdElectionTimeout > 50*time.Second {
 		errs = append(errs, config.FieldErrorf("etcd-election-timeout", "must be at least 5 heartbeat intervals (%v) and at most 50s, not %v", 5*c.EtcdHeartbeatInterval, c.EtcdElectionTimeout))
+	}
+	if c.EtcdCompactionInterval < 0 {
+		errs = append(errs, config.FieldErrorf("etcd-compaction-interval", "must not be negative, not %v", c.EtcdCompactionInterval))
 	}
 	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
 		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))

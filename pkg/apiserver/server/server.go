@@ -77,8 +77,12 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	regCtx, cancel := context.WithCancel(context.Background())
 	s.regCtx = cancel
+	var compaction time.Duration
+	if len(s.cfg.EtcdServers) > 0 {
+		compaction = s.cfg.EtcdCompactionInterval
+	}
 	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
-		AttemptTimeout: s.cfg.EtcdElectionTimeout})
+		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction})
 	if err := s.registry.Start(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()

@@ -9,15 +9,16 @@ import (
 type ErrCode int
 
 const (
-	ErrCodeNotFound    ErrCode = iota + 1 // nothing at the key
-	ErrCodeExists                         // create over an existing key
-	ErrCodeConflict                       // precondition on resourceVersion failed
-	ErrCodeInvalidObj                     // precondition on UID failed or the object is malformed
-	ErrCodeExpired                        // requested revision was compacted
-	ErrCodeTooLargeRV                     // requested revision is in the future
-	ErrCodeInvalidRV                      // unparsable resourceVersion or continue token
-	ErrCodeUnreachable                    // etcd did not answer
-	ErrCodeTimeout                        // the caller's deadline passed
+	ErrCodeNotFound       ErrCode = iota + 1 // nothing at the key
+	ErrCodeExists                            // create over an existing key
+	ErrCodeConflict                          // precondition on resourceVersion failed
+	ErrCodeInvalidObj                        // precondition on UID failed or the object is malformed
+	ErrCodeExpired                           // requested revision was compacted
+	ErrCodeTooLargeRV                        // requested revision is in the future
+	ErrCodeInvalidRV                         // unparsable resourceVersion or continue token
+	ErrCodeUnreachable                       // etcd did not answer
+	ErrCodeTimeout                           // the caller's deadline passed
+	ErrCodeUnknownOutcome                    // a write may or may not have been applied
 )
 
 // Error is returned by every storage operation that fails for a reason the caller may act on.
@@ -26,6 +27,9 @@ type Error struct {
 	Key  string
 	RV   int64
 	Msg  string
+	// Continue is a token that continues an expired paged list where it stopped, at a
+	// newer revision (ErrCodeExpired only).
+	Continue string
 }
 
 func (e *Error) Error() string {
@@ -63,6 +67,9 @@ func IsConflict(err error) bool { return hasCode(err, ErrCodeConflict) }
 
 // IsExpired reports a compacted revision.
 func IsExpired(err error) bool { return hasCode(err, ErrCodeExpired) }
+
+// IsUnknownOutcome reports a write whose outcome etcd could not prove.
+func IsUnknownOutcome(err error) bool { return hasCode(err, ErrCodeUnknownOutcome) }
 
 // Code returns the storage error code of err, or 0.
 func Code(err error) ErrCode {

@@ -10,9 +10,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -31,14 +31,23 @@ type Config struct {
 	// attempt that runs out, or fails because etcd's leader changed, is tried again until the
 	// caller's context ends. A proposal forwarded to a leader that just died is lost, and etcd
 	// itself would only give up on it after seconds; set this to about the cluster's election
-	// timeout. Retried writes stay exactly-once: see Create. Zero: one attempt, no bound.
+	// timeout. A retried write decides from etcd's history whether an earlier attempt was
+	// applied (see outcome.go), and fails with ErrCodeUnknownOutcome when it cannot tell.
+	// Zero: one attempt, no bound.
 	AttemptTimeout time.Duration
+	// KV, when set, serves the store's reads and writes in place of the client's (tests put
+	// faults between the store and etcd through it). Watches and history use the client.
+	KV clientv3.KV
 }
 
 // Etcd3 implements Interface on an etcd v3 client.
 type Etcd3 struct {
 	client *clientv3.Client
+	kv     clientv3.KV
 	cfg    Config
+	// seen is the highest revision etcd has reported to this store: a lower bound for the
+	// revision of any write it sends afterwards.
+	seen atomic.Int64
 }
 
 // New returns an etcd3-backed store.
@@ -50,7 +59,21 @@ func New(client *clientv3.Client, cfg Config) *Etcd3 {
 		cfg.BookmarkInterval = 15 * time.Second
 	}
 	cfg.Prefix = strings.TrimSuffix(cfg.Prefix, "/")
-	return &Etcd3{client: client, cfg: cfg}
+	kv := cfg.KV
+	if kv == nil {
+		kv = client.KV
+	}
+	return &Etcd3{client: client, kv: kv, cfg: cfg}
+}
+
+// saw records a revision etcd reported.
+func (s *Etcd3) saw(rev int64) {
+	for {
+		cur := s.seen.Load()
+		if rev <= cur || s.seen.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 func (s *Etcd3) fullKey(key string) string {
@@ -114,12 +137,17 @@ func wrapEtcdErr(key string, err error) error {
 
 // Revision returns the current revision by a linearizable read.
 func (s *Etcd3) Revision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, s.cfg.Prefix+"/\x00", clientv3.WithCountOnly())
+	resp, err := s.kv.Get(ctx, s.cfg.Prefix+"/\x00", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, wrapEtcdErr("", err)
 	}
+	s.saw(resp.Header.Revision)
 	return resp.Header.Revision, nil
 }
+
+// errProposalDropped is raft's ErrProposalDropped as etcd passes it to clients (gRPC code
+// Unknown): a leader transferring its leadership refuses new proposals.
+const errProposalDropped = "raft proposal dropped"
 
 // retryable reports whether a failed etcd attempt may be tried again: it ran out of its own
 // time (not the caller's), or etcd lost or changed its leader meanwhile.
@@ -133,6 +161,8 @@ func retryable(ctx context.Context, err error) bool {
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), status.Code(err) == codes.Unavailable:
 		return true
+	case status.Code(err) == codes.Unknown && status.Convert(err).Message() == errProposalDropped:
+		return true // the leader is handing over: the proposal was not taken
 	}
 	return false
 }
@@ -158,10 +188,32 @@ func (s *Etcd3) attempt(ctx context.Context, op func(ctx context.Context, retrie
 	}
 }
 
+// write runs a write's attempts (see attempt). op must find out, when retried, whether an
+// earlier attempt was applied. A failure after which the write may or may not have been
+// applied is ErrCodeUnknownOutcome, never a success or a failure etcd cannot prove.
+func (s *Etcd3) write(ctx context.Context, key string, op func(ctx context.Context, retried bool) error) error {
+	retried := false
+	err := s.attempt(ctx, func(ctx context.Context, r bool) error {
+		retried = r
+		return op(ctx, r)
+	})
+	var se *Error
+	switch {
+	case err == nil, errors.As(err, &se):
+		return err
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return err // nobody is waiting for the answer
+	case retried || ambiguous(err):
+		return errUnknownOutcome(key, err)
+	}
+	return wrapEtcdErr(key, err)
+}
+
 // Create writes obj at key if nothing is there. When an attempt is retried (see
-// AttemptTimeout), an earlier one may have been applied meanwhile: the retry then finds the
-// very bytes it writes (they hold the object's uid and creation time) and reports success
-// with them rather than AlreadyExists, so a create happens once and is acknowledged once.
+// AttemptTimeout), an earlier one may have been applied meanwhile, and the object changed or
+// deleted since: the retry looks for the very bytes it writes (they hold the object's uid)
+// in the key's history since before the first attempt, and reports success at their
+// revision if it finds them, so a create happens once and is acknowledged once.
 func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object) error {
 	a, err := meta.Accessor(obj)
 	if err != nil {
@@ -174,13 +226,19 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return err
 	}
+	since := s.seen.Load()
+	if since == 0 && s.cfg.AttemptTimeout > 0 {
+		if since, err = s.Revision(ctx); err != nil {
+			return err
+		}
+	}
 	var rev int64
-	err = s.attempt(ctx, func(ctx context.Context, retried bool) (err error) {
-		rev, err = s.createOnce(ctx, key, data, retried)
+	err = s.write(ctx, key, func(ctx context.Context, retried bool) (err error) {
+		rev, err = s.createOnce(ctx, key, data, since, retried)
 		return err
 	})
 	if err != nil {
-		return wrapEtcdErr(key, err)
+		return err
 	}
 	if out != nil {
 		return s.into(obj, data, rev, out)
@@ -188,33 +246,36 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 	return nil
 }
 
-// createOnce is one attempt of Create; it returns the revision of the object at key.
-func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, retried bool) (int64, error) {
+// createOnce is one attempt of Create; it returns the revision of the object it wrote.
+// since is a revision from before the first attempt; retried says an earlier attempt may
+// have been applied.
+func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, since int64, retried bool) (int64, error) {
 	k := s.fullKey(key)
-	resp, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+	if retried {
+		resp, err := s.kv.Get(ctx, k)
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Kvs) > 0 && string(resp.Kvs[0].Value) == string(data) {
+			return resp.Kvs[0].ModRevision, nil // our earlier attempt, unchanged
+		}
+		if rev, err := s.putOf(ctx, k, data, since, resp.Header.Revision); err != nil || rev != 0 {
+			return rev, err // our earlier attempt, changed or deleted since
+		}
+	}
+	resp, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, string(data))).Else(clientv3.OpGet(k)).Commit()
 	if err != nil {
 		return 0, err
 	}
+	s.saw(resp.Header.Revision)
 	if resp.Succeeded {
 		return resp.Header.Revision, nil
 	}
-	if kv := elseKV(resp); retried && kv != nil && string(kv.Value) == string(data) {
-		return kv.ModRevision, nil // our own earlier attempt
+	if r := resp.Responses[0].GetResponseRange(); retried && r != nil && len(r.Kvs) > 0 && string(r.Kvs[0].Value) == string(data) {
+		return r.Kvs[0].ModRevision, nil // our earlier attempt, applied after the look above
 	}
 	return 0, &Error{Code: ErrCodeExists, Key: key}
-}
-
-// elseKV returns the key-value of a transaction's OpGet Else branch, or nil.
-func elseKV(resp *clientv3.TxnResponse) *mvccpb.KeyValue {
-	if len(resp.Responses) == 0 {
-		return nil
-	}
-	r := resp.Responses[0].GetResponseRange()
-	if r == nil || len(r.Kvs) == 0 {
-		return nil
-	}
-	return r.Kvs[0]
 }
 
 // into gives out the state just written: obj itself when the types match (saving a decode),
@@ -241,10 +302,11 @@ func (s *Etcd3) Get(ctx context.Context, key string, opts GetOptions, out runtim
 	if opts.ResourceVersion == "0" {
 		ops = append(ops, clientv3.WithSerializable())
 	}
-	resp, err := s.client.Get(ctx, s.fullKey(key), ops...)
+	resp, err := s.kv.Get(ctx, s.fullKey(key), ops...)
 	if err != nil {
 		return wrapEtcdErr(key, err)
 	}
+	s.saw(resp.Header.Revision)
 	if minRV > resp.Header.Revision {
 		return &Error{Code: ErrCodeTooLargeRV, Key: key, RV: minRV}
 	}
@@ -273,20 +335,32 @@ func encodeContinue(startKey, keyPrefix string, rev int64) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// decodeContinue reads a continue token. Whatever is wrong with it, a bad token is
+// ErrCodeInvalidRV with upstream's message ("invalid continue token: ..."), a 400 for clients.
+// A token names the revision its list was read at; one that names none (zero or negative)
+// is refused.
 func decodeContinue(token, keyPrefix string) (fromKey string, rev int64, err error) {
-	bad := &Error{Code: ErrCodeInvalidRV, Msg: "continue key is not valid: the token is malformed"}
+	bad := func(why string) error {
+		return &Error{Code: ErrCodeInvalidRV, Msg: "invalid continue token: continue key is not valid: " + why}
+	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return "", 0, bad
+		return "", 0, bad("not base64")
 	}
 	var c continueToken
-	if err := json.Unmarshal(b, &c); err != nil || c.APIVersion != "meta.k8s.io/v1" || c.ResourceVersion == 0 {
-		return "", 0, bad
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", 0, bad("not a continue token")
+	}
+	if c.APIVersion != "meta.k8s.io/v1" {
+		return "", 0, bad(fmt.Sprintf("unrecognized version %q", c.APIVersion))
+	}
+	if c.ResourceVersion <= 0 {
+		return "", 0, bad(fmt.Sprintf("incorrect encoded start resourceVersion %d (version meta.k8s.io/v1)", c.ResourceVersion))
 	}
 	// Refuse keys that climb out of the prefix.
 	cleaned := path.Clean("/" + c.StartKey)
 	if c.StartKey == "" || strings.Contains(c.StartKey, "..") || cleaned == "/" {
-		return "", 0, bad
+		return "", 0, bad(fmt.Sprintf("start key %q", c.StartKey))
 	}
 	return keyPrefix + c.StartKey, c.ResourceVersion, nil
 }
@@ -306,6 +380,7 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 	}
 	var (
 		fromKey  = keyPrefix
+		contKey  string // where the continue token starts
 		withRev  int64
 		serial   bool
 		checkMin int64
@@ -319,10 +394,15 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 		if err != nil {
 			return err
 		}
+		contKey = fromKey
 	case opts.ResourceVersionMatch == "Exact":
 		if rv == 0 {
 			return &Error{Code: ErrCodeInvalidRV, Msg: "resourceVersionMatch=Exact requires a non-zero resourceVersion"}
 		}
+		withRev = rv
+	case opts.ResourceVersionMatch == "" && opts.Limit > 0 && opts.Recursive && rv > 0:
+		// The legacy meaning of a resourceVersion on a paged list, as upstream: the first
+		// page, and so every page after it, is read at exactly that revision.
 		withRev = rv
 	case opts.ResourceVersion == "0":
 		serial = true
@@ -365,14 +445,19 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 		if readRev > 0 {
 			o = append(o, clientv3.WithRev(readRev))
 		}
-		resp, err := s.client.Get(ctx, fromKey, o...)
+		resp, err := s.kv.Get(ctx, fromKey, o...)
 		if err != nil {
 			err = wrapEtcdErr(key, err)
 			if IsExpired(err) && opts.Continue != "" {
-				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Msg: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."}
+				// As upstream, offer a token that continues at the current revision.
+				next := ""
+				if now, err := s.Revision(ctx); err == nil {
+					next, _ = encodeContinue(contKey, keyPrefix, now)
+				}
+				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Continue: next, Msg: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."}
 			}
 			if IsExpired(err) {
-				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Msg: fmt.Sprintf("too old resource version: %d", withRev)}
+				return &Error{Code: ErrCodeExpired, Key: key, RV: readRev, Msg: fmt.Sprintf("too old resource version: %d", readRev)}
 			}
 			return err
 		}
@@ -430,7 +515,7 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 		list.SetContinue(next)
 		if opts.Predicate.Empty() {
 			// Count what is left from the first unreturned key.
-			resp, err := s.client.Get(ctx, string(lastKey), clientv3.WithRange(rangeEnd), clientv3.WithRev(readRev), clientv3.WithCountOnly())
+			resp, err := s.kv.Get(ctx, string(lastKey), clientv3.WithRange(rangeEnd), clientv3.WithRev(readRev), clientv3.WithCountOnly())
 			if err == nil {
 				n := resp.Count
 				list.SetRemainingItemCount(&n)
@@ -440,17 +525,22 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 	return nil
 }
 
+// GuaranteedUpdate writes tryUpdate's result if the key did not change since it was read,
+// and starts over on the fresh object otherwise. A retried write attempt never runs tryUpdate
+// again: it re-sends the same conditional write, and when the key has changed meanwhile, the
+// key's first change after the read tells whether an earlier attempt was applied.
 func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Object, ignoreNotFound bool, precond *Preconditions, tryUpdate UpdateFunc) error {
 	k := s.fullKey(key)
 	for {
 		var resp *clientv3.GetResponse
 		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
-			resp, err = s.client.Get(ctx, k)
+			resp, err = s.kv.Get(ctx, k)
 			return err
 		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
+		s.saw(resp.Header.Revision)
 		current := s.cfg.NewFunc()
 		var modRev int64
 		if len(resp.Kvs) == 0 {
@@ -481,40 +571,58 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 			return s.decode(data, modRev, out)
 		}
 		var rev int64
-		err = s.attempt(ctx, func(ctx context.Context, retried bool) error {
-			txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).
-				Then(clientv3.OpPut(k, string(data))).Else(clientv3.OpGet(k)).Commit()
+		err = s.write(ctx, key, func(ctx context.Context, retried bool) error {
+			txn, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).
+				Then(clientv3.OpPut(k, string(data))).Commit()
 			switch {
 			case err != nil:
 				return err
 			case txn.Succeeded:
 				rev = txn.Header.Revision
-			case retried && elseKV(txn) != nil && string(elseKV(txn).Value) == string(data):
-				rev = elseKV(txn).ModRevision // our own earlier attempt was applied
+			case retried && modRev != 0:
+				// Applied, our attempt was the key's first change after modRev.
+				ev, err := s.firstChange(ctx, k, modRev, txn.Header.Revision)
+				if err != nil {
+					return err
+				}
+				if ev != nil && ev.Type == clientv3.EventTypePut && string(ev.Kv.Value) == string(data) {
+					rev = ev.Kv.ModRevision
+				}
+			case retried:
+				// The key was missing: any put of our bytes since the read.
+				rev, err = s.putOf(ctx, k, data, resp.Header.Revision, txn.Header.Revision)
+				return err
 			}
 			return nil
 		})
 		if err != nil {
-			return wrapEtcdErr(key, err)
+			return err
 		}
 		if rev == 0 {
-			continue // someone else wrote in between: retry on the fresh object
+			continue // someone else wrote first, and our write was not applied: start over
 		}
+		s.saw(rev)
 		return s.into(updated, data, rev, out)
 	}
 }
 
+// Delete removes the object at key if it did not change since it was read (after precond and
+// validate approved of it there), and starts over otherwise. out receives the deleted object
+// with the revision of the deletion, as upstream. A retried attempt that finds the key's
+// first change after the read is a deletion cannot tell whose it was (a deletion carries no
+// bytes): the outcome is then unknown.
 func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, precond *Preconditions, validate ValidateFunc) error {
 	k := s.fullKey(key)
 	for {
 		var resp *clientv3.GetResponse
 		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
-			resp, err = s.client.Get(ctx, k)
+			resp, err = s.kv.Get(ctx, k)
 			return err
 		})
 		if err != nil {
 			return wrapEtcdErr(key, err)
 		}
+		s.saw(resp.Header.Revision)
 		if len(resp.Kvs) == 0 {
 			return &Error{Code: ErrCodeNotFound, Key: key}
 		}
@@ -531,26 +639,35 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 				return err
 			}
 		}
-		deleted := false
-		err = s.attempt(ctx, func(ctx context.Context, retried bool) error {
-			txn, err := s.client.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
-				Then(clientv3.OpDelete(k)).Else(clientv3.OpGet(k)).Commit()
-			if err != nil {
+		var rev int64
+		err = s.write(ctx, key, func(ctx context.Context, retried bool) error {
+			txn, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
+				Then(clientv3.OpDelete(k)).Commit()
+			switch {
+			case err != nil:
 				return err
+			case txn.Succeeded:
+				rev = txn.Header.Revision
+			case retried:
+				ev, err := s.firstChange(ctx, k, kv.ModRevision, txn.Header.Revision)
+				if err != nil {
+					return err
+				}
+				if ev != nil && ev.Type == clientv3.EventTypeDelete {
+					return errUnknownOutcome(key, fmt.Errorf("the object was deleted at revision %d, by this request or another", ev.Kv.ModRevision))
+				}
 			}
-			// On a retry, a key that is gone was deleted by our earlier attempt (or by
-			// someone else after it: either way this delete is done).
-			deleted = txn.Succeeded || (retried && elseKV(txn) == nil)
 			return nil
 		})
 		if err != nil {
-			return wrapEtcdErr(key, err)
+			return err
 		}
-		if !deleted {
-			continue
+		if rev == 0 {
+			continue // changed before our delete: check it again
 		}
+		s.saw(rev)
 		if out != nil {
-			return s.decode(kv.Value, kv.ModRevision, out)
+			return s.decode(kv.Value, rev, out)
 		}
 		return nil
 	}

@@ -333,8 +333,9 @@ func TestWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := next(t, w)
-		if ev.Type != watch.Deleted || ev.Object.(*corev1.ConfigMap).ResourceVersion == del.ResourceVersion {
-			t.Fatalf("delete: %v (rv must be the deletion revision)", ev)
+		// Both the watch and the delete's answer carry the deletion revision, as upstream.
+		if ev.Type != watch.Deleted || ev.Object.(*corev1.ConfigMap).ResourceVersion != del.ResourceVersion {
+			t.Fatalf("delete answered rv %s, watch: %v (rv must be the deletion revision)", del.ResourceVersion, ev)
 		}
 	})
 
