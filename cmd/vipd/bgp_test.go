@@ -21,6 +21,10 @@ import (
 	"testing"
 	"time"
 
+	gobgpapi "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/vip"
@@ -551,4 +555,150 @@ func TestBGPPeerErrors(t *testing.T) {
 			t.Fatalf("vipd exited:\n%s", p.Output())
 		}
 	}
+}
+
+// gobgpd is GoBGP's daemon in the router namespace, asked through its gRPC API.
+type gobgpd struct {
+	h   *netns.Host
+	api gobgpapi.GobgpApiClient
+}
+
+func startGoBGPd(t *testing.T, h *netns.Host, conf string) *gobgpd {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gobgpd.toml")
+	if err := os.WriteFile(p, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.Start(gobgpdBin, "-f", p, "-t", "toml", "-p", "--api-hosts", "127.0.0.1:50051", "--pprof-disable", "-l", "info")
+	conn, err := grpc.NewClient("passthrough:///127.0.0.1:50051",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			var c net.Conn
+			err := h.Do(func() (err error) {
+				var d net.Dialer
+				c, err = d.DialContext(ctx, "tcp", addr)
+				return err
+			})
+			return c, err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	g := &gobgpd{h: h, api: gobgpapi.NewGobgpApiClient(conn)}
+	waitFor(t, 30*time.Second, "gobgpd's API", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := g.api.GetBgp(ctx, &gobgpapi.GetBgpRequest{})
+		return err == nil
+	})
+	return g
+}
+
+// gobgpPath is one path to the VIP in gobgpd's RIB.
+type gobgpPath struct {
+	NextHop     string
+	Communities []uint32
+	ASPath      []uint32
+}
+
+// paths returns gobgpd's paths to the VIP, sorted by next hop.
+func (g *gobgpd) paths() []gobgpPath {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	stream, err := g.api.ListPath(ctx, &gobgpapi.ListPathRequest{
+		TableType: gobgpapi.TableType_GLOBAL,
+		Family:    &gobgpapi.Family{Afi: gobgpapi.Family_AFI_IP, Safi: gobgpapi.Family_SAFI_UNICAST},
+		Prefixes:  []*gobgpapi.TableLookupPrefix{{Prefix: bgpVIP + "/32"}},
+	})
+	if err != nil {
+		return nil
+	}
+	var out []gobgpPath
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		for _, p := range r.GetDestination().GetPaths() {
+			var gp gobgpPath
+			for _, a := range p.GetPattrs() {
+				m, err := a.UnmarshalNew()
+				if err != nil {
+					continue
+				}
+				switch v := m.(type) {
+				case *gobgpapi.NextHopAttribute:
+					gp.NextHop = v.GetNextHop()
+				case *gobgpapi.CommunitiesAttribute:
+					gp.Communities = v.GetCommunities()
+				case *gobgpapi.AsPathAttribute:
+					for _, seg := range v.GetSegments() {
+						gp.ASPath = append(gp.ASPath, seg.GetNumbers()...)
+					}
+				}
+			}
+			out = append(out, gp)
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].NextHop < out[j-1].NextHop; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func (g *gobgpd) nexthops() []string {
+	var nh []string
+	for _, p := range g.paths() {
+		nh = append(nh, p.NextHop)
+	}
+	return nh
+}
+
+// TestBGPWithGoBGP: the same announcements to GoBGP's own daemon (gobgpd v3.37.0) as a
+// peer (no MD5: the test machines' kernels lack TCP_MD5SIG): both masters' /32 arrive with next-hop-self, the masters'
+// AS as path and the configured community; a failing health check withdraws one, SIGTERM
+// the other.
+func TestBGPWithGoBGP(t *testing.T) {
+	rn := newRoutedNet(t, "hb-g")
+	g := startGoBGPd(t, rn.router, `[global.config]
+  as = 65000
+  router-id = "10.77.41.1"
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "10.77.41.11"
+    peer-as = 65100
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "10.77.42.12"
+    peer-as = 65100
+`)
+	m1, m2 := rn.masters[0], rn.masters[1]
+	b1 := startBackend(t, m1)
+	startBackend(t, m2)
+	startVipd(t, m1, vipdArgs(rn, 0)...)
+	p2 := startVipd(t, m2, vipdArgs(rn, 1)...)
+	waitFor(t, 60*time.Second, "gobgpd has both masters' paths to the VIP", func() bool {
+		return equal(g.nexthops(), addrs(m1, m2))
+	})
+	for _, p := range g.paths() {
+		if len(p.Communities) != 1 || p.Communities[0] != 65100<<16|443 {
+			t.Errorf("path via %s: communities %v, want [65100:443]", p.NextHop, p.Communities)
+		}
+		if len(p.ASPath) != 1 || p.ASPath[0] != 65100 {
+			t.Errorf("path via %s: AS path %v, want [65100]", p.NextHop, p.ASPath)
+		}
+	}
+	waitFor(t, 30*time.Second, "both vipd report the route sent", func() bool { return announced(m1) && announced(m2) })
+
+	b1.healthy.Store(false)
+	waitFor(t, 30*time.Second, "gobgpd without m1's path", func() bool { return equal(g.nexthops(), addrs(m2)) })
+	b1.healthy.Store(true)
+	waitFor(t, 30*time.Second, "gobgpd with m1's path again", func() bool { return equal(g.nexthops(), addrs(m1, m2)) })
+
+	p2.Signal(syscall.SIGTERM)
+	waitExit(t, p2)
+	waitFor(t, 30*time.Second, "gobgpd without m2's path after SIGTERM", func() bool { return equal(g.nexthops(), addrs(m1)) })
 }

@@ -298,11 +298,14 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 			State:   sessionState(st.GetSessionState()),
 			Flaps:   st.GetFlops(),
 		}
-		ts := p.GetTimers().GetState()
-		ps.HoldTime, ps.Keepalive = ts.GetHoldTime(), ts.GetKeepaliveInterval()
+		ts, tc := p.GetTimers().GetState(), p.GetTimers().GetConfig()
+		ps.HoldTime, ps.Keepalive = tc.GetHoldTime(), tc.GetKeepaliveInterval()
 		if ps.Established() {
 			if ts.GetNegotiatedHoldTime() != 0 {
 				ps.HoldTime = ts.GetNegotiatedHoldTime()
+			}
+			if ts.GetKeepaliveInterval() != 0 {
+				ps.Keepalive = ts.GetKeepaliveInterval()
 			}
 			if up := ts.GetUptime(); up != nil && up.GetSeconds() > 0 {
 				ps.Since = up.AsTime()
@@ -328,9 +331,10 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 }
 
 // Stop withdraws every announced route, waits (until ctx ends) for the established peers
-// to have been sent the withdrawals, then closes the sessions with a CEASE notification.
-// Withdrawing first lets each router move traffic while this host still answers.
-func (s *Speaker) Stop(ctx context.Context) error {
+// to have been sent the withdrawals and then for grace more, then closes the sessions with
+// a CEASE notification. Withdrawing first lets each router move traffic while this host
+// still answers.
+func (s *Speaker) Stop(ctx context.Context, grace time.Duration) error {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -345,6 +349,12 @@ func (s *Speaker) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	if len(ps) > 0 {
 		s.waitWithdrawn(ctx)
+		t := time.NewTimer(grace)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	err = errors.Join(err, s.srv.StopBgp(context.Background(), &api.StopBgpRequest{}))
 	s.srv.Stop()

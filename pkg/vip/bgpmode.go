@@ -204,14 +204,14 @@ func (b *bgpRunner) apply(ctx context.Context, ok bool, why string) {
 	}
 }
 
-// stopTimeout bounds SIGTERM's withdraw-then-close.
+// stopTimeout bounds SIGTERM's withdraw-then-close, beyond the configured grace.
 const stopTimeout = 3 * time.Second
 
 func (b *bgpRunner) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+b.r.StopGrace)
 	defer cancel()
 	start := time.Now()
-	if err := b.spk.Stop(ctx); err != nil {
+	if err := b.spk.Stop(ctx, b.r.StopGrace); err != nil {
 		b.d.log.Warn("BGP speaker stop", "err", err.Error())
 	}
 	b.mu.Lock()

@@ -71,6 +71,7 @@ type BGPConfig struct {
 	BGPCommunities  []string      `yaml:"bgp-community"`
 	BGPAnnounce     string        `yaml:"bgp-announce"`
 	BGPIface        string        `yaml:"bgp-iface"`
+	BGPStopGrace    time.Duration `yaml:"bgp-stop-grace"`
 }
 
 // Instance is one virtual router. In Config.Instances, zero fields take the top-level value.
@@ -129,6 +130,7 @@ func DefaultConfig() *Config {
 			BGPConnectRetry: 5 * time.Second,
 			BGPAnnounce:     "all",
 			BGPIface:        "lo",
+			BGPStopGrace:    time.Second,
 		},
 	}
 }
@@ -207,6 +209,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.BGPNextHop, "bgp-next-hop", b.BGPNextHop, "BGP mode: next-hop `address` of the announced routes (default: the session's own address)")
 	config.StringList(fs, &b.BGPCommunities, "bgp-community", "BGP mode: standard `community` attached to the routes, AS:VALUE or no-export, no-advertise, ...; repeatable")
 	fs.StringVar(&b.BGPAnnounce, "bgp-announce", b.BGPAnnounce, "BGP mode: who announces: `all` healthy hosts (anycast, the router spreads connections with ECMP)")
+	fs.DurationVar(&b.BGPStopGrace, "bgp-stop-grace", b.BGPStopGrace, "BGP mode: on SIGTERM, after the withdrawals are sent, keep the address and the sessions this `long` so the routers have moved traffic away before vipd exits (order lbproxy to stop after vipd)")
 	fs.StringVar(&b.BGPIface, "bgp-iface", b.BGPIface, "BGP mode: `interface` the announced addresses are bound on while announced (as /32 or /128, so the host answers no ARP for them)")
 
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
@@ -492,6 +495,7 @@ type ResolvedBGP struct {
 	VIPs        []netip.Prefix // host routes (/32, /128) to announce
 	Iface       string         // where the addresses are bound while announced
 	TrackIfaces []string
+	StopGrace   time.Duration // SIGTERM: withdrawn, then this long before the sessions close
 }
 
 // ResolveBGP parses the BGP mode's settings; the errors are config.FieldErrors.
@@ -588,6 +592,10 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 	if b.BGPIface == "" || len(b.BGPIface) > 15 || strings.ContainsAny(b.BGPIface, "/ ") {
 		bad("bgp-iface", "%q is not an interface name", b.BGPIface)
 	}
+	if b.BGPStopGrace < 0 || b.BGPStopGrace > time.Minute {
+		bad("bgp-stop-grace", "must be 0 to 1m, got %s", b.BGPStopGrace)
+	}
+	r.StopGrace = b.BGPStopGrace
 	if len(c.VIPs) == 0 {
 		bad("vip", "at least one address to announce is required, e.g. --vip 10.0.0.100/32")
 	}

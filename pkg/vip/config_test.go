@@ -204,6 +204,7 @@ func TestValidateBGP(t *testing.T) {
 		{"bad next hop", func(c *Config) { c.BGPNextHop = "x" }, "bgp-next-hop"},
 		{"bad community", func(c *Config) { c.BGPCommunities = []string{"65000:1", "1:2:3"} }, "bgp-community.1"},
 		{"bad listen port", func(c *Config) { c.BGPListenPort = 70000 }, "bgp-listen-port"},
+		{"negative stop grace", func(c *Config) { c.BGPStopGrace = -time.Second }, "bgp-stop-grace"},
 		{"announce leader not built", func(c *Config) { c.BGPAnnounce = "leader" }, "bgp-announce"},
 		{"announce nonsense", func(c *Config) { c.BGPAnnounce = "some" }, "bgp-announce"},
 		{"no vip", func(c *Config) { c.VIPs = nil }, "vip"},
