@@ -33,6 +33,13 @@ type stackSpec struct {
 	HACP   bool
 	Advert time.Duration // VRRP advert interval
 
+	// BGP: vipd in BGP mode announces the VIP (bgpVIPAddr, on no subnet) from every
+	// healthy master to the router namespace's FRR, which routes the client's connections
+	// over them with ECMP.
+	BGP       bool
+	HoldTime  time.Duration
+	Keepalive time.Duration
+
 	// anchor only
 	VRRPVersion   int
 	AuthPass      string
@@ -76,8 +83,28 @@ func hacpStack(advert time.Duration) stackSpec {
 	return stackSpec{Name: stackHACP, HACP: true, Advert: advert}
 }
 
+// bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
+// keepalive 3 s) behind lbproxy with its defaults.
+func bgpStack() stackSpec {
+	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second}
+}
+
+// stackSpecs are the stacks by name.
+func stackSpecs(advert time.Duration) map[string]stackSpec {
+	return map[string]stackSpec{
+		stackHACP:        hacpStack(advert),
+		stackAnchor:      guideStack(),
+		stackAnchorTuned: tunedStack(advert),
+		stackHACPBGP:     bgpStack(),
+	}
+}
+
 // describe says in one line how the stack is configured, for report.md.
 func (s stackSpec) describe() string {
+	if s.BGP {
+		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy (defaults); graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest",
+			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive)
+	}
 	if s.HACP {
 		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
 	}
