@@ -389,7 +389,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 
 func waitExit(t *testing.T, p *netns.Proc) {
 	t.Helper()
-	waitFor(t, 15*time.Second, "process exit", func() bool {
+	waitFor(t, 30*time.Second, "process exit", func() bool {
 		return syscall.Kill(p.Cmd.Process.Pid, 0) != nil
 	})
 }
@@ -679,7 +679,8 @@ func TestBGPWithGoBGP(t *testing.T) {
 	b1 := startBackend(t, m1)
 	startBackend(t, m2)
 	startVipd(t, m1, vipdArgs(rn, 0)...)
-	p2 := startVipd(t, m2, vipdArgs(rn, 1)...)
+	// A long grace, so that the withdrawn-but-still-established moment is easy to see.
+	p2 := startVipd(t, m2, vipdArgs(rn, 1, "--bgp-stop-grace", "20s")...)
 	waitFor(t, 60*time.Second, "gobgpd has both masters' paths to the VIP", func() bool {
 		return equal(g.nexthops(), addrs(m1, m2))
 	})
@@ -698,7 +699,30 @@ func TestBGPWithGoBGP(t *testing.T) {
 	b1.healthy.Store(true)
 	waitFor(t, 30*time.Second, "gobgpd with m1's path again", func() bool { return equal(g.nexthops(), addrs(m1, m2)) })
 
+	// SIGTERM: the route is withdrawn while the session stays up (an UPDATE, not a
+	// CEASE), then the session closes and vipd exits.
 	p2.Signal(syscall.SIGTERM)
-	waitExit(t, p2)
 	waitFor(t, 30*time.Second, "gobgpd without m2's path after SIGTERM", func() bool { return equal(g.nexthops(), addrs(m1)) })
+	if st := g.sessionState(t, m2.Addr.String()); st != gobgpapi.PeerState_ESTABLISHED {
+		t.Fatalf("m2's session is %v once its route is withdrawn; want it still established (withdraw first, then close)", st)
+	}
+	waitFor(t, 60*time.Second, "m2's session closed", func() bool {
+		return g.sessionState(t, m2.Addr.String()) != gobgpapi.PeerState_ESTABLISHED
+	})
+	waitExit(t, p2)
+}
+
+func (g *gobgpd) sessionState(t *testing.T, peer string) gobgpapi.PeerState_SessionState {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := g.api.ListPeer(ctx, &gobgpapi.ListPeerRequest{Address: peer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetPeer().GetState().GetSessionState()
 }
