@@ -331,10 +331,10 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 }
 
 // Stop withdraws every announced route, waits (until ctx ends) for the established peers
-// to have been sent the withdrawals and then for grace more, then closes the sessions with
-// a CEASE notification. Withdrawing first lets each router move traffic while this host
-// still answers.
-func (s *Speaker) Stop(ctx context.Context, grace time.Duration) error {
+// to have been sent the withdrawals, calls withdrawn (if not nil), waits grace more, then
+// closes the sessions with a CEASE notification. Withdrawing first lets each router move
+// traffic while this host still answers.
+func (s *Speaker) Stop(ctx context.Context, grace time.Duration, withdrawn func()) error {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -349,6 +349,11 @@ func (s *Speaker) Stop(ctx context.Context, grace time.Duration) error {
 	s.mu.Unlock()
 	if len(ps) > 0 {
 		s.waitWithdrawn(ctx)
+	}
+	if withdrawn != nil {
+		withdrawn()
+	}
+	if len(ps) > 0 {
 		t := time.NewTimer(grace)
 		select {
 		case <-ctx.Done():

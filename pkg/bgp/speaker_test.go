@@ -104,8 +104,12 @@ func TestAnnounceWithdraw(t *testing.T) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := s.Stop(sctx, 0); err != nil {
+	hooked := false
+	if err := s.Stop(sctx, 0, func() { hooked = len(s.Announced()) == 0 }); err != nil {
 		t.Fatal(err)
+	}
+	if !hooked {
+		t.Error("Stop did not call its hook after withdrawing")
 	}
 	if len(s.Announced()) != 0 {
 		t.Errorf("Announced after Stop = %v", s.Announced())

@@ -6,19 +6,22 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/hacp/hacp/pkg/bgp"
+	"github.com/hacp/hacp/pkg/lease"
 )
 
 // bgpRunner is the BGP mode: it announces the host routes of the VIPs to the peers while the
 // health checks pass and every tracked interface is up, with the addresses bound on lo
 // meanwhile, and withdraws them otherwise. Every healthy host announces (anycast): the
 // router spreads connections over them with ECMP, and each host's lbproxy balances over
-// every apiserver, so any of them can take any connection.
+// every apiserver, so any of them can take any connection. With --bgp-announce leader only
+// the healthy host that holds a Lease on the apiserver announces.
 type bgpRunner struct {
 	d      *Daemon
 	r      ResolvedBGP
@@ -26,6 +29,10 @@ type bgpRunner struct {
 	binder *addrBinder
 	wakec  chan struct{}
 	done   chan struct{}
+
+	elector     *lease.Elector // leader mode; nil for anycast
+	electorDone chan struct{}
+	runCtx      context.Context
 
 	mu        sync.Mutex
 	announced bool
@@ -38,8 +45,10 @@ type bgpRunner struct {
 type BGPStatus struct {
 	AS       uint32           `json:"as"`
 	RouterID string           `json:"router_id"`
+	Announce string           `json:"announce"` // anycast or leader
 	VIPs     []VIPStatus      `json:"vips"`
 	Peers    []bgp.PeerStatus `json:"peers"`
+	Leader   *lease.Status    `json:"leader,omitempty"` // leader mode
 }
 
 // VIPStatus is one announced address.
@@ -48,7 +57,7 @@ type VIPStatus struct {
 	Announced bool      `json:"announced"`
 	Since     time.Time `json:"since"`
 	// Reason says why the route is not announced: "health check failing", "interface X
-	// down", "starting", "stopping".
+	// down", "not the leader", "starting", "stopping".
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
@@ -83,7 +92,42 @@ func newBGPRunner(d *Daemon, cfg *Config) (*bgpRunner, error) {
 		reason: "starting",
 		since:  time.Now(),
 	}
+	if le := r.Leader; le != nil {
+		creds, err := lease.LoadKubeconfig(le.Kubeconfig, le.Server)
+		if err != nil {
+			return nil, fmt.Errorf("vip: --kubeconfig: %w", err)
+		}
+		id := le.Identity
+		if id == "" {
+			if id, err = os.Hostname(); err != nil || id == "" {
+				return nil, errors.New("vip: cannot read the host name for the Lease's holder identity; set --lease-identity")
+			}
+		}
+		b.elector, err = lease.New(lease.Config{
+			Credentials: creds, Namespace: le.Namespace, Name: le.Name, Identity: id,
+			Duration: le.Duration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+			Eligible: func() bool { ok, _ := b.eligible(); return ok },
+			OnChange: b.leaderChanged,
+			Log:      d.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		b.electorDone = make(chan struct{})
+	}
 	return b, nil
+}
+
+// leaderChanged applies a change of leadership at once, from the elector's goroutine: a
+// host that lost the Lease withdraws before the elector goes on.
+func (b *bgpRunner) leaderChanged(leader bool) {
+	v := 0.0
+	if leader {
+		v = 1
+	}
+	b.d.metrics.leader.Set(v)
+	ok, why := b.want()
+	b.apply(b.runCtx, ok, why)
 }
 
 // defaultRouterID picks the source address of the route to the first IPv4 peer, else the
@@ -119,10 +163,25 @@ func (b *bgpRunner) wake() {
 	case b.wakec <- struct{}{}:
 	default:
 	}
+	if b.elector != nil {
+		b.elector.Wake()
+	}
 }
 
 // want says whether the routes should be announced now, and why not.
 func (b *bgpRunner) want() (bool, string) {
+	if ok, why := b.eligible(); !ok {
+		return false, why
+	}
+	if b.elector != nil && !b.elector.Leader() {
+		return false, "not the leader"
+	}
+	return true, ""
+}
+
+// eligible says whether this host may announce (and, in leader mode, lead): the health
+// checks pass and every tracked interface is up.
+func (b *bgpRunner) eligible() (bool, string) {
 	if !b.d.healthy() {
 		return false, "health check failing"
 	}
@@ -145,8 +204,15 @@ func (b *bgpRunner) run(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	b.spk = spk
+	b.runCtx = ctx
 	b.mu.Unlock()
 	b.d.log.Info("BGP speaker started", "as", b.r.Speaker.AS, "router_id", b.r.Speaker.RouterID.String(), "peers", len(b.r.Speaker.Peers))
+	if b.elector != nil {
+		go func() {
+			defer close(b.electorDone)
+			b.elector.Run(ctx)
+		}()
+	}
 	retry := time.NewTicker(time.Second) // re-applies after a failed netlink or GoBGP call
 	defer retry.Stop()
 	for {
@@ -208,10 +274,26 @@ func (b *bgpRunner) apply(ctx context.Context, ok bool, why string) {
 const stopTimeout = 3 * time.Second
 
 func (b *bgpRunner) stop() {
+	if b.elector != nil {
+		<-b.electorDone // no leadership change from here on
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+b.r.StopGrace)
 	defer cancel()
 	start := time.Now()
-	if err := b.spk.Stop(ctx, b.r.StopGrace); err != nil {
+	// Leader mode: once the withdrawals are sent, release the Lease so that another host
+	// announces at once, while this one still answers during the grace.
+	var release func()
+	if b.elector != nil {
+		release = func() {
+			rctx, cancel := context.WithTimeout(ctx, stopTimeout)
+			defer cancel()
+			if err := b.elector.Release(rctx); err != nil {
+				b.d.log.Warn("cannot release the lease; the others take over when it expires", "err", err.Error())
+			}
+			b.d.metrics.leader.Set(0)
+		}
+	}
+	if err := b.spk.Stop(ctx, b.r.StopGrace, release); err != nil {
 		b.d.log.Warn("BGP speaker stop", "err", err.Error())
 	}
 	b.mu.Lock()
@@ -229,7 +311,11 @@ func (b *bgpRunner) stop() {
 func (b *bgpRunner) status() *BGPStatus {
 	b.mu.Lock()
 	spk := b.spk
-	st := &BGPStatus{AS: b.r.Speaker.AS, RouterID: b.r.Speaker.RouterID.String(), VIPs: []VIPStatus{}, Peers: []bgp.PeerStatus{}}
+	st := &BGPStatus{AS: b.r.Speaker.AS, RouterID: b.r.Speaker.RouterID.String(), Announce: "anycast", VIPs: []VIPStatus{}, Peers: []bgp.PeerStatus{}}
+	if b.elector != nil {
+		ls := b.elector.Status()
+		st.Announce, st.Leader = "leader", &ls
+	}
 	for _, p := range b.r.VIPs {
 		st.VIPs = append(st.VIPs, VIPStatus{Prefix: p.String(), Announced: b.announced, Since: b.since, Reason: b.reason, Error: b.lastErr})
 	}

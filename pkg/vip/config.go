@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/hacp/hacp/pkg/bgp"
 	"github.com/hacp/hacp/pkg/config"
@@ -72,6 +75,16 @@ type BGPConfig struct {
 	BGPAnnounce     string        `yaml:"bgp-announce"`
 	BGPIface        string        `yaml:"bgp-iface"`
 	BGPStopGrace    time.Duration `yaml:"bgp-stop-grace"`
+
+	// Leader election (bgp-announce: leader) through a coordination.k8s.io/v1 Lease.
+	Kubeconfig         string        `yaml:"kubeconfig"`
+	LeaseServer        string        `yaml:"lease-server"`
+	LeaseNamespace     string        `yaml:"lease-namespace"`
+	LeaseName          string        `yaml:"lease-name"`
+	LeaseIdentity      string        `yaml:"lease-identity"`
+	LeaseDuration      time.Duration `yaml:"lease-duration"`
+	LeaseRenewDeadline time.Duration `yaml:"lease-renew-deadline"`
+	LeaseRetryPeriod   time.Duration `yaml:"lease-retry-period"`
 }
 
 // Instance is one virtual router. In Config.Instances, zero fields take the top-level value.
@@ -128,9 +141,15 @@ func DefaultConfig() *Config {
 			BGPHoldTime:     9 * time.Second,
 			BGPKeepalive:    3 * time.Second,
 			BGPConnectRetry: 5 * time.Second,
-			BGPAnnounce:     "all",
+			BGPAnnounce:     "anycast",
 			BGPIface:        "lo",
 			BGPStopGrace:    time.Second,
+			// client-go's and kube-vip's defaults
+			LeaseNamespace:     "kube-system",
+			LeaseName:          "vipd-bgp",
+			LeaseDuration:      15 * time.Second,
+			LeaseRenewDeadline: 10 * time.Second,
+			LeaseRetryPeriod:   2 * time.Second,
 		},
 	}
 }
@@ -208,7 +227,15 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&b.BGPListenPort, "bgp-listen-port", b.BGPListenPort, "BGP mode: accept sessions on this TCP `port` as well (179 is BGP's); 0: only open them")
 	fs.StringVar(&b.BGPNextHop, "bgp-next-hop", b.BGPNextHop, "BGP mode: next-hop `address` of the announced routes (default: the session's own address)")
 	config.StringList(fs, &b.BGPCommunities, "bgp-community", "BGP mode: standard `community` attached to the routes, AS:VALUE or no-export, no-advertise, ...; repeatable")
-	fs.StringVar(&b.BGPAnnounce, "bgp-announce", b.BGPAnnounce, "BGP mode: who announces: `all` healthy hosts (anycast, the router spreads connections with ECMP)")
+	fs.StringVar(&b.BGPAnnounce, "bgp-announce", b.BGPAnnounce, "BGP mode: who announces: `anycast` (every healthy host; the routers spread connections with ECMP) or leader (only the healthy host holding the --lease-name Lease on the apiserver)")
+	fs.StringVar(&b.Kubeconfig, "kubeconfig", b.Kubeconfig, "BGP leader mode: kubeconfig `file` with the apiserver's CA and a client certificate or token allowed to get, create and update the Lease (e.g. /etc/kubernetes/admin.conf)")
+	fs.StringVar(&b.LeaseServer, "lease-server", b.LeaseServer, "BGP leader mode: apiserver `URL` to use instead of the kubeconfig's server; point it at this host's own apiserver (https://127.0.0.1:6443), never at the VIP the election decides about")
+	fs.StringVar(&b.LeaseNamespace, "lease-namespace", b.LeaseNamespace, "BGP leader mode: `namespace` of the Lease")
+	fs.StringVar(&b.LeaseName, "lease-name", b.LeaseName, "BGP leader mode: `name` of the Lease; every vipd of one VIP uses the same")
+	fs.StringVar(&b.LeaseIdentity, "lease-identity", b.LeaseIdentity, "BGP leader mode: this host's holderIdentity in the Lease (default: the host name)")
+	fs.DurationVar(&b.LeaseDuration, "lease-duration", b.LeaseDuration, "BGP leader mode: the others take the Lease over this `long` after it last changed (a crashed leader's cost, on top of the router's hold timer)")
+	fs.DurationVar(&b.LeaseRenewDeadline, "lease-renew-deadline", b.LeaseRenewDeadline, "BGP leader mode: a leader that could not renew the Lease for this `long` withdraws its routes (below --lease-duration)")
+	fs.DurationVar(&b.LeaseRetryPeriod, "lease-retry-period", b.LeaseRetryPeriod, "BGP leader mode: `interval` between renewals and between the candidates' attempts")
 	fs.DurationVar(&b.BGPStopGrace, "bgp-stop-grace", b.BGPStopGrace, "BGP mode: on SIGTERM, after the withdrawals are sent, keep the address and the sessions this `long` so the routers have moved traffic away before vipd exits (order lbproxy to stop after vipd)")
 	fs.StringVar(&b.BGPIface, "bgp-iface", b.BGPIface, "BGP mode: `interface` the announced addresses are bound on while announced (as /32 or /128, so the host answers no ARP for them)")
 
@@ -496,6 +523,19 @@ type ResolvedBGP struct {
 	Iface       string         // where the addresses are bound while announced
 	TrackIfaces []string
 	StopGrace   time.Duration // SIGTERM: withdrawn, then this long before the sessions close
+	Leader      *LeaderElection // nil: anycast
+}
+
+// LeaderElection is bgp-announce: leader's settings, checked.
+type LeaderElection struct {
+	Kubeconfig    string
+	Server        string // replaces the kubeconfig's server when set
+	Namespace     string
+	Name          string
+	Identity      string // empty: the host name, filled in by New
+	Duration      time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 }
 
 // ResolveBGP parses the BGP mode's settings; the errors are config.FieldErrors.
@@ -583,11 +623,11 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		r.Speaker.Communities = append(r.Speaker.Communities, v)
 	}
 	switch b.BGPAnnounce {
-	case "all":
+	case "anycast", "all":
 	case "leader":
-		bad("bgp-announce", "leader (one announcer elected through a Lease) is not built yet; use all")
+		r.Leader = resolveLeader(b, bad)
 	default:
-		bad("bgp-announce", "must be all, got %q", b.BGPAnnounce)
+		bad("bgp-announce", "must be anycast or leader, got %q", b.BGPAnnounce)
 	}
 	if b.BGPIface == "" || len(b.BGPIface) > 15 || strings.ContainsAny(b.BGPIface, "/ ") {
 		bad("bgp-iface", "%q is not an interface name", b.BGPIface)
@@ -616,4 +656,36 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		r.VIPs = append(r.VIPs, bgp.HostRoute(a))
 	}
 	return r, errors.Join(errs...)
+}
+
+// resolveLeader checks the Lease settings of bgp-announce: leader.
+func resolveLeader(b BGPConfig, bad func(key, format string, args ...any)) *LeaderElection {
+	le := &LeaderElection{Kubeconfig: b.Kubeconfig, Server: b.LeaseServer, Namespace: b.LeaseNamespace, Name: b.LeaseName,
+		Identity: b.LeaseIdentity, Duration: b.LeaseDuration, RenewDeadline: b.LeaseRenewDeadline, RetryPeriod: b.LeaseRetryPeriod}
+	if b.Kubeconfig == "" {
+		bad("kubeconfig", "is required with bgp-announce: leader (the apiserver holding the Lease, e.g. /etc/kubernetes/admin.conf)")
+	}
+	if s := b.LeaseServer; s != "" {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("lease-server", "%q is not a URL like https://127.0.0.1:6443", s)
+		}
+	}
+	for key, v := range map[string]string{"lease-namespace": b.LeaseNamespace, "lease-name": b.LeaseName} {
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			bad(key, "%q: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	if len(b.LeaseIdentity) > 253 {
+		bad("lease-identity", "is longer than 253 characters")
+	}
+	if b.LeaseRetryPeriod <= 0 {
+		bad("lease-retry-period", "must be positive, got %s", b.LeaseRetryPeriod)
+	}
+	if b.LeaseRenewDeadline <= b.LeaseRetryPeriod*6/5 || b.LeaseRenewDeadline >= b.LeaseDuration {
+		bad("lease-renew-deadline", "must be above 1.2 x lease-retry-period (%s) and below lease-duration (%s), got %s", b.LeaseRetryPeriod, b.LeaseDuration, b.LeaseRenewDeadline)
+	}
+	if b.LeaseDuration%time.Second != 0 || b.LeaseDuration < time.Second {
+		bad("lease-duration", "must be whole seconds (the Lease's leaseDurationSeconds), got %s", b.LeaseDuration)
+	}
+	return le
 }

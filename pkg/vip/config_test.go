@@ -205,8 +205,29 @@ func TestValidateBGP(t *testing.T) {
 		{"bad community", func(c *Config) { c.BGPCommunities = []string{"65000:1", "1:2:3"} }, "bgp-community.1"},
 		{"bad listen port", func(c *Config) { c.BGPListenPort = 70000 }, "bgp-listen-port"},
 		{"negative stop grace", func(c *Config) { c.BGPStopGrace = -time.Second }, "bgp-stop-grace"},
-		{"announce leader not built", func(c *Config) { c.BGPAnnounce = "leader" }, "bgp-announce"},
 		{"announce nonsense", func(c *Config) { c.BGPAnnounce = "some" }, "bgp-announce"},
+		{"announce all is anycast", func(c *Config) { c.BGPAnnounce = "all" }, ""},
+		{"leader", func(c *Config) { c.BGPAnnounce, c.Kubeconfig = "leader", "/etc/kubernetes/admin.conf" }, ""},
+		{"leader with server and timers", func(c *Config) {
+			c.BGPAnnounce, c.Kubeconfig, c.LeaseServer = "leader", "/etc/kubernetes/admin.conf", "https://127.0.0.1:6443"
+			c.LeaseDuration, c.LeaseRenewDeadline, c.LeaseRetryPeriod = 5*time.Second, 3*time.Second, 500*time.Millisecond
+		}, ""},
+		{"leader without kubeconfig", func(c *Config) { c.BGPAnnounce = "leader" }, "kubeconfig"},
+		{"leader bad server", func(c *Config) {
+			c.BGPAnnounce, c.Kubeconfig, c.LeaseServer = "leader", "k", "127.0.0.1:6443"
+		}, "lease-server"},
+		{"leader bad lease name", func(c *Config) { c.BGPAnnounce, c.Kubeconfig, c.LeaseName = "leader", "k", "Vipd_BGP" }, "lease-name"},
+		{"leader bad namespace", func(c *Config) { c.BGPAnnounce, c.Kubeconfig, c.LeaseNamespace = "leader", "k", "" }, "lease-namespace"},
+		{"leader renew deadline not below duration", func(c *Config) {
+			c.BGPAnnounce, c.Kubeconfig, c.LeaseRenewDeadline = "leader", "k", 15*time.Second
+		}, "lease-renew-deadline"},
+		{"leader duration fraction", func(c *Config) {
+			c.BGPAnnounce, c.Kubeconfig, c.LeaseDuration = "leader", "k", 15500*time.Millisecond
+		}, "lease-duration"},
+		{"leader retry period too long", func(c *Config) {
+			c.BGPAnnounce, c.Kubeconfig, c.LeaseRetryPeriod = "leader", "k", 9*time.Second
+		}, "lease-renew-deadline"},
+		{"leader retry period 0", func(c *Config) { c.BGPAnnounce, c.Kubeconfig, c.LeaseRetryPeriod = "leader", "k", 0 }, "lease-retry-period"},
 		{"no vip", func(c *Config) { c.VIPs = nil }, "vip"},
 		{"bad vip", func(c *Config) { c.VIPs = []string{"10.77.0.100", "vip"} }, "vip.1"},
 		{"instances", func(c *Config) { c.Instances = []Instance{{VRID: 7}} }, "instances"},
@@ -279,6 +300,26 @@ func TestBGPConfigFileErrors(t *testing.T) {
 	_, err = prog.Parse([]string{"--config", p, "--bgp-as", "65001", "--bgp-peer", "10.77.1.1"})
 	if err == nil || !strings.Contains(err.Error(), "flag --bgp-peer: ") {
 		t.Fatalf("err = %v, want flag --bgp-peer", err)
+	}
+	if got := config.Exit("vipd", err); got != 2 {
+		t.Fatalf("exit code %d, want 2", got)
+	}
+	// Leader mode's settings, from the file.
+	body = "mode: bgp\nvip: [10.77.0.100/32]\nbgp-peer: [10.77.1.1:65000]\nbgp-as: 65001\nbgp-announce: leader\nkubeconfig: /k\nlease-renew-deadline: 20s\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.Parse([]string{"--config", p})
+	if err == nil || !strings.Contains(err.Error(), p+":7: lease-renew-deadline: ") {
+		t.Fatalf("err = %v, want %s:7: lease-renew-deadline", err, p)
+	}
+	body = "mode: bgp\nvip: [10.77.0.100/32]\nbgp-peer: [10.77.1.1:65000]\nbgp-as: 65001\nbgp-announce: leadr\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.Parse([]string{"--config", p})
+	if err == nil || !strings.Contains(err.Error(), p+":5: bgp-announce: must be anycast or leader") {
+		t.Fatalf("err = %v, want %s:5: bgp-announce", err, p)
 	}
 	if got := config.Exit("vipd", err); got != 2 {
 		t.Fatalf("exit code %d, want 2", got)

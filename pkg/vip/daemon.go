@@ -77,7 +77,10 @@ func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 			return nil, err
 		}
 		d.bgp = b
-		d.metrics.reg.MustRegister(bgpPeerCollector{b})
+		d.metrics.reg.MustRegister(bgpPeerCollector{b}, d.metrics.announced)
+		if b.elector != nil {
+			d.metrics.reg.MustRegister(d.metrics.leader)
+		}
 		if err := d.listenStatus(); err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ type metrics struct {
 	announceDelay *prometheus.GaugeVec
 	healthy       prometheus.Gauge
 	announced     prometheus.Gauge
+	leader        prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -42,6 +43,8 @@ func newMetrics() *metrics {
 			Help: "1 while the health checks pass."}),
 		announced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_announced",
 			Help: "BGP mode: 1 while the addresses' host routes are announced."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_leader",
+			Help: "BGP mode with --bgp-announce leader: 1 while this host holds the Lease."}),
 	}
 	m.reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.received, m.dropped, m.mismatch, m.masterless, m.announceDelay, m.healthy)
 	return m
