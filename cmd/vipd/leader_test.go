@@ -27,10 +27,10 @@ const apiserverAt = "10.77.41.1:6443"
 
 // startLeaseAPIServer starts a real apiserver in h and returns the admin kubeconfig it
 // wrote (pointing at apiserverAt) once it is ready.
-func startLeaseAPIServer(t *testing.T, h *netns.Host) string {
+func startLeaseAPIServer(t *testing.T, h *netns.Host) (string, *netns.Proc) {
 	t.Helper()
 	dir := t.TempDir()
-	h.Start(apiserverBin, "--bind-address", "0.0.0.0", "--secure-port", "6443", "--data-dir", dir,
+	p := h.Start(apiserverBin, "--bind-address", "0.0.0.0", "--secure-port", "6443", "--data-dir", dir,
 		"--tls-san", "10.77.41.1", "--advertise-url", "https://"+apiserverAt, "--shutdown-delay", "0s",
 		"--etcd-unsafe-no-fsync", "--etcd-listen-client-url", "http://127.0.0.1:2379",
 		"--etcd-listen-peer-urls", "http://127.0.0.1:2380")
@@ -47,7 +47,7 @@ func startLeaseAPIServer(t *testing.T, h *netns.Host) string {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return kc
+	return kc, p
 }
 
 // apiClient is an admin HTTPS client dialing from inside h.
@@ -126,11 +126,12 @@ func leaderOf(masters []*netns.Host) *netns.Host {
 // leader; the others report "not the leader". SIGTERM of the leader withdraws its route and
 // releases the Lease, and another master announces without waiting for the Lease to expire;
 // a crash of the new leader (SIGSTOP + SIGKILL, link down) leaves the Lease to expire, and
-// the last master announces then.
+// the last master announces then. A leader that cannot renew (its apiserver stopped)
+// withdraws at the renew deadline, and announces again once it can.
 func TestBGPLeaderWithFRR(t *testing.T) {
 	rn := newRoutedNet(t, "hb-l")
 	f := startFRR(t, rn.router, frrConf)
-	kc := startLeaseAPIServer(t, rn.router)
+	kc, api := startLeaseAPIServer(t, rn.router)
 	procs := map[*netns.Host]*netns.Proc{}
 	for _, m := range rn.masters {
 		startBackend(t, m)
@@ -222,6 +223,21 @@ func TestBGPLeaderWithFRR(t *testing.T) {
 	waitFor(t, 60*time.Second, "the client reaches VIP:8443 through the last master", func() bool {
 		_, err := getName(rn.client)
 		return err == nil
+	})
+
+	// The apiserver stops answering: the leader cannot renew and withdraws at the renew
+	// deadline, so that no route outlives its claim to the Lease.
+	last := leader
+	api.Signal(syscall.SIGSTOP)
+	waitFor(t, 60*time.Second, "the leader withdraws once it cannot renew the lease", func() bool {
+		st, err := getStatus(last)
+		return err == nil && !st.BGP.Leader.Leader && !st.BGP.VIPs[0].Announced && st.BGP.Leader.Error != "" &&
+			len(f.nexthops()) == 0
+	})
+	api.Signal(syscall.SIGCONT)
+	waitFor(t, 60*time.Second, "a leader announces again once the apiserver answers", func() bool {
+		leader = leaderOf(rn.masters)
+		return leader != nil && equal(f.nexthops(), addrs(leader))
 	})
 }
 
