@@ -71,8 +71,12 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 	}
 	b := c.d.bundle
 	var extra []string
-	if c.d.opts.shutdownDelay > 0 {
-		extra = []string{"--shutdown-delay", c.d.opts.shutdownDelay.String()}
+	delay := c.d.opts.shutdownDelay
+	if delay == 0 {
+		delay = c.spec.ShutdownDelay
+	}
+	if delay > 0 {
+		extra = []string{"--shutdown-delay", delay.String()}
 	}
 	return append([]string{
 		"--bind-address", "0.0.0.0",

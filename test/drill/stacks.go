@@ -39,6 +39,9 @@ type stackSpec struct {
 	BGP       bool
 	HoldTime  time.Duration
 	Keepalive time.Duration
+	// ShutdownDelay is the apiserver's --shutdown-delay in this stack unless
+	// --apiserver-shutdown-delay is given (0: the apiserver's default, 1s).
+	ShutdownDelay time.Duration
 
 	// anchor only
 	VRRPVersion   int
@@ -86,7 +89,11 @@ func hacpStack(advert time.Duration) stackSpec {
 // bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
 // keepalive 3 s) behind lbproxy with its defaults.
 func bgpStack() stackSpec {
-	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second}
+	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second,
+		// Anycast: every other master's lbproxy still sends m1's apiserver requests after
+		// m1's route is withdrawn, until its checks (fall 2 x 1 s) find /healthz failing;
+		// the apiserver must keep serving that long (see the README's hacp-bgp numbers).
+		ShutdownDelay: 5 * time.Second}
 }
 
 // stackSpecs are the stacks by name.
@@ -102,8 +109,8 @@ func stackSpecs(advert time.Duration) map[string]stackSpec {
 // describe says in one line how the stack is configured, for report.md.
 func (s stackSpec) describe() string {
 	if s.BGP {
-		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy (defaults); graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest",
-			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive)
+		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy (defaults); graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay",
+			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay)
 	}
 	if s.HACP {
 		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
