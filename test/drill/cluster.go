@@ -118,6 +118,9 @@ func (c *cluster) startPlane(m *host) error {
 		for _, o := range c.d.masters {
 			lbArgs = append(lbArgs, "--backend", fmt.Sprintf("%s:%d", o.Addr, apiPort))
 		}
+		if g := c.spec.DownSessionGrace; g > 0 {
+			lbArgs = append(lbArgs, "--down-session-grace", g.String())
+		}
 		lb, err := m.start(c.d.bin["lbproxy"], lbArgs...)
 		if err != nil {
 			return err

@@ -42,6 +42,8 @@ type stackSpec struct {
 	// ShutdownDelay is the apiserver's --shutdown-delay in this stack unless
 	// --apiserver-shutdown-delay is given (0: the apiserver's default, 1s).
 	ShutdownDelay time.Duration
+	// DownSessionGrace is lbproxy's --down-session-grace (hacp stacks; 0: its default).
+	DownSessionGrace time.Duration
 
 	// anchor only
 	VRRPVersion   int
@@ -92,8 +94,10 @@ func bgpStack() stackSpec {
 	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second,
 		// Anycast: every other master's lbproxy still sends m1's apiserver requests after
 		// m1's route is withdrawn, until its checks (fall 2 x 1 s) find /healthz failing;
-		// the apiserver must keep serving that long (see the README's hacp-bgp numbers).
-		ShutdownDelay: 5 * time.Second}
+		// the apiserver must keep serving that long (see the README's hacp-bgp numbers),
+		// and their lbproxies must let the requests in flight to it finish when their
+		// checks mark it DOWN instead of cutting them.
+		ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second}
 }
 
 // stackSpecs are the stacks by name.
@@ -109,8 +113,8 @@ func stackSpecs(advert time.Duration) map[string]stackSpec {
 // describe says in one line how the stack is configured, for report.md.
 func (s stackSpec) describe() string {
 	if s.BGP {
-		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy (defaults); graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay",
-			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay)
+		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy; graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay; lbproxy --down-session-grace %v",
+			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
 	}
 	if s.HACP {
 		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
