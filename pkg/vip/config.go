@@ -522,7 +522,7 @@ type ResolvedBGP struct {
 	VIPs        []netip.Prefix // host routes (/32, /128) to announce
 	Iface       string         // where the addresses are bound while announced
 	TrackIfaces []string
-	StopGrace   time.Duration // SIGTERM: withdrawn, then this long before the sessions close
+	StopGrace   time.Duration   // SIGTERM: withdrawn, then this long before the sessions close
 	Leader      *LeaderElection // nil: anycast
 }
 
