@@ -40,6 +40,7 @@ type options struct {
 	etcdHeartbeat time.Duration
 	etcdElection  time.Duration
 	shutdownDelay time.Duration
+	pin           bool
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -77,6 +78,7 @@ func run() int {
 	flag.DurationVar(&o.etcdHeartbeat, "etcd-heartbeat-interval", 50*time.Millisecond, "Raft heartbeat of every apiserver's embedded etcd member (all stacks)")
 	flag.DurationVar(&o.etcdElection, "etcd-election-timeout", 500*time.Millisecond, "Raft election timeout of every embedded etcd member (all stacks): what a leader dying with its master costs")
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
+	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
 	var err error
@@ -148,6 +150,9 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		case stackHACPBGP:
 			bgp = true
 			need = append(need, frrZebra, frrBGPd)
+			if d.opts.pin {
+				need = append(need, "nft")
+			}
 		default:
 			need = append(need, "keepalived", "haproxy", "curl")
 		}
@@ -197,6 +202,11 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	if bgp {
 		if d.router, err = d.topo.addRouter(d.client); err != nil {
 			return 1, err
+		}
+		if d.opts.pin {
+			if err := d.router.pinConnections(d.masters, d.client); err != nil {
+				return 1, err
+			}
 		}
 	}
 	hosts := []string{vipAddr, bgpVIPAddr}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,6 +177,58 @@ func (t *topology) addRouter(client *host) (*host, error) {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	return r, nil
+}
+
+// pinConnections makes the router keep every established connection to the BGP VIP on
+// the next hop its first packet took, whatever becomes of the ECMP route (a stateful
+// router, as L4 balancers are): the next hop chosen for a connection's first packet is
+// stored in its conntrack mark (nftables `rt ip nexthop`), and later packets carrying that
+// mark are routed by a rule to a table whose only route is through that master. New
+// connections follow the ECMP route. Without it, a connection in flight when a master's
+// route is withdrawn is hashed onto another master, which resets it.
+//
+// The router must see both directions for conntrack to follow a connection: the masters
+// would answer the client, on their own segment, directly; a rule on each master sends
+// what leaves from the BGP VIP through the router instead, as it would go where the client
+// sits behind the router.
+func (r *host) pinConnections(masters []*host, client *host) error {
+	for _, m := range masters {
+		if err := runIP("-n", m.NS, "route", "add", client.Addr.String()+"/32", "via", routerAddr, "table", "200"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+		if err := runIP("-n", m.NS, "rule", "add", "from", bgpVIPAddr, "table", "200", "pref", "100"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+	}
+	var nh []string
+	for i, m := range masters {
+		mark := 11 + i
+		nh = append(nh, fmt.Sprintf("%s : %d", m.Addr, mark))
+		table := strconv.Itoa(100 + mark)
+		if err := runIP("-n", r.NS, "route", "add", bgpVIPAddr+"/32", "via", m.Addr.String(), "table", table); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+		if err := runIP("-n", r.NS, "rule", "add", "fwmark", strconv.Itoa(mark), "table", table, "pref", "100"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+	}
+	rules := fmt.Sprintf(`table ip hacp_pin {
+	chain post {
+		type filter hook postrouting priority 0; policy accept;
+		ip daddr %[1]s ct state new ct mark set rt ip nexthop map { %[2]s }
+	}
+	chain pre {
+		type filter hook prerouting priority -150; policy accept;
+		ip daddr %[1]s ct state established ct mark != 0 meta mark set ct mark
+	}
+}
+`, bgpVIPAddr, strings.Join(nh, ", "))
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+r.NS, "--", "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("topology: pin: nft: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // routeVia returns the next hops (gateways) of the host's kernel route to dst, sorted.
