@@ -31,7 +31,21 @@ up mastership while it fails; a tracked interface going down always does. Severa
 instances: list them under "instances:" in --config (top-level keys are their defaults).
 SIGHUP reloads --config; SIGTERM hands over and exits. /status and /metrics on --status-addr.
 
-Example: vipd --iface eth0 --vip 10.0.0.100/24 --vrid 51 --priority 101 --advert-interval 100ms`,
+With --mode bgp, for masters that share no L2 segment, vipd instead runs an embedded BGP
+speaker (GoBGP) and announces every --vip as a host route (/32, /128) to the --bgp-peer
+routers while the health checks pass and the tracked interfaces are up, with the address
+bound on lo (no ARP) meanwhile. Every healthy master announces; the routers spread
+connections over them with ECMP. A failing check withdraws the route; SIGTERM withdraws,
+waits for the peers to have been told, then closes the sessions and exits; a crashed
+master's route lasts until the router's hold timer (--bgp-hold-time) expires. Peers that
+refuse the session or cannot be reached are shown in /status and retried for ever. With
+--bgp-announce leader only the healthy master holding a Lease (--lease-name) on the
+apiserver (--kubeconfig, --lease-server) announces; on SIGTERM it withdraws, then releases
+the Lease so that another takes over at once.
+
+Example: vipd --iface eth0 --vip 10.0.0.100/24 --vrid 51 --priority 101 --advert-interval 100ms
+Example: vipd --mode bgp --vip 10.0.0.100/32 --bgp-as 65100 --bgp-peer 10.0.1.1:65000
+Example: vipd --mode bgp --vip 10.0.0.100/32 --bgp-as 65100 --bgp-peer 10.0.1.1:65000 --bgp-announce leader --kubeconfig /etc/kubernetes/admin.conf --lease-server https://127.0.0.1:6443`,
 	Version: version.Version,
 	Default: vip.DefaultConfig,
 	Flags:   func(fs *flag.FlagSet, c *vip.Config) { c.AddFlags(fs) },

@@ -134,7 +134,7 @@ func New(cfg Config, onChange func(healthy bool, reason error)) (*Checker, error
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 			if resp.StatusCode != cfg.ExpectStatus {
-				return fmt.Errorf("status %d, want %d", resp.StatusCode, cfg.ExpectStatus)
+				return &StatusError{Code: resp.StatusCode, Want: cfg.ExpectStatus}
 			}
 			return nil
 		}
@@ -271,3 +271,11 @@ func (c *Checker) Status() Status {
 	defer c.mu.Unlock()
 	return c.st
 }
+
+// StatusError is a failed check whose server answered, with the wrong status: it is alive
+// (draining, or degraded) rather than unreachable.
+type StatusError struct {
+	Code, Want int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("status %d, want %d", e.Code, e.Want) }

@@ -43,6 +43,9 @@ type Config struct {
 	QueueTimeout   time.Duration `yaml:"queue-timeout"`
 	SlowStart      time.Duration `yaml:"slow-start"`
 	DrainTimeout   time.Duration `yaml:"drain-timeout"`
+	// DownSessionGrace delays closing the sessions of a backend marked DOWN by a check
+	// that it answered with the wrong status (alive, e.g. draining); see AddFlags.
+	DownSessionGrace time.Duration `yaml:"down-session-grace"`
 
 	StatusAddr string `yaml:"status-addr"`
 	LogLevel   string `yaml:"log-level"`
@@ -105,6 +108,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.QueueTimeout, "queue-timeout", c.QueueTimeout, "longest wait in the queue for a backend slot before the client connection is closed")
 	fs.DurationVar(&c.SlowStart, "slow-start", c.SlowStart, "after a backend comes UP, ramp its weight from 5% to full over this time (0: full weight at once)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM stop accepting and wait this long for open connections to end, then close them")
+	fs.DurationVar(&c.DownSessionGrace, "down-session-grace", c.DownSessionGrace, "when a backend goes DOWN because its check got an answer with the wrong status (the server is alive: e.g. an apiserver failing /healthz during its --shutdown-delay), close its open connections this `long` later instead of at once, so that requests in flight finish; a backend that cannot be reached has its connections closed at once (0: always at once)")
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "`address` serving /status (JSON per backend) and /metrics (Prometheus); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 }
@@ -175,6 +179,7 @@ func (c *Config) Validate() error {
 	nonNegative("tcp-keepalive", c.TCPKeepAlive)
 	nonNegative("slow-start", c.SlowStart)
 	nonNegative("drain-timeout", c.DrainTimeout)
+	nonNegative("down-session-grace", c.DownSessionGrace)
 	if c.TCPUserTimeout > 0 && c.TCPUserTimeout < time.Millisecond {
 		bad("tcp-user-timeout", "must be at least 1ms, got %v", c.TCPUserTimeout)
 	}

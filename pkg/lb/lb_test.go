@@ -594,3 +594,50 @@ func TestSocketOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDownSessionGrace: a backend whose check gets a 500 (alive, e.g. an apiserver in its
+// shutdown delay) goes DOWN and gets no new connection, but with --down-session-grace its
+// open sessions go on, and are closed once the grace has passed.
+func TestDownSessionGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+	}{{"sessions go on during the grace", time.Hour}, {"sessions closed after the grace", 300 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := newBackend(t, "a"), newBackend(t, "b")
+			cfg := testConfig(a, b)
+			cfg.DownSessionGrace = tc.grace
+			p := startProxy(t, cfg)
+			waitAllUp(t, p.Proxy)
+			s := openStream(t, p.Addr(), "every=20ms")
+			victim, other := a, b
+			if s.backend == "b" {
+				victim, other = b, a
+			}
+			victim.status.Store(http.StatusInternalServerError)
+			waitState(t, p.Proxy, victim.addr(), "DOWN")
+			for range 4 {
+				if got := get(t, p.Addr(), "/name"); got != other.name {
+					t.Fatalf("new request went to %s, want %s", got, other.name)
+				}
+			}
+			if tc.grace == time.Hour {
+				for range 10 {
+					s.line(t)
+				}
+				return
+			}
+			for {
+				_, err := s.next(20 * time.Second)
+				if err == nil {
+					continue
+				}
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					t.Fatal("stream through the DOWN backend still open after the grace")
+				}
+				break
+			}
+		})
+	}
+}

@@ -228,6 +228,13 @@ func (p *pool) setUp(b *backend, up bool) []*session {
 	return out
 }
 
+// isUp reports whether b is UP.
+func (p *pool) isUp(b *backend) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return b.up
+}
+
 // anyUp reports whether some backend is UP.
 func (p *pool) anyUp() bool {
 	p.mu.Lock()

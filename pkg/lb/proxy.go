@@ -118,6 +118,22 @@ func (p *Proxy) onHealth(b *backend, up bool, reason error) {
 		attrs = append(attrs, "reason", reason.Error())
 	}
 	sessions := p.pool.setUp(b, up)
+	var se *health.StatusError
+	if !up && len(sessions) > 0 && p.cfg.DownSessionGrace > 0 && errors.As(reason, &se) {
+		// The backend answered: it is alive, maybe draining. Its sessions may finish what
+		// is in flight; those still open after the grace are closed, unless it is UP again.
+		attrs = append(attrs, "open_sessions", len(sessions), "close_after", p.cfg.DownSessionGrace.String())
+		p.log.Warn("backend state changed", attrs...)
+		time.AfterFunc(p.cfg.DownSessionGrace, func() {
+			if p.pool.isUp(b) {
+				return
+			}
+			for _, s := range sessions {
+				s.close(false)
+			}
+		})
+		return
+	}
 	if !up {
 		attrs = append(attrs, "closed_sessions", len(sessions))
 	}

@@ -5,10 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/hacp/hacp/pkg/bgp"
 	"github.com/hacp/hacp/pkg/config"
 	"github.com/hacp/hacp/pkg/vrrp"
 )
@@ -47,6 +51,40 @@ type Config struct {
 
 	StatusAddr string `yaml:"status-addr"`
 	LogLevel   string `yaml:"log-level"`
+
+	// Mode is vrrp (the default) or bgp; see BGPConfig.
+	Mode      string `yaml:"mode"`
+	BGPConfig `yaml:",inline"`
+}
+
+// BGPConfig is the BGP mode's settings: the daemon announces every --vip as a host route
+// to its BGP peers (an embedded GoBGP speaker) while this host is healthy, and binds the
+// addresses on lo meanwhile. The VRRP settings are not used in this mode.
+type BGPConfig struct {
+	BGPAS           string        `yaml:"bgp-as"`
+	BGPRouterID     string        `yaml:"bgp-router-id"`
+	BGPPeers        []string      `yaml:"bgp-peer"`
+	BGPMultihop     int           `yaml:"bgp-multihop"`
+	BGPSource       string        `yaml:"bgp-source"`
+	BGPHoldTime     time.Duration `yaml:"bgp-hold-time"`
+	BGPKeepalive    time.Duration `yaml:"bgp-keepalive"`
+	BGPConnectRetry time.Duration `yaml:"bgp-connect-retry"`
+	BGPListenPort   int           `yaml:"bgp-listen-port"`
+	BGPNextHop      string        `yaml:"bgp-next-hop"`
+	BGPCommunities  []string      `yaml:"bgp-community"`
+	BGPAnnounce     string        `yaml:"bgp-announce"`
+	BGPIface        string        `yaml:"bgp-iface"`
+	BGPStopGrace    time.Duration `yaml:"bgp-stop-grace"`
+
+	// Leader election (bgp-announce: leader) through a coordination.k8s.io/v1 Lease.
+	Kubeconfig         string        `yaml:"kubeconfig"`
+	LeaseServer        string        `yaml:"lease-server"`
+	LeaseNamespace     string        `yaml:"lease-namespace"`
+	LeaseName          string        `yaml:"lease-name"`
+	LeaseIdentity      string        `yaml:"lease-identity"`
+	LeaseDuration      time.Duration `yaml:"lease-duration"`
+	LeaseRenewDeadline time.Duration `yaml:"lease-renew-deadline"`
+	LeaseRetryPeriod   time.Duration `yaml:"lease-retry-period"`
 }
 
 // Instance is one virtual router. In Config.Instances, zero fields take the top-level value.
@@ -98,6 +136,21 @@ func DefaultConfig() *Config {
 		FlapWindow:      time.Minute,
 		FlapHold:        30 * time.Second,
 		LogLevel:        "info",
+		Mode:            "vrrp",
+		BGPConfig: BGPConfig{
+			BGPHoldTime:     9 * time.Second,
+			BGPKeepalive:    3 * time.Second,
+			BGPConnectRetry: 5 * time.Second,
+			BGPAnnounce:     "anycast",
+			BGPIface:        "lo",
+			BGPStopGrace:    time.Second,
+			// client-go's and kube-vip's defaults
+			LeaseNamespace:     "kube-system",
+			LeaseName:          "vipd-bgp",
+			LeaseDuration:      15 * time.Second,
+			LeaseRenewDeadline: 10 * time.Second,
+			LeaseRetryPeriod:   2 * time.Second,
+		},
 	}
 }
 
@@ -160,6 +213,31 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.FlapMax, "flap-max", c.FlapMax, "flap damping: at most `n` takeovers per --flap-window, then hold in BACKUP for --flap-hold (0 disables)")
 	fs.DurationVar(&c.FlapWindow, "flap-window", c.FlapWindow, "flap damping: the `window` in which --flap-max takeovers are counted")
 	fs.DurationVar(&c.FlapHold, "flap-hold", c.FlapHold, "flap damping: how long (`duration`) to hold in BACKUP once --flap-max is exceeded")
+
+	fs.StringVar(&c.Mode, "mode", c.Mode, "how the addresses float: `vrrp` (one holder on a shared L2 segment, moved by VRRP adverts) or bgp (announced as /32 and /128 routes to --bgp-peer routers, for masters in different subnets)")
+	b := &c.BGPConfig
+	fs.StringVar(&b.BGPAS, "bgp-as", b.BGPAS, "BGP mode: this host's autonomous system `number` (1-4294967295, or asdot 1.10)")
+	fs.StringVar(&b.BGPRouterID, "bgp-router-id", b.BGPRouterID, "BGP mode: router `ID`, an IPv4 address unique among the speakers (default: the first peer's session source address, else the host's first global IPv4 address)")
+	config.StringList(fs, &b.BGPPeers, "bgp-peer", "BGP mode: neighbour as `ADDR:AS[:password]` ([ADDR] for IPv6; the password is a TCP MD5 key); repeatable")
+	fs.IntVar(&b.BGPMultihop, "bgp-multihop", b.BGPMultihop, "BGP mode: eBGP multihop `TTL` for peers that are not directly connected (0: TTL 1)")
+	fs.StringVar(&b.BGPSource, "bgp-source", b.BGPSource, "BGP mode: local `address` of the sessions (default: chosen by the routing table)")
+	fs.DurationVar(&b.BGPHoldTime, "bgp-hold-time", b.BGPHoldTime, "BGP mode: proposed hold `time` (3s-65535s, whole seconds): a router withdraws the routes of a crashed host this long after its last message; the session uses the smaller of both sides'")
+	fs.DurationVar(&b.BGPKeepalive, "bgp-keepalive", b.BGPKeepalive, "BGP mode: keepalive `interval` (whole seconds, below the hold time; a third of it is usual)")
+	fs.DurationVar(&b.BGPConnectRetry, "bgp-connect-retry", b.BGPConnectRetry, "BGP mode: `interval` between attempts to open a session that is down (GoBGP adds up to as much again at random)")
+	fs.IntVar(&b.BGPListenPort, "bgp-listen-port", b.BGPListenPort, "BGP mode: accept sessions on this TCP `port` as well (179 is BGP's); 0: only open them")
+	fs.StringVar(&b.BGPNextHop, "bgp-next-hop", b.BGPNextHop, "BGP mode: next-hop `address` of the announced routes (default: the session's own address)")
+	config.StringList(fs, &b.BGPCommunities, "bgp-community", "BGP mode: standard `community` attached to the routes, AS:VALUE or no-export, no-advertise, ...; repeatable")
+	fs.StringVar(&b.BGPAnnounce, "bgp-announce", b.BGPAnnounce, "BGP mode: who announces: `anycast` (every healthy host; the routers spread connections with ECMP) or leader (only the healthy host holding the --lease-name Lease on the apiserver)")
+	fs.StringVar(&b.Kubeconfig, "kubeconfig", b.Kubeconfig, "BGP leader mode: kubeconfig `file` with the apiserver's CA and a client certificate or token allowed to get, create and update the Lease (e.g. /etc/kubernetes/admin.conf)")
+	fs.StringVar(&b.LeaseServer, "lease-server", b.LeaseServer, "BGP leader mode: apiserver `URL` to use instead of the kubeconfig's server; point it at this host's own apiserver (https://127.0.0.1:6443), never at the VIP the election decides about")
+	fs.StringVar(&b.LeaseNamespace, "lease-namespace", b.LeaseNamespace, "BGP leader mode: `namespace` of the Lease")
+	fs.StringVar(&b.LeaseName, "lease-name", b.LeaseName, "BGP leader mode: `name` of the Lease; every vipd of one VIP uses the same")
+	fs.StringVar(&b.LeaseIdentity, "lease-identity", b.LeaseIdentity, "BGP leader mode: this host's holderIdentity in the Lease (default: the host name)")
+	fs.DurationVar(&b.LeaseDuration, "lease-duration", b.LeaseDuration, "BGP leader mode: the others take the Lease over this `long` after it last changed (a crashed leader's cost, on top of the router's hold timer)")
+	fs.DurationVar(&b.LeaseRenewDeadline, "lease-renew-deadline", b.LeaseRenewDeadline, "BGP leader mode: a leader that could not renew the Lease for this `long` withdraws its routes (below --lease-duration)")
+	fs.DurationVar(&b.LeaseRetryPeriod, "lease-retry-period", b.LeaseRetryPeriod, "BGP leader mode: `interval` between renewals and between the candidates' attempts")
+	fs.DurationVar(&b.BGPStopGrace, "bgp-stop-grace", b.BGPStopGrace, "BGP mode: on SIGTERM, after the withdrawals are sent, keep the address and the sessions this `long` so the routers have moved traffic away before vipd exits (order lbproxy to stop after vipd)")
+	fs.StringVar(&b.BGPIface, "bgp-iface", b.BGPIface, "BGP mode: `interface` the announced addresses are bound on while announced (as /32 or /128, so the host answers no ARP for them)")
 
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
@@ -375,9 +453,18 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 // Validate checks every value that can be checked without touching the host; a missing
 // interface is reported when the daemon starts.
 func (c *Config) Validate() error {
-	_, err := c.Resolve()
-	errs := []error{err}
+	var errs []error
 	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(key, format, args...)) }
+	switch c.Mode {
+	case "vrrp", "":
+		_, err := c.Resolve()
+		errs = append(errs, err)
+	case "bgp":
+		_, err := c.ResolveBGP()
+		errs = append(errs, err)
+	default:
+		bad("mode", "must be vrrp or bgp, got %q", c.Mode)
+	}
 	if c.GARPCount < 0 || c.GARPCount > 100 {
 		bad("garp-count", "must be 0-100, got %d", c.GARPCount)
 	}
@@ -427,4 +514,178 @@ func (c *Config) Validate() error {
 		bad("log-level", "must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// ResolvedBGP is the BGP mode's configuration, parsed.
+type ResolvedBGP struct {
+	Speaker     bgp.Config     // RouterID may be zero: chosen on the host by New
+	VIPs        []netip.Prefix // host routes (/32, /128) to announce
+	Iface       string         // where the addresses are bound while announced
+	TrackIfaces []string
+	StopGrace   time.Duration   // SIGTERM: withdrawn, then this long before the sessions close
+	Leader      *LeaderElection // nil: anycast
+}
+
+// LeaderElection is bgp-announce: leader's settings, checked.
+type LeaderElection struct {
+	Kubeconfig    string
+	Server        string // replaces the kubeconfig's server when set
+	Namespace     string
+	Name          string
+	Identity      string // empty: the host name, filled in by New
+	Duration      time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+}
+
+// ResolveBGP parses the BGP mode's settings; the errors are config.FieldErrors.
+func (c *Config) ResolveBGP() (ResolvedBGP, error) {
+	var errs []error
+	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(key, format, args...)) }
+	b := c.BGPConfig
+	r := ResolvedBGP{Iface: b.BGPIface, TrackIfaces: c.TrackIfaces}
+	if len(c.Instances) > 0 {
+		bad("instances", "BGP mode has no VRRP instances; list the addresses with vip")
+	}
+	if b.BGPAS == "" {
+		bad("bgp-as", "is required in BGP mode (this host's AS number, e.g. 65001)")
+	} else if as, err := bgp.ParseAS(b.BGPAS); err != nil {
+		bad("bgp-as", "%q: must be 1 to 4294967295 (or asdot like 1.10), not 23456", b.BGPAS)
+	} else {
+		r.Speaker.AS = as
+	}
+	if b.BGPRouterID != "" {
+		a, err := netip.ParseAddr(b.BGPRouterID)
+		if err != nil || !a.Is4() {
+			bad("bgp-router-id", "%q is not an IPv4 address (the router ID is written as one)", b.BGPRouterID)
+		}
+		r.Speaker.RouterID = a
+	}
+	if b.BGPMultihop < 0 || b.BGPMultihop > 255 {
+		bad("bgp-multihop", "must be a TTL of 0-255, got %d", b.BGPMultihop)
+	}
+	var source netip.Addr
+	if b.BGPSource != "" {
+		a, err := netip.ParseAddr(b.BGPSource)
+		if err != nil || a.Zone() != "" {
+			bad("bgp-source", "%q is not an IP address", b.BGPSource)
+		}
+		source = a
+	}
+	if b.BGPHoldTime%time.Second != 0 || b.BGPHoldTime < 3*time.Second || b.BGPHoldTime > 65535*time.Second {
+		bad("bgp-hold-time", "must be whole seconds from 3s to 65535s (RFC 4271), got %s", b.BGPHoldTime)
+	}
+	if b.BGPKeepalive%time.Second != 0 || b.BGPKeepalive < time.Second || b.BGPKeepalive >= b.BGPHoldTime {
+		bad("bgp-keepalive", "must be whole seconds, at least 1s and below bgp-hold-time (%s), got %s", b.BGPHoldTime, b.BGPKeepalive)
+	}
+	if b.BGPConnectRetry < time.Second {
+		bad("bgp-connect-retry", "must be at least 1s, got %s", b.BGPConnectRetry)
+	}
+	r.Speaker.ConnectRetry = b.BGPConnectRetry
+	if b.BGPListenPort < 0 || b.BGPListenPort > 65535 {
+		bad("bgp-listen-port", "must be a TCP port 0-65535 (0: do not listen), got %d", b.BGPListenPort)
+	}
+	r.Speaker.ListenPort = uint16(b.BGPListenPort)
+	if len(b.BGPPeers) == 0 {
+		bad("bgp-peer", "at least one peer is required in BGP mode, e.g. --bgp-peer 10.0.0.1:65000")
+	}
+	for i, s := range b.BGPPeers {
+		p, err := bgp.ParsePeer(s)
+		if err != nil {
+			bad("bgp-peer."+strconv.Itoa(i), "%v", strings.TrimPrefix(err.Error(), "bgp: "))
+			continue
+		}
+		p.Multihop = uint8(max(0, min(255, b.BGPMultihop)))
+		if source.IsValid() && source.Is4() == p.Addr.Is4() {
+			p.Source = source
+		}
+		p.HoldTime, p.Keepalive = b.BGPHoldTime, b.BGPKeepalive
+		for _, q := range r.Speaker.Peers {
+			if q.Addr == p.Addr {
+				bad("bgp-peer."+strconv.Itoa(i), "peer %s is listed twice", p.Addr)
+			}
+		}
+		r.Speaker.Peers = append(r.Speaker.Peers, p)
+	}
+	if b.BGPNextHop != "" {
+		a, err := netip.ParseAddr(b.BGPNextHop)
+		if err != nil || a.Zone() != "" {
+			bad("bgp-next-hop", "%q is not an IP address", b.BGPNextHop)
+		}
+		r.Speaker.NextHop = a
+	}
+	for i, s := range b.BGPCommunities {
+		v, err := bgp.ParseCommunity(s)
+		if err != nil {
+			bad("bgp-community."+strconv.Itoa(i), "%v", strings.TrimPrefix(err.Error(), "bgp: "))
+			continue
+		}
+		r.Speaker.Communities = append(r.Speaker.Communities, v)
+	}
+	switch b.BGPAnnounce {
+	case "anycast", "all":
+	case "leader":
+		r.Leader = resolveLeader(b, bad)
+	default:
+		bad("bgp-announce", "must be anycast or leader, got %q", b.BGPAnnounce)
+	}
+	if b.BGPIface == "" || len(b.BGPIface) > 15 || strings.ContainsAny(b.BGPIface, "/ ") {
+		bad("bgp-iface", "%q is not an interface name", b.BGPIface)
+	}
+	if b.BGPStopGrace < 0 || b.BGPStopGrace > time.Minute {
+		bad("bgp-stop-grace", "must be 0 to 1m, got %s", b.BGPStopGrace)
+	}
+	r.StopGrace = b.BGPStopGrace
+	if len(c.VIPs) == 0 {
+		bad("vip", "at least one address to announce is required, e.g. --vip 10.0.0.100/32")
+	}
+	for i, v := range c.VIPs {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			var pfx netip.Prefix
+			if pfx, err = netip.ParsePrefix(v); err == nil {
+				a = pfx.Addr()
+			}
+		}
+		if err != nil || a.Zone() != "" {
+			bad("vip."+strconv.Itoa(i), "%q is not an address like 10.0.0.100 or 10.0.0.100/32", v)
+			continue
+		}
+		// Whatever the prefix length given, what is announced and bound is the
+		// address's host route.
+		r.VIPs = append(r.VIPs, bgp.HostRoute(a))
+	}
+	return r, errors.Join(errs...)
+}
+
+// resolveLeader checks the Lease settings of bgp-announce: leader.
+func resolveLeader(b BGPConfig, bad func(key, format string, args ...any)) *LeaderElection {
+	le := &LeaderElection{Kubeconfig: b.Kubeconfig, Server: b.LeaseServer, Namespace: b.LeaseNamespace, Name: b.LeaseName,
+		Identity: b.LeaseIdentity, Duration: b.LeaseDuration, RenewDeadline: b.LeaseRenewDeadline, RetryPeriod: b.LeaseRetryPeriod}
+	if b.Kubeconfig == "" {
+		bad("kubeconfig", "is required with bgp-announce: leader (the apiserver holding the Lease, e.g. /etc/kubernetes/admin.conf)")
+	}
+	if s := b.LeaseServer; s != "" {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("lease-server", "%q is not a URL like https://127.0.0.1:6443", s)
+		}
+	}
+	for key, v := range map[string]string{"lease-namespace": b.LeaseNamespace, "lease-name": b.LeaseName} {
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			bad(key, "%q: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	if len(b.LeaseIdentity) > 253 {
+		bad("lease-identity", "is longer than 253 characters")
+	}
+	if b.LeaseRetryPeriod <= 0 {
+		bad("lease-retry-period", "must be positive, got %s", b.LeaseRetryPeriod)
+	}
+	if b.LeaseRenewDeadline <= b.LeaseRetryPeriod*6/5 || b.LeaseRenewDeadline >= b.LeaseDuration {
+		bad("lease-renew-deadline", "must be above 1.2 x lease-retry-period (%s) and below lease-duration (%s), got %s", b.LeaseRetryPeriod, b.LeaseDuration, b.LeaseRenewDeadline)
+	}
+	if b.LeaseDuration%time.Second != 0 || b.LeaseDuration < time.Second {
+		bad("lease-duration", "must be whole seconds (the Lease's leaseDurationSeconds), got %s", b.LeaseDuration)
+	}
+	return le
 }

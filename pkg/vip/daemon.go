@@ -44,6 +44,8 @@ type Daemon struct {
 	checkCtl context.CancelFunc
 	wg       sync.WaitGroup
 	statusLn net.Listener
+
+	bgp *bgpRunner // BGP mode; nil in VRRP mode
 }
 
 type runningInstance struct {
@@ -56,6 +58,8 @@ type Status struct {
 	Instances []InstanceStatus `json:"instances"`
 	Healthy   bool             `json:"healthy"`
 	Check     *health.Status   `json:"check,omitempty"`
+	Mode      string           `json:"mode"`
+	BGP       *BGPStatus       `json:"bgp,omitempty"`
 }
 
 // New checks cfg against the host (interfaces, addresses) and opens the instances'
@@ -66,6 +70,21 @@ func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 	d.execOK.Store(true)
 	if err := d.readLinks(); err != nil {
 		return nil, err
+	}
+	if cfg.Mode == "bgp" {
+		b, err := newBGPRunner(d, cfg)
+		if err != nil {
+			return nil, err
+		}
+		d.bgp = b
+		d.metrics.reg.MustRegister(bgpPeerCollector{b}, d.metrics.announced)
+		if b.elector != nil {
+			d.metrics.reg.MustRegister(d.metrics.leader)
+		}
+		if err := d.listenStatus(); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	rs, err := cfg.Resolve()
 	if err != nil {
@@ -86,15 +105,23 @@ func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 		d.insts = append(d.insts, &runningInstance{instance: in})
 	}
 	d.setInstances(d.insts)
-	if cfg.StatusAddr != "" {
-		ln, err := net.Listen("tcp", cfg.StatusAddr)
-		if err != nil {
-			d.closeAll()
-			return nil, fmt.Errorf("vip: listen on --status-addr %s: %w", cfg.StatusAddr, err)
-		}
-		d.statusLn = ln
+	if err := d.listenStatus(); err != nil {
+		d.closeAll()
+		return nil, err
 	}
 	return d, nil
+}
+
+func (d *Daemon) listenStatus() error {
+	if d.cfg.StatusAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", d.cfg.StatusAddr)
+	if err != nil {
+		return fmt.Errorf("vip: listen on --status-addr %s: %w", d.cfg.StatusAddr, err)
+	}
+	d.statusLn = ln
+	return nil
 }
 
 func (d *Daemon) closeAll() {
@@ -115,6 +142,8 @@ func (d *Daemon) StatusAddr() string {
 // Run runs until ctx ends, then stops every instance (a master sends a priority 0 advert
 // and removes its addresses) and returns.
 func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var srv *http.Server
 	if d.statusLn != nil {
 		srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -133,6 +162,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 
+	var runErr error
+	if d.bgp != nil {
+		// run returns once the routes are withdrawn, or at once if the speaker could
+		// not start.
+		if runErr = d.bgp.run(ctx); runErr != nil {
+			cancel()
+		}
+	}
 	<-ctx.Done()
 	d.wg.Wait() // every instance has run its shutdown
 	d.mu.Lock()
@@ -145,7 +182,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}
-	return nil
+	return runErr
 }
 
 // start runs ri; d.mu must be held.
@@ -163,6 +200,9 @@ func (d *Daemon) start(ri *runningInstance) {
 // changed ones are stopped (a master hands over with a priority 0 advert) and started again;
 // removed ones stop; new ones start. Health check settings take effect at once.
 func (d *Daemon) Reload(cfg *Config) error {
+	if d.bgp != nil || cfg.Mode == "bgp" {
+		return d.reloadBGP(cfg)
+	}
 	rs, err := cfg.Resolve()
 	if err != nil {
 		return err
@@ -216,6 +256,31 @@ func (d *Daemon) Reload(cfg *Config) error {
 	d.cfg = cfg
 	d.log.Info("reloaded", "instances", len(keep), "restarted", len(start), "stopped", len(stop))
 	return errors.Join(errs...)
+}
+
+// reloadBGP applies the health check settings of cfg; anything else of the BGP mode needs
+// a restart (which withdraws the routes first).
+func (d *Daemon) reloadBGP(cfg *Config) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.runCtx == nil {
+		return errors.New("vip: reload before Run")
+	}
+	if d.bgp == nil || cfg.Mode != "bgp" {
+		return errors.New("vip: --mode cannot change on reload; restart vipd")
+	}
+	if _, err := cfg.ResolveBGP(); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(cfg.BGPConfig, d.cfg.BGPConfig) || !reflect.DeepEqual(cfg.VIPs, d.cfg.VIPs) || !reflect.DeepEqual(cfg.TrackIfaces, d.cfg.TrackIfaces) {
+		return errors.New("vip: BGP mode reloads only the health check settings; restart vipd to change addresses, peers or BGP settings")
+	}
+	if !reflect.DeepEqual(checks(d.cfg), checks(cfg)) {
+		d.startChecks(cfg)
+	}
+	d.cfg = cfg
+	d.log.Info("reloaded health check settings")
+	return nil
 }
 
 // globals returns the daemon-wide settings other than the instances and the checks.
@@ -323,6 +388,9 @@ func (d *Daemon) healthChanged() {
 // wakeAll asks every instance to look at link and health state again; it does not take
 // d.mu, so it may be called with or without it.
 func (d *Daemon) wakeAll() {
+	if d.bgp != nil {
+		d.bgp.wake()
+	}
 	if p := d.snapshot.Load(); p != nil {
 		for _, ri := range *p {
 			ri.wake()
@@ -399,9 +467,12 @@ func (d *Daemon) Status() Status {
 	d.mu.Lock()
 	insts := append([]*runningInstance(nil), d.insts...)
 	d.mu.Unlock()
-	st := Status{Healthy: d.healthy(), Instances: []InstanceStatus{}}
+	st := Status{Healthy: d.healthy(), Instances: []InstanceStatus{}, Mode: "vrrp"}
 	for _, ri := range insts {
 		st.Instances = append(st.Instances, ri.status())
+	}
+	if d.bgp != nil {
+		st.Mode, st.BGP = "bgp", d.bgp.status()
 	}
 	if c := d.checker.Load(); c != nil {
 		s := c.Status()

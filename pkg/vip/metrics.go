@@ -14,6 +14,8 @@ type metrics struct {
 	masterless    *prometheus.CounterVec
 	announceDelay *prometheus.GaugeVec
 	healthy       prometheus.Gauge
+	announced     prometheus.Gauge
+	leader        prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -39,7 +41,49 @@ func newMetrics() *metrics {
 			Help: "At the last takeover, time from binding the addresses to the first gratuitous ARP."}, []string{"instance"}),
 		healthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_health_check_up",
 			Help: "1 while the health checks pass."}),
+		announced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_announced",
+			Help: "BGP mode: 1 while the addresses' host routes are announced."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_leader",
+			Help: "BGP mode with --bgp-announce leader: 1 while this host holds the Lease."}),
 	}
 	m.reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.received, m.dropped, m.mismatch, m.masterless, m.announceDelay, m.healthy)
 	return m
+}
+
+// bgpPeerCollector reports the BGP sessions at scrape time.
+type bgpPeerCollector struct{ b *bgpRunner }
+
+var (
+	bgpPeerUp = prometheus.NewDesc("vipd_bgp_peer_established",
+		"BGP mode: 1 while the session with the peer is established.", []string{"peer"}, nil)
+	bgpPeerSent = prometheus.NewDesc("vipd_bgp_peer_prefixes_sent",
+		"BGP mode: routes announced to the peer and not withdrawn.", []string{"peer"}, nil)
+	bgpPeerFlaps = prometheus.NewDesc("vipd_bgp_peer_flaps_total",
+		"BGP mode: times the established session with the peer went down.", []string{"peer"}, nil)
+	bgpPeerUptime = prometheus.NewDesc("vipd_bgp_peer_uptime_seconds",
+		"BGP mode: how long the session has been established (0 while it is not).", []string{"peer"}, nil)
+	bgpPeerHold = prometheus.NewDesc("vipd_bgp_peer_hold_time_seconds",
+		"BGP mode: the session's hold time (negotiated while established): how long the peer keeps this host's routes after a crash.", []string{"peer"}, nil)
+)
+
+func (c bgpPeerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- bgpPeerUp
+	ch <- bgpPeerSent
+	ch <- bgpPeerFlaps
+	ch <- bgpPeerUptime
+	ch <- bgpPeerHold
+}
+
+func (c bgpPeerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.b.status().Peers {
+		up := 0.0
+		if p.Established() {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(bgpPeerUp, prometheus.GaugeValue, up, p.Address)
+		ch <- prometheus.MustNewConstMetric(bgpPeerSent, prometheus.GaugeValue, float64(p.PrefixesSent), p.Address)
+		ch <- prometheus.MustNewConstMetric(bgpPeerFlaps, prometheus.CounterValue, float64(p.Flaps), p.Address)
+		ch <- prometheus.MustNewConstMetric(bgpPeerUptime, prometheus.GaugeValue, p.Uptime, p.Address)
+		ch <- prometheus.MustNewConstMetric(bgpPeerHold, prometheus.GaugeValue, float64(p.HoldTime), p.Address)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -32,6 +33,9 @@ type cluster struct {
 	down  map[string]string  // master name -> what is stopped ("host", "apiserver")
 
 	settles int // makes the names of settle writes unique
+
+	frr    []*proc // hacp-bgp: zebra and bgpd in the router namespace
+	frrDir string
 
 	stopInformer context.CancelFunc
 	writes       *kubernetes.Clientset // connection-per-request client through the VIP
@@ -66,7 +70,15 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 		initial = append(initial, o.Name+"="+peerURL(o))
 	}
 	b := c.d.bundle
-	return []string{
+	var extra []string
+	delay := c.d.opts.shutdownDelay
+	if delay == 0 {
+		delay = c.spec.ShutdownDelay
+	}
+	if delay > 0 {
+		extra = []string{"--shutdown-delay", delay.String()}
+	}
+	return append([]string{
 		"--bind-address", "0.0.0.0",
 		"--secure-port", fmt.Sprint(apiPort),
 		"--data-dir", filepath.Join(c.dir, m.Name, "data"),
@@ -80,7 +92,7 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 		"--etcd-listen-peer-urls", peerURL(m),
 		"--etcd-heartbeat-interval", c.d.opts.etcdHeartbeat.String(),
 		"--etcd-election-timeout", c.d.opts.etcdElection.String(),
-	}
+	}, extra...)
 }
 
 // startAPIServer starts the apiserver on m; state is "new" for the first start of the
@@ -106,6 +118,9 @@ func (c *cluster) startPlane(m *host) error {
 		for _, o := range c.d.masters {
 			lbArgs = append(lbArgs, "--backend", fmt.Sprintf("%s:%d", o.Addr, apiPort))
 		}
+		if g := c.spec.DownSessionGrace; g > 0 {
+			lbArgs = append(lbArgs, "--down-session-grace", g.String())
+		}
 		lb, err := m.start(c.d.bin["lbproxy"], lbArgs...)
 		if err != nil {
 			return err
@@ -114,14 +129,17 @@ func (c *cluster) startPlane(m *host) error {
 		if err := c.waitBalancer(m); err != nil {
 			return err
 		}
-		vipArgs := []string{
-			"--iface", m.Iface,
-			"--vip", vipAddr + "/24",
-			"--vrid", fmt.Sprint(vrid),
-			"--priority", fmt.Sprint(priorities[i]),
-			"--advert-interval", c.spec.Advert.String(),
-			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
-			"--check-ca-file", c.d.bundle.CACert,
+		vipArgs := c.vipdBGPArgs()
+		if !c.spec.BGP {
+			vipArgs = []string{
+				"--iface", m.Iface,
+				"--vip", vipAddr + "/24",
+				"--vrid", fmt.Sprint(vrid),
+				"--priority", fmt.Sprint(priorities[i]),
+				"--advert-interval", c.spec.Advert.String(),
+				"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
+				"--check-ca-file", c.d.bundle.CACert,
+			}
 		}
 		vd, err := m.start(c.d.bin["vipd"], vipArgs...)
 		if err != nil {
@@ -182,13 +200,20 @@ func (c *cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.d.progress("%s: apiservers healthy", c.spec.Name)
+	if c.spec.BGP {
+		procs, err := c.startFRR()
+		c.frr = procs
+		if err != nil {
+			return fmt.Errorf("%s: FRR: %w", c.spec.Name, err)
+		}
+	}
 	for _, m := range c.d.masters {
 		if err := c.startPlane(m); err != nil {
 			return err
 		}
 	}
 	var err error
-	c.writes, err = newConnPerRequest(c.d.bundle, c.d.client, vipURL())
+	c.writes, err = newConnPerRequest(c.d.bundle, c.d.client, c.vipURL())
 	if err != nil {
 		return err
 	}
@@ -197,7 +222,7 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	ictx, cancel := context.WithCancel(ctx)
 	c.stopInformer = cancel
-	inf, err := startInformer(ictx, c.d.clk, c.d.bundle, c.d.client, vipURL(), func(e watchEvent) {
+	inf, err := startInformer(ictx, c.d.clk, c.d.bundle, c.d.client, c.vipURL(), func(e watchEvent) {
 		c.mu.Lock()
 		c.watch = append(c.watch, e)
 		c.mu.Unlock()
@@ -222,10 +247,16 @@ func (c *cluster) stop() {
 		m.waitProcs(5 * time.Second)
 		_ = m.setLink(true)
 		_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
+		_ = runIP("-n", m.NS, "addr", "del", bgpVIPAddr+"/32", "dev", "lo")
+	}
+	for _, p := range c.frr {
+		p.signal(syscall.SIGKILL)
+		<-p.done
+	}
+	if c.frrDir != "" {
+		os.RemoveAll(c.frrDir)
 	}
 }
-
-func vipURL() string { return fmt.Sprintf("https://%s:%d", vipAddr, lbPort) }
 
 func apiURL(m *host) string { return fmt.Sprintf("https://%s:%d", m.Addr, apiPort) }
 
@@ -246,8 +277,12 @@ func (c *cluster) waitAPIServers(ctx context.Context, ms []*host, timeout time.D
 	return nil
 }
 
-// holders returns the masters that have the VIP configured.
+// holders returns the masters that have the VIP configured; for the BGP stack, where every
+// healthy master has it, the masters the router routes it through.
 func (c *cluster) holders() []string {
+	if c.spec.BGP {
+		return c.routedTo()
+	}
 	var out []string
 	vip := netip.MustParseAddr(vipAddr)
 	for _, m := range c.d.masters {
@@ -270,7 +305,7 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 	stable := max(3*c.spec.Advert, time.Second)
 	var since time.Time
 	if err := poll(ctx, timeout, func() bool {
-		if h := c.holders(); len(h) != 1 || h[0] != "m1" {
+		if h := c.holders(); !c.settled(h) {
 			since = time.Time{}
 			return false
 		}
@@ -279,7 +314,7 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 		}
 		return time.Since(since) >= stable
 	}); err != nil {
-		return fmt.Errorf("%s: VIP not settled on m1 (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
+		return fmt.Errorf("%s: VIP not settled (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
 	}
 	var nsErr error
 	if err := poll(ctx, timeout, func() bool { nsErr = ensureNamespace(ctx, c.writes); return nsErr == nil }); err != nil {
@@ -357,6 +392,8 @@ func shortName(stack string) string {
 		return "kh"
 	case stackAnchorTuned:
 		return "kht"
+	case stackHACPBGP:
+		return "hbgp"
 	}
 	return "x"
 }

@@ -39,6 +39,8 @@ type options struct {
 	keep          bool
 	etcdHeartbeat time.Duration
 	etcdElection  time.Duration
+	shutdownDelay time.Duration
+	pin           bool
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -49,6 +51,7 @@ type drill struct {
 	topo    *topology
 	masters []*host
 	client  *host
+	router  *host // hacp-bgp only: FRR's bgpd and zebra
 	bundle  *certs.Bundle
 	bin     map[string]string
 	clk     clock
@@ -74,6 +77,8 @@ func run() int {
 	flag.DurationVar(&o.writeInterval, "write-interval", 10*time.Millisecond, "least time between the starts of two writes of the client")
 	flag.DurationVar(&o.etcdHeartbeat, "etcd-heartbeat-interval", 50*time.Millisecond, "Raft heartbeat of every apiserver's embedded etcd member (all stacks)")
 	flag.DurationVar(&o.etcdElection, "etcd-election-timeout", 500*time.Millisecond, "Raft election timeout of every embedded etcd member (all stacks): what a leader dying with its master costs")
+	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
+	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
 	var err error
@@ -138,8 +143,17 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		return 2, errors.New("must run as root (network namespaces, VRRP raw sockets)")
 	}
 	need := []string{"ip", "nsenter"}
+	bgp := false
 	for _, s := range d.opts.stacks {
-		if s != stackHACP {
+		switch s {
+		case stackHACP:
+		case stackHACPBGP:
+			bgp = true
+			need = append(need, frrZebra, frrBGPd)
+			if d.opts.pin {
+				need = append(need, "nft")
+			}
+		default:
 			need = append(need, "keepalived", "haproxy", "curl")
 		}
 	}
@@ -185,7 +199,17 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	if d.client, err = d.topo.addHost("client", 10); err != nil {
 		return 1, err
 	}
-	hosts := []string{vipAddr}
+	if bgp {
+		if d.router, err = d.topo.addRouter(d.client); err != nil {
+			return 1, err
+		}
+		if d.opts.pin {
+			if err := d.router.pinConnections(d.masters, d.client); err != nil {
+				return 1, err
+			}
+		}
+	}
+	hosts := []string{vipAddr, bgpVIPAddr}
 	for _, m := range d.masters {
 		hosts = append(hosts, m.Addr.String())
 	}
@@ -201,11 +225,7 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		if ctx.Err() != nil {
 			break
 		}
-		spec := map[string]stackSpec{
-			stackHACP:        hacpStack(d.opts.advert),
-			stackAnchor:      guideStack(),
-			stackAnchorTuned: tunedStack(d.opts.advert),
-		}[name]
+		spec := stackSpecs(d.opts.advert)[name]
 		results, err := d.runStack(ctx, spec)
 		for sc, r := range results {
 			rep.set(name, sc, r.Metrics)
@@ -328,10 +348,20 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		subnet, subnet, vipAddr, lbPort)
 	h.WriteString("Stacks (the same apiserver binary with its embedded 3-member etcd in every stack):\n\n")
 	for _, s := range d.opts.stacks {
-		spec := map[string]stackSpec{stackHACP: hacpStack(d.opts.advert), stackAnchor: guideStack(), stackAnchorTuned: tunedStack(d.opts.advert)}[s]
+		spec := stackSpecs(d.opts.advert)[s]
 		fmt.Fprintf(&h, "- **%s**: %s\n", s, spec.describe())
 	}
+	if slices.Contains(d.opts.stacks, stackHACPBGP) {
+		fmt.Fprintf(&h, "\n**hacp-bgp** runs on the same hosts, but the client reaches its VIP %s:%d only through the router %s (a route to %s.0/24 via it), which learns the VIP's /32 from the three vipd over eBGP. "+
+			"There, `vip_failover_s` is fault -> the router's kernel route to the VIP no longer through m1 (rejoin: through m1 again) and a TLS handshake through the VIP completed; "+
+			"`split_brain_s` is 0 by construction (every healthy master holds the VIP: anycast), and `client_arp_stale_s` does not apply. "+
+			"A crashed or cut-off master keeps its share of the connections until the router's hold timer (%v) expires; the anchor is kube-vip's BGP mode, whose users measure 15-18 s with its default timers. No BFD (GoBGP has none).\n",
+			bgpVIPAddr, lbPort, routerAddr, strings.TrimSuffix(bgpVIPAddr, ".100"), bgpStack().HoldTime)
+	}
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
+	if d.opts.shutdownDelay > 0 {
+		fmt.Fprintf(&h, "\napiserver (every stack): --shutdown-delay %v.\n", d.opts.shutdownDelay)
+	}
 	fmt.Fprintf(&h, "\nClient: one writer through the VIP with client-go creating ConfigMaps and, between creates, updating (PUT with the last resourceVersion), merge-patching and deleting them, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
 	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a TLS handshake through it completed (one started every 50 ms, 1 s patience; `never`: the VIP did not move); " +
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +

@@ -54,6 +54,9 @@ type eventLog struct {
 	End      time.Duration // when recording stopped
 	Faulted  string        // the host the fault hit ("m1")
 	WantBack bool          // rejoin: the VIP is expected to move back to Faulted
+	// Anycast: every healthy master holds the VIP (BGP mode) and the samples' Holders are
+	// the masters the router sends it to; several at once is the design, not a split brain.
+	Anycast  bool `json:",omitempty"`
 	Requests []request
 	// The writer's request in flight when recording ended (its outcome is unknown): not in
 	// the metrics, but its object is in doubt for writes_lost.
@@ -190,7 +193,13 @@ func vipFailover(l *eventLog) time.Duration {
 				on = append(on, h)
 			}
 		}
-		if len(on) != 1 || (on[0] == l.Faulted) != l.WantBack {
+		if l.Anycast {
+			// Where the router sends the VIP, reachable or not: a route through a dead
+			// master is the fault still hurting, until the router drops it.
+			if slices.Contains(s.Holders, l.Faulted) != l.WantBack || len(on) == 0 {
+				continue
+			}
+		} else if len(on) != 1 || (on[0] == l.Faulted) != l.WantBack {
 			continue
 		}
 		moved = s.At
@@ -277,7 +286,9 @@ func compute(l *eventLog, lost int) metrics {
 	m.FailedRequests, m.LastFailureS = n, seconds(last)
 	m.WatchGapS = orMinusOne(watchGap(l))
 	m.VIPFailoverS = orMinusOne(vipFailover(l))
-	m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+	if !l.Anycast {
+		m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+	}
 	m.ClientARPStaleS = seconds(arpStale(l))
 	if l.WantBack {
 		if d, ok := vipBeforeHealthy(l); ok {
@@ -285,7 +296,7 @@ func compute(l *eventLog, lost int) metrics {
 			m.VIPBeforeHealthyS = &v
 		}
 	}
-	if l.Heal > 0 {
+	if l.Heal > 0 && !l.Anycast {
 		v := seconds(splitBrain(l.VIP, l.Heal))
 		m.SplitBrainAfterHeal = &v
 	}

@@ -232,6 +232,44 @@ func TestVIPFailover(t *testing.T) {
 			want: ms(2120),
 		},
 	}
+	all, others := []string{"m1", "m2", "m3"}, []string{"m2", "m3"}
+	tests = append(tests, []struct {
+		name string
+		log  eventLog
+		want time.Duration
+	}{
+		{
+			name: "anycast: the router still routes through the crashed master",
+			log: eventLog{Fault: ms(1000), Faulted: "m1", Anycast: true,
+				VIP: []vipSample{
+					{At: ms(900), Holders: all, Reachable: all},
+					{At: ms(1010), Holders: all, Reachable: others},
+					{At: ms(9000), Holders: others, Reachable: others},
+				},
+				Probes: []probe{{Start: ms(1050), End: ms(1060), OK: true}, {Start: ms(9000), End: ms(9010), OK: true}},
+			},
+			want: ms(8010),
+		},
+		{
+			name: "anycast: route never withdrawn",
+			log: eventLog{Fault: ms(1000), Faulted: "m1", Anycast: true,
+				VIP:    []vipSample{{At: ms(1010), Holders: all, Reachable: others}},
+				Probes: []probe{{Start: ms(1050), End: ms(1060), OK: true}},
+			},
+			want: -1,
+		},
+		{
+			name: "anycast rejoin: routed through the faulted host again",
+			log: eventLog{Fault: ms(1000), Faulted: "m1", Anycast: true, WantBack: true,
+				VIP: []vipSample{
+					{At: ms(1010), Holders: others, Reachable: others},
+					{At: ms(2000), Holders: all, Reachable: all},
+				},
+				Probes: []probe{{Start: ms(2000), End: ms(2030), OK: true}},
+			},
+			want: ms(1030),
+		},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := vipFailover(&tt.log); got != tt.want {
@@ -309,5 +347,19 @@ func TestARPStale(t *testing.T) {
 	}}
 	if got, want := arpStale(&l), ms(100); got != want {
 		t.Errorf("arpStale = %v, want %v", got, want)
+	}
+}
+
+// TestComputeAnycast: with every healthy master holding the VIP, several holders are not a
+// split brain.
+func TestComputeAnycast(t *testing.T) {
+	all := []string{"m1", "m2", "m3"}
+	l := eventLog{
+		Fault: ms(1000), Heal: ms(3000), End: ms(5000), Faulted: "m1", Anycast: true,
+		VIP: []vipSample{{At: ms(1000), Holders: all, Reachable: all}, {At: ms(5000), Holders: all, Reachable: all}},
+	}
+	m := compute(&l, 0)
+	if m.SplitBrainS != 0 || m.SplitBrainAfterHeal != nil {
+		t.Errorf("compute = %+v, want no split brain for anycast", m)
 	}
 }

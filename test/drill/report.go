@@ -22,9 +22,10 @@ const (
 	stackHACP        = "hacp"
 	stackAnchor      = "keepalived+haproxy"
 	stackAnchorTuned = "keepalived+haproxy(tuned)"
+	stackHACPBGP     = "hacp-bgp"
 )
 
-var allStacks = []string{stackHACP, stackAnchor, stackAnchorTuned}
+var allStacks = []string{stackHACP, stackAnchor, stackAnchorTuned, stackHACPBGP}
 
 // Scenario names, in the order they run.
 const (
@@ -166,7 +167,7 @@ func (r *report) markdown(header string) string {
 		ratioCols := []string{}
 		if slices.Contains(stacks, stackHACP) {
 			for _, s := range stacks[1:] {
-				if s != stackHACP {
+				if s != stackHACP && s != stackHACPBGP {
 					ratioCols = append(ratioCols, s)
 				}
 			}
@@ -313,6 +314,7 @@ var stackColors = map[string]color.Color{
 	stackHACP:        color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	stackAnchor:      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	stackAnchorTuned: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	stackHACPBGP:     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
 // plotPNG draws one panel per scenario: acknowledged writes (cumulative, from the start of

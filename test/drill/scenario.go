@@ -68,11 +68,30 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 	}()
 	go func() {
 		defer s.wg.Done()
-		vip := netip.MustParseAddr(vipAddr)
+		vip := netip.MustParseAddr(c.vip())
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
 			smp := vipSample{At: clk.now()}
+			if c.spec.BGP {
+				// Every healthy master holds the VIP; where it is "on" is where the
+				// router sends it.
+				smp.Holders = c.routedTo()
+				for _, n := range smp.Holders {
+					if c.master(n).linkUp() {
+						smp.Reachable = append(smp.Reachable, n)
+					}
+				}
+				s.rec.mu.Lock()
+				s.rec.vip = append(s.rec.vip, smp)
+				s.rec.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				continue
+			}
 			mac := c.d.client.neighbourMAC(vip)
 			for _, m := range c.d.masters {
 				if m.holdsAddr(vip) {
@@ -108,7 +127,7 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 			go func() {
 				defer probes.Done()
 				p := probe{Start: clk.now()}
-				p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", vipAddr, lbPort), requestTimeout)
+				p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", c.vip(), lbPort), requestTimeout)
 				p.End = clk.now()
 				if ctx.Err() != nil {
 					return
@@ -266,7 +285,11 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.down["m1"] = "apiserver"
 	case scGracefulMaster:
 		d.progress("%s %s: SIGTERM every process on m1", c.spec.Name, name)
-		go m1.stopGracefully(20 * time.Second)
+		if c.spec.BGP {
+			go c.stopVipdFirst(m1, 20*time.Second)
+		} else {
+			go m1.stopGracefully(20 * time.Second)
+		}
 		c.down["m1"] = "host-graceful"
 	case scPartitionMaster:
 		d.progress("%s %s: m1's bridge port down", c.spec.Name, name)
@@ -282,8 +305,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		s.probeHealth(ctx, m1)
 		hc := healthClient(d.bundle, d.client, 500*time.Millisecond)
 		extra = func() bool {
-			h := c.holders()
-			return len(h) == 1 && h[0] == "m1" && healthy(ctx, hc, apiURL(m1)+"/healthz")
+			return c.settled(c.holders()) && healthy(ctx, hc, apiURL(m1)+"/healthz")
 		}
 	}
 	if name == scPartitionMaster {
@@ -302,7 +324,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		if err := m1.setLink(true); err != nil {
 			return nil, err
 		}
-		s.waitRecovered(ctx, heal, w, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" })
+		s.waitRecovered(ctx, heal, w, func() bool { return c.settled(c.holders()) })
 		l := s.stop()
 		l.Heal = heal
 		return c.finish(ctx, name, run, fault, l, res)
@@ -315,7 +337,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 // finish reads the run's objects back from a surviving master and computes the metrics.
 func (c *cluster) finish(ctx context.Context, name, run string, fault time.Duration, l *eventLog, res *scenarioResult) (*scenarioResult, error) {
 	d := c.d
-	l.Fault, l.Faulted, l.WantBack = fault, "m1", name == scRejoin
+	l.Fault, l.Faulted, l.WantBack, l.Anycast = fault, "m1", name == scRejoin, c.spec.BGP
 	var names map[string]map[string]string
 	survivor := c.master("m2")
 	err := poll(ctx, 30*time.Second, func() bool {
@@ -362,6 +384,7 @@ func (c *cluster) boot(m *host) error {
 	m.killAll()
 	m.waitProcs(5 * time.Second)
 	_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
+	_ = runIP("-n", m.NS, "addr", "del", bgpVIPAddr+"/32", "dev", "lo")
 	if err := m.setLink(true); err != nil {
 		return err
 	}
@@ -401,16 +424,7 @@ func (c *cluster) restore(ctx context.Context) error {
 
 // waitServing waits, with m1 down, until the VIP is on another master and writes succeed.
 func (c *cluster) waitServing(ctx context.Context, timeout time.Duration) error {
-	err := poll(ctx, timeout, func() bool {
-		h := c.holders()
-		on := 0
-		for _, n := range h {
-			if n != "m1" {
-				on++
-			}
-		}
-		return on == 1
-	})
+	err := poll(ctx, timeout, func() bool { return c.servingWithout(c.holders()) })
 	if err != nil {
 		return fmt.Errorf("%s: VIP did not move off m1: %w", c.spec.Name, err)
 	}

@@ -33,6 +33,18 @@ type stackSpec struct {
 	HACP   bool
 	Advert time.Duration // VRRP advert interval
 
+	// BGP: vipd in BGP mode announces the VIP (bgpVIPAddr, on no subnet) from every
+	// healthy master to the router namespace's FRR, which routes the client's connections
+	// over them with ECMP.
+	BGP       bool
+	HoldTime  time.Duration
+	Keepalive time.Duration
+	// ShutdownDelay is the apiserver's --shutdown-delay in this stack unless
+	// --apiserver-shutdown-delay is given (0: the apiserver's default, 1s).
+	ShutdownDelay time.Duration
+	// DownSessionGrace is lbproxy's --down-session-grace (hacp stacks; 0: its default).
+	DownSessionGrace time.Duration
+
 	// anchor only
 	VRRPVersion   int
 	AuthPass      string
@@ -76,8 +88,34 @@ func hacpStack(advert time.Duration) stackSpec {
 	return stackSpec{Name: stackHACP, HACP: true, Advert: advert}
 }
 
+// bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
+// keepalive 3 s) behind lbproxy with its defaults.
+func bgpStack() stackSpec {
+	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second,
+		// Anycast: every other master's lbproxy still sends m1's apiserver requests after
+		// m1's route is withdrawn, until its checks (fall 2 x 1 s) find /healthz failing;
+		// the apiserver must keep serving that long (see the README's hacp-bgp numbers),
+		// and their lbproxies must let the requests in flight to it finish when their
+		// checks mark it DOWN instead of cutting them.
+		ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second}
+}
+
+// stackSpecs are the stacks by name.
+func stackSpecs(advert time.Duration) map[string]stackSpec {
+	return map[string]stackSpec{
+		stackHACP:        hacpStack(advert),
+		stackAnchor:      guideStack(),
+		stackAnchorTuned: tunedStack(advert),
+		stackHACPBGP:     bgpStack(),
+	}
+}
+
 // describe says in one line how the stack is configured, for report.md.
 func (s stackSpec) describe() string {
+	if s.BGP {
+		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy; graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay; lbproxy --down-session-grace %v",
+			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
+	}
 	if s.HACP {
 		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
 	}

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +29,11 @@ const (
 	nsPrefix = "hd-"
 	subnet   = "10.77.0"
 	vipAddr  = subnet + ".100"
+
+	// hacp-bgp: the router namespace's address on the bridge, and the VIP, in a /24 no
+	// host is on, so that nothing ARPs for it: the client reaches it through the router.
+	routerAddr = subnet + ".1"
+	bgpVIPAddr = "10.77.8.100"
 )
 
 // topology is the drill's own small version of internal/netns (which needs a testing.TB):
@@ -146,6 +153,105 @@ func (t *topology) addHost(name string, octet int) (*host, error) {
 	}
 	h.MAC = l.Attrs().HardwareAddr.String()
 	return h, nil
+}
+
+// addRouter creates the router namespace on the bridge (routerAddr), forwarding, with ECMP
+// hashing on ports so that the client's connections spread over the masters, and routes
+// the client's traffic for the BGP VIP's /24 through it.
+func (t *topology) addRouter(client *host) (*host, error) {
+	r, err := t.addHost("router", 1)
+	if err != nil {
+		return nil, err
+	}
+	// The client and the masters share the router's segment: without send_redirects=0
+	// the router would tell the client to send the VIP's packets straight to whichever
+	// master it picked first, and the client would keep doing so (bypassing ECMP, and
+	// blackholing after that master dies).
+	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
+		"net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0", "net.ipv4.conf." + r.Iface + ".send_redirects=0"} {
+		if out, err := exec.Command("nsenter", "--net=/run/netns/"+r.NS, "--", "sysctl", "-qw", kv).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("topology: router sysctl %s: %v: %s", kv, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if err := runIP("-n", client.NS, "route", "add", strings.TrimSuffix(bgpVIPAddr, ".100")+".0/24", "via", routerAddr); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	return r, nil
+}
+
+// pinConnections makes the router keep every established connection to the BGP VIP on
+// the next hop its first packet took, whatever becomes of the ECMP route (a stateful
+// router, as L4 balancers are): the next hop chosen for a connection's first packet is
+// stored in its conntrack mark (nftables `rt ip nexthop`), and later packets carrying that
+// mark are routed by a rule to a table whose only route is through that master. New
+// connections follow the ECMP route. Without it, a connection in flight when a master's
+// route is withdrawn is hashed onto another master, which resets it.
+//
+// The router must see both directions for conntrack to follow a connection: the masters
+// would answer the client, on their own segment, directly; a rule on each master sends
+// what leaves from the BGP VIP through the router instead, as it would go where the client
+// sits behind the router.
+func (r *host) pinConnections(masters []*host, client *host) error {
+	for _, m := range masters {
+		if err := runIP("-n", m.NS, "route", "add", client.Addr.String()+"/32", "via", routerAddr, "table", "200"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+		if err := runIP("-n", m.NS, "rule", "add", "from", bgpVIPAddr, "table", "200", "pref", "100"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+	}
+	var nh []string
+	for i, m := range masters {
+		mark := 11 + i
+		nh = append(nh, fmt.Sprintf("%s : %d", m.Addr, mark))
+		table := strconv.Itoa(100 + mark)
+		if err := runIP("-n", r.NS, "route", "add", bgpVIPAddr+"/32", "via", m.Addr.String(), "table", table); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+		if err := runIP("-n", r.NS, "rule", "add", "fwmark", strconv.Itoa(mark), "table", table, "pref", "100"); err != nil {
+			return fmt.Errorf("topology: pin: %w", err)
+		}
+	}
+	rules := fmt.Sprintf(`table ip hacp_pin {
+	chain post {
+		type filter hook postrouting priority 0; policy accept;
+		ip daddr %[1]s ct state new ct mark set rt ip nexthop map { %[2]s }
+	}
+	chain pre {
+		type filter hook prerouting priority -150; policy accept;
+		ip daddr %[1]s ct state established ct mark != 0 meta mark set ct mark
+	}
+}
+`, bgpVIPAddr, strings.Join(nh, ", "))
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+r.NS, "--", "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("topology: pin: nft: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// routeVia returns the next hops (gateways) of the host's kernel route to dst, sorted.
+func (h *host) routeVia(dst netip.Addr) []netip.Addr {
+	routes, err := h.nl.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{
+		Dst: &net.IPNet{IP: dst.AsSlice(), Mask: net.CIDRMask(32, 32)},
+	}, netlink.RT_FILTER_DST)
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, r := range routes {
+		if a, ok := netip.AddrFromSlice(r.Gw); ok {
+			out = append(out, a.Unmap())
+		}
+		for _, nh := range r.MultiPath {
+			if a, ok := netip.AddrFromSlice(nh.Gw); ok {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 // destroy kills every process by PID and deletes every namespace; later calls do nothing.

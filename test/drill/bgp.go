@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// FRR, the hacp-bgp stack's router: zebra and bgpd from Debian's frr package, run by hand
+// in the router namespace with their own config, socket and pid files.
+const (
+	frrZebra = "/usr/lib/frr/zebra"
+	frrBGPd  = "/usr/lib/frr/bgpd"
+
+	routerAS  = 65000
+	mastersAS = 65100
+)
+
+var frrVersion = sync.OnceValue(func() string {
+	out, err := exec.Command(frrBGPd, "--version").Output()
+	if err != nil {
+		return "bgpd"
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
+})
+
+// startFRR starts zebra and bgpd in the router namespace, peering with every master, and
+// returns their processes.
+func (c *cluster) startFRR() ([]*proc, error) {
+	r := c.d.router
+	u, err := user.Lookup("frr")
+	if err != nil {
+		return nil, fmt.Errorf("user frr (Debian package frr): %w", err)
+	}
+	// FRR's daemons drop to user frr, which must own the socket directory and reach it
+	// (the run's temp dir is root's alone).
+	dir, err := os.MkdirTemp("", "hd-frr-")
+	if err != nil {
+		return nil, err
+	}
+	c.frrDir = dir
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\nlog stdout informational\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", routerAS, routerAddr)
+	for _, m := range c.d.masters {
+		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", m.Addr, mastersAS)
+	}
+	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
+	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": b.String()}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	common := []string{"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir, "-A", "127.0.0.1", "-P", "0", "--log", "stdout", "--log-level", "info"}
+	z, err := r.start(frrZebra, append([]string{"-f", filepath.Join(dir, "zebra.conf"), "-i", filepath.Join(dir, "zebra.pid")}, common...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := pollFile(filepath.Join(dir, "zserv.api")); err != nil {
+		return []*proc{z}, fmt.Errorf("zebra did not create its socket: %w\n%s", err, z.tail(1500))
+	}
+	bg, err := r.start(frrBGPd, append([]string{"-f", filepath.Join(dir, "bgpd.conf"), "-i", filepath.Join(dir, "bgpd.pid")}, common...)...)
+	if err != nil {
+		return []*proc{z}, err
+	}
+	return []*proc{z, bg}, nil
+}
+
+func pollFile(path string) error {
+	return poll(context.Background(), 30*time.Second, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
+// vipdBGPArgs is vipd's command line in the hacp-bgp stack on m.
+func (c *cluster) vipdBGPArgs() []string {
+	return []string{
+		"--mode", "bgp",
+		"--vip", bgpVIPAddr + "/32",
+		"--bgp-as", strconv.Itoa(mastersAS),
+		"--bgp-peer", fmt.Sprintf("%s:%d", routerAddr, routerAS),
+		"--bgp-hold-time", c.spec.HoldTime.String(),
+		"--bgp-keepalive", c.spec.Keepalive.String(),
+		"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
+		"--check-ca-file", c.d.bundle.CACert,
+	}
+}
+
+// vip is the stack's VIP address.
+func (c *cluster) vip() string {
+	if c.spec.BGP {
+		return bgpVIPAddr
+	}
+	return vipAddr
+}
+
+func (c *cluster) vipURL() string { return fmt.Sprintf("https://%s:%d", c.vip(), lbPort) }
+
+// routedTo returns the masters the router's kernel route to the BGP VIP goes through.
+func (c *cluster) routedTo() []string {
+	var out []string
+	for _, gw := range c.d.router.routeVia(netip.MustParseAddr(bgpVIPAddr)) {
+		for _, m := range c.d.masters {
+			if m.Addr == gw {
+				out = append(out, m.Name)
+			}
+		}
+	}
+	return out
+}
+
+// settled reports whether the VIP sits where the stack puts it when every master is well:
+// on m1 alone (VRRP), or routed through all three masters (BGP).
+func (c *cluster) settled(holders []string) bool {
+	if c.spec.BGP {
+		return len(holders) == len(c.d.masters)
+	}
+	return len(holders) == 1 && holders[0] == "m1"
+}
+
+// servingWithout reports whether the VIP is served with m1 down: on one other master
+// (VRRP), or routed through others only (BGP).
+func (c *cluster) servingWithout(holders []string) bool {
+	others := 0
+	for _, n := range holders {
+		if n != "m1" {
+			others++
+		}
+	}
+	if c.spec.BGP {
+		return others > 0 && others == len(holders)
+	}
+	return others == 1
+}
+
+// stopVipdFirst is graceful-master for the BGP stack, in the order systemd would stop
+// units where vipd is ordered after lbproxy and the apiserver: vipd first (it withdraws the
+// route, waits for its grace, closes the sessions and exits), then everything else.
+func (c *cluster) stopVipdFirst(m *host, grace time.Duration) {
+	c.mu.Lock()
+	procs := c.plane[m.Name]
+	c.mu.Unlock()
+	if n := len(procs); n > 0 {
+		vd := procs[n-1]
+		vd.signal(syscall.SIGTERM)
+		select {
+		case <-vd.done:
+		case <-time.After(grace):
+			vd.signal(syscall.SIGKILL)
+			<-vd.done
+		}
+	}
+	m.stopGracefully(grace)
+}
