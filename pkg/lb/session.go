@@ -1,0 +1,323 @@
+package lb
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// session is one proxied client connection. An idle session has no goroutine: each of its
+// two directions waits in the proxy's poller while its source is silent, and a worker
+// moves the bytes when some arrive. The worker stays with the direction while bytes keep
+// coming, waiting in the runtime's poller as a goroutine per direction would, and hands
+// it back to the proxy's poller once the source has been silent for a moment (linger).
+type session struct {
+	p              *Proxy
+	b              *backend
+	client, server *net.TCPConn
+	up, down       direction    // client to server, server to client
+	lastActive     atomic.Int64 // unix nanoseconds of the last byte moved either way
+
+	mu     sync.Mutex
+	open   int         // directions whose source has not ended
+	closed bool        // both connections closed, the slot released
+	idle   *time.Timer // closes the session when no byte moved for the idle timeout
+}
+
+// direction is one way through a session: what src sends is written to dst. Its fields
+// are set before it first runs; then one goroutine at a time owns it: the one that ran
+// it, or the one the poller's event starts.
+type direction struct {
+	s                *session
+	src, dst         syscall.RawConn
+	srcConn, dstConn *net.TCPConn
+	idle             time.Duration
+	bytes            *atomic.Uint64 // the backend's counter for this direction
+	token            uint64         // in the poller
+	polled           bool           // added to the poller
+	open             bool           // src has not ended; guarded by s.mu
+}
+
+// linger is how long a worker waits for more bytes from a source before it hands the
+// direction to the poller: long enough for the next request or response of a busy
+// connection, short enough that few idle sessions hold a goroutine.
+const linger = 5 * time.Millisecond
+
+// newSession returns the session of client through server on b; start runs it.
+func newSession(p *Proxy, b *backend, client, server *net.TCPConn) (*session, error) {
+	cr, err := client.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	sr, err := server.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	s := &session{p: p, b: b, client: client, server: server, open: 2}
+	s.up = direction{s: s, src: cr, dst: sr, srcConn: client, dstConn: server, idle: p.cfg.ClientIdleTimeout, bytes: &b.bytesIn, open: true}
+	s.down = direction{s: s, src: sr, dst: cr, srcConn: server, dstConn: client, idle: p.cfg.ServerIdleTimeout, bytes: &b.bytesOut, open: true}
+	s.up.token, s.down.token = p.poller.newToken(), p.poller.newToken()
+	s.lastActive.Store(time.Now().UnixNano())
+	return s, nil
+}
+
+// start arms the idle timer and runs both directions: the server's on a worker, the
+// client's on the calling goroutine.
+func (s *session) start() {
+	s.mu.Lock()
+	if limit := s.idleLimitLocked(); limit > 0 && !s.closed {
+		s.idle = time.AfterFunc(limit, s.checkIdle)
+	}
+	s.mu.Unlock()
+	s.p.workers.run(s.down.run)
+	s.up.run()
+}
+
+// run moves what src sends to dst until src has been silent for the linger time, and
+// then leaves the direction waiting in the poller; or it passes src's end of stream on
+// as a half-close, or closes the session on an error.
+func (d *direction) run() {
+	s := d.s
+	for {
+		n, err := d.copy()
+		if n > 0 {
+			d.bytes.Add(uint64(n))
+			s.lastActive.Store(time.Now().UnixNano())
+		}
+		switch {
+		case errors.Is(err, errWouldBlock):
+			if err := d.poll(); err != nil {
+				s.close(false) // closed meanwhile
+			}
+			return
+		case err == nil:
+			_ = d.dstConn.CloseWrite()
+			s.mu.Lock()
+			d.open = false
+			s.open--
+			both := s.open == 0
+			s.mu.Unlock()
+			if both {
+				s.close(false)
+			}
+			return
+		default:
+			s.close(isReset(err))
+			return
+		}
+	}
+}
+
+// poll hands the direction to the poller, which runs it again when src is readable.
+func (d *direction) poll() error {
+	if d.polled {
+		return d.s.p.poller.rearm(d.src, d.token)
+	}
+	d.polled = true
+	if err := d.s.p.poller.add(d.src, d.token, d.run); err != nil {
+		return err
+	}
+	d.s.mu.Lock()
+	closed := d.s.closed
+	d.s.mu.Unlock()
+	if closed {
+		d.s.p.poller.remove(d.token) // close removed it before it was there
+	}
+	return nil
+}
+
+var errWouldBlock = errors.New("lb: would block")
+
+// copy moves bytes from src to dst until src has been silent for the linger time
+// (errWouldBlock), ends (nil) or fails. The bytes go through a pipe with splice(2) and
+// never enter user space.
+func (d *direction) copy() (int64, error) {
+	pp := getPipe()
+	if pp == nil {
+		return d.copyBuffered() // out of file descriptors for a pipe
+	}
+	defer func() { putPipe(pp) }()
+	_ = d.srcConn.SetReadDeadline(time.Now().Add(linger))
+	var total int64
+	for {
+		var n int64
+		var serr error
+		err := d.src.Read(func(fd uintptr) bool {
+			n, serr = unix.Splice(int(fd), nil, pp.w, nil, maxSplice, unix.SPLICE_F_NONBLOCK)
+			return serr != unix.EAGAIN && serr != unix.EINTR // else wait until src is readable
+		})
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return total, errWouldBlock
+		case err != nil:
+			return total, err
+		case serr != nil:
+			return total, os.NewSyscallError("splice", serr)
+		case n == 0:
+			return total, nil
+		}
+		pp.n = n
+		for pp.n > 0 {
+			err := d.dst.Write(func(fd uintptr) bool {
+				n, serr = unix.Splice(pp.r, nil, int(fd), nil, int(pp.n), unix.SPLICE_F_NONBLOCK)
+				return serr != unix.EAGAIN && serr != unix.EINTR // else wait until dst is writable
+			})
+			switch {
+			case err != nil:
+				return total, err
+			case serr != nil:
+				return total, os.NewSyscallError("splice", serr)
+			}
+			pp.n -= n
+			total += n
+		}
+	}
+}
+
+// copyBuffered is copy through user space, for when no pipe can be had.
+func (d *direction) copyBuffered() (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	_ = d.srcConn.SetReadDeadline(time.Now().Add(linger))
+	var total int64
+	for {
+		var n int
+		var serr error
+		err := d.src.Read(func(fd uintptr) bool {
+			n, serr = unix.Read(int(fd), buf)
+			return serr != unix.EAGAIN && serr != unix.EINTR
+		})
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return total, errWouldBlock
+		case err != nil:
+			return total, err
+		case serr != nil:
+			return total, os.NewSyscallError("read", serr)
+		case n == 0:
+			return total, nil
+		}
+		for b := buf[:n]; len(b) > 0; {
+			var m int
+			err := d.dst.Write(func(fd uintptr) bool {
+				m, serr = unix.Write(int(fd), b)
+				return serr != unix.EAGAIN && serr != unix.EINTR
+			})
+			switch {
+			case err != nil:
+				return total, err
+			case serr != nil:
+				return total, os.NewSyscallError("write", serr)
+			}
+			b = b[m:]
+			total += int64(m)
+		}
+	}
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// idleLimitLocked is how long the session may stay silent: the idle timeout of each
+// direction still open, the shorter one; 0 for none.
+func (s *session) idleLimitLocked() time.Duration {
+	var limit time.Duration
+	for _, d := range []*direction{&s.up, &s.down} {
+		if d.open && d.idle > 0 && (limit == 0 || d.idle < limit) {
+			limit = d.idle
+		}
+	}
+	return limit
+}
+
+// checkIdle closes the session when it has been silent for its idle limit, else it
+// checks again when that would be so.
+func (s *session) checkIdle() {
+	s.mu.Lock()
+	limit := s.idleLimitLocked()
+	silent := time.Since(time.Unix(0, s.lastActive.Load()))
+	if s.closed || limit == 0 {
+		s.mu.Unlock()
+		return
+	}
+	if silent < limit {
+		s.idle.Reset(limit - silent)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.close(false)
+}
+
+// close ends both connections and the session's hold on its backend slot; with reset,
+// the client gets an RST, as the backend's reset is passed on. A worker still moving
+// bytes finds the connections closed and stops.
+func (s *session) close(reset bool) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	if reset {
+		_ = s.client.SetLinger(0)
+	}
+	s.client.Close()
+	s.server.Close()
+	s.p.poller.remove(s.up.token)
+	s.p.poller.remove(s.down.token)
+	s.p.endSession(s)
+}
+
+// pipe is a pair of pipe descriptors for splice, with the count of bytes in it.
+type pipe struct {
+	r, w int
+	n    int64
+}
+
+// maxSplice is how much one splice moves at most, and the size of the pipes, as in the
+// standard library's splice.
+const maxSplice = 1 << 20
+
+// pipes keeps a few pipes for reuse; a busy proxy needs one per direction moving bytes
+// at the same moment, not one per session.
+var pipes = make(chan *pipe, 64)
+
+// getPipe returns a pipe, or nil when none can be made (out of file descriptors).
+func getPipe() *pipe {
+	select {
+	case pp := <-pipes:
+		return pp
+	default:
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil
+	}
+	// A smaller pipe works too, with more system calls.
+	_, _ = unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
+	return &pipe{r: fds[0], w: fds[1]}
+}
+
+// putPipe keeps pp for reuse if it is empty and there is room, else closes it.
+func putPipe(pp *pipe) {
+	if pp.n == 0 {
+		select {
+		case pipes <- pp:
+			return
+		default:
+		}
+	}
+	unix.Close(pp.r)
+	unix.Close(pp.w)
+}
