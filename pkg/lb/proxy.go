@@ -120,13 +120,14 @@ func (p *Proxy) onHealth(b *backend, up bool, reason error) {
 		attrs = append(attrs, "reason", reason.Error())
 	}
 	sessions := p.pool.setUp(b, up)
-	if !up {
-		attrs = append(attrs, "closed_sessions", len(sessions))
-	}
-	p.log.Warn("backend state changed", attrs...)
+	start := time.Now()
 	for _, s := range sessions {
 		s.close(false)
 	}
+	if !up {
+		attrs = append(attrs, "closed_sessions", len(sessions), "closing_took", time.Since(start).Round(time.Microsecond))
+	}
+	p.log.Warn("backend state changed", attrs...)
 }
 
 // Listen opens the client listener; Run calls it when it was not called before. It is

@@ -46,6 +46,7 @@ var (
 	lbEnv       = flag.String("lbproxy-env", "", "extra environment for lbproxy, such as GOMAXPROCS=1 or GOGC=400")
 	lbBin       = flag.String("lbproxy-bin", "", "run this lbproxy binary instead of building ./cmd/lbproxy, to compare builds")
 	only        = flag.String("only", "", "measure only this target (direct, haproxy or lbproxy), for profiling; no table")
+	loadRows    = flag.Bool("load", true, "measure the throughput, connection-rate and latency rows (false: only the idle row)")
 	idleConns   = flag.Int("idle", 8000, "idle connections held open through each proxy in the idle test; 0 skips it")
 	idleActive  = flag.Int("idle-active", 4, "connections doing round trips while the idle ones are held")
 	idleHold    = flag.Duration("idle-hold", 0, "with -only, keep the idle connections open this long after the measurement, for profiling")
@@ -144,7 +145,7 @@ func run() error {
 			all[t.name] = &samples{}
 		}
 	}
-	for round := 1; round <= *rounds; round++ {
+	for round := 1; *loadRows && round <= *rounds; round++ {
 		for _, t := range measured {
 			c0 := cpuSeconds(t.pid)
 			mbps := throughput(t.addrs, *streams, *duration)
