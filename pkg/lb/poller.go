@@ -22,8 +22,8 @@ type poller struct {
 	// mu guards ready and orders a rearm before the event it causes: rearm holds mu
 	// across epoll_ctl, and run takes mu to look the event up.
 	mu    sync.Mutex
-	ready map[uint64]func() // by token: what to run when the connection is readable
-	next  atomic.Uint64     // the last token handed out
+	ready map[uint64]*direction // by token: what to run when its source is readable
+	next  atomic.Uint64         // the last token handed out
 
 	closed atomic.Bool
 }
@@ -43,7 +43,7 @@ func newPoller() (*poller, error) {
 		ep.Close()
 		return nil, fmt.Errorf("lb: epoll: %w", err)
 	}
-	return &poller{ep: ep, epRaw: raw, ready: map[uint64]func(){}}, nil
+	return &poller{ep: ep, epRaw: raw, ready: map[uint64]*direction{}}, nil
 }
 
 // pollEvents are what a registered connection waits for: data, the peer's end of
@@ -53,14 +53,14 @@ const pollEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT
 // newToken returns a token for add that no other registration had.
 func (p *poller) newToken() uint64 { return p.next.Add(1) }
 
-// add registers c, armed: ready runs (from run's dispatch) once c is readable.
-func (p *poller) add(c syscall.RawConn, tok uint64, ready func()) error {
+// add registers c, armed: d runs (from run's dispatch) once c is readable.
+func (p *poller) add(c syscall.RawConn, tok uint64, d *direction) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.ctl(c, unix.EPOLL_CTL_ADD, tok); err != nil {
 		return err
 	}
-	p.ready[tok] = ready
+	p.ready[tok] = d
 	return nil
 }
 
@@ -123,8 +123,8 @@ func (p *poller) run(dispatch func(func())) error {
 		p.mu.Lock()
 		for _, ev := range events[:n] {
 			tok := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
-			if f := p.ready[tok]; f != nil {
-				dispatch(f)
+			if d := p.ready[tok]; d != nil {
+				dispatch(d.run)
 			}
 		}
 		p.mu.Unlock()

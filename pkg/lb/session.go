@@ -34,14 +34,37 @@ type session struct {
 // are set before it first runs; then one goroutine at a time owns it: the one that ran
 // it, or the one the poller's event starts.
 type direction struct {
-	s                *session
-	src, dst         syscall.RawConn
-	srcConn, dstConn *net.TCPConn
-	idle             time.Duration
-	bytes            *atomic.Uint64 // the backend's counter for this direction
-	token            uint64         // in the poller
-	polled           bool           // added to the poller
-	open             bool           // src has not ended; guarded by s.mu
+	s        *session
+	src, dst syscall.RawConn
+	token    uint64 // in the poller
+	toServer bool   // client to server (else server to client)
+	polled   bool   // added to the poller
+	open     bool   // src has not ended; guarded by s.mu
+}
+
+// conns returns the direction's source and destination connections.
+func (d *direction) conns() (src, dst *net.TCPConn) {
+	if d.toServer {
+		return d.s.client, d.s.server
+	}
+	return d.s.server, d.s.client
+}
+
+// idleTimeout is how long the direction's source may be silent.
+func (d *direction) idleTimeout() time.Duration {
+	if d.toServer {
+		return d.s.p.cfg.ClientIdleTimeout
+	}
+	return d.s.p.cfg.ServerIdleTimeout
+}
+
+// count adds n moved bytes to the backend's counter for the direction.
+func (d *direction) count(n int64) {
+	if d.toServer {
+		d.s.b.bytesIn.Add(uint64(n))
+	} else {
+		d.s.b.bytesOut.Add(uint64(n))
+	}
 }
 
 // linger is how long a worker waits for more bytes from a source before it hands the
@@ -60,8 +83,8 @@ func newSession(p *Proxy, b *backend, client, server *net.TCPConn) (*session, er
 		return nil, err
 	}
 	s := &session{p: p, b: b, client: client, server: server, open: 2}
-	s.up = direction{s: s, src: cr, dst: sr, srcConn: client, dstConn: server, idle: p.cfg.ClientIdleTimeout, bytes: &b.bytesIn, open: true}
-	s.down = direction{s: s, src: sr, dst: cr, srcConn: server, dstConn: client, idle: p.cfg.ServerIdleTimeout, bytes: &b.bytesOut, open: true}
+	s.up = direction{s: s, src: cr, dst: sr, toServer: true, open: true}
+	s.down = direction{s: s, src: sr, dst: cr, open: true}
 	s.up.token, s.down.token = p.poller.newToken(), p.poller.newToken()
 	s.lastActive.Store(time.Now().UnixNano())
 	return s, nil
@@ -87,7 +110,7 @@ func (d *direction) run() {
 	for {
 		n, err := d.copy()
 		if n > 0 {
-			d.bytes.Add(uint64(n))
+			d.count(n)
 			s.lastActive.Store(time.Now().UnixNano())
 		}
 		switch {
@@ -97,7 +120,8 @@ func (d *direction) run() {
 			}
 			return
 		case err == nil:
-			_ = d.dstConn.CloseWrite()
+			_, dst := d.conns()
+			_ = dst.CloseWrite()
 			s.mu.Lock()
 			d.open = false
 			s.open--
@@ -120,7 +144,7 @@ func (d *direction) poll() error {
 		return d.s.p.poller.rearm(d.src, d.token)
 	}
 	d.polled = true
-	if err := d.s.p.poller.add(d.src, d.token, d.run); err != nil {
+	if err := d.s.p.poller.add(d.src, d.token, d); err != nil {
 		return err
 	}
 	d.s.mu.Lock()
@@ -134,6 +158,13 @@ func (d *direction) poll() error {
 
 var errWouldBlock = errors.New("lb: would block")
 
+// lingerFrom sets src's read deadline: the copy waits for it in the runtime's poller until
+// linger after now, and then leaves it to the proxy's poller.
+func (d *direction) lingerFrom(now time.Time) {
+	src, _ := d.conns()
+	_ = src.SetReadDeadline(now.Add(linger))
+}
+
 // copy moves bytes from src to dst until src has been silent for the linger time
 // (errWouldBlock), ends (nil) or fails. The bytes go through a pipe with splice(2) and
 // never enter user space.
@@ -143,7 +174,7 @@ func (d *direction) copy() (int64, error) {
 		return d.copyBuffered() // out of file descriptors for a pipe
 	}
 	defer func() { putPipe(pp) }()
-	_ = d.srcConn.SetReadDeadline(time.Now().Add(linger))
+	d.lingerFrom(time.Now())
 	var total int64
 	for {
 		var n int64
@@ -185,7 +216,7 @@ func (d *direction) copyBuffered() (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	_ = d.srcConn.SetReadDeadline(time.Now().Add(linger))
+	d.lingerFrom(time.Now())
 	var total int64
 	for {
 		var n int
@@ -229,8 +260,8 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 func (s *session) idleLimitLocked() time.Duration {
 	var limit time.Duration
 	for _, d := range []*direction{&s.up, &s.down} {
-		if d.open && d.idle > 0 && (limit == 0 || d.idle < limit) {
-			limit = d.idle
+		if idle := d.idleTimeout(); d.open && idle > 0 && (limit == 0 || idle < limit) {
+			limit = idle
 		}
 	}
 	return limit
