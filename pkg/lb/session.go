@@ -108,11 +108,7 @@ func (s *session) start() {
 func (d *direction) run() {
 	s := d.s
 	for {
-		n, err := d.copy()
-		if n > 0 {
-			d.count(n)
-			s.lastActive.Store(time.Now().UnixNano())
-		}
+		err := d.copy()
 		switch {
 		case errors.Is(err, errWouldBlock):
 			if err := d.poll(); err != nil {
@@ -158,24 +154,37 @@ func (d *direction) poll() error {
 
 var errWouldBlock = errors.New("lb: would block")
 
-// lingerFrom sets src's read deadline: the copy waits for it in the runtime's poller until
-// linger after now, and then leaves it to the proxy's poller.
-func (d *direction) lingerFrom(now time.Time) {
+// lingerFrom sets src's read deadline: copy waits for src in the runtime's poller until
+// linger after now, and then leaves it to the proxy's poller. It returns the deadline.
+func (d *direction) lingerFrom(now time.Time) time.Time {
+	until := now.Add(linger)
 	src, _ := d.conns()
-	_ = src.SetReadDeadline(now.Add(linger))
+	_ = src.SetReadDeadline(until)
+	return until
+}
+
+// moved accounts for n bytes moved and pushes the linger deadline on when it is near, so
+// that a busy direction keeps its worker.
+func (d *direction) moved(n int64, until time.Time) time.Time {
+	now := time.Now()
+	d.count(n)
+	d.s.lastActive.Store(now.UnixNano())
+	if until.Sub(now) < linger/2 {
+		until = d.lingerFrom(now)
+	}
+	return until
 }
 
 // copy moves bytes from src to dst until src has been silent for the linger time
 // (errWouldBlock), ends (nil) or fails. The bytes go through a pipe with splice(2) and
 // never enter user space.
-func (d *direction) copy() (int64, error) {
+func (d *direction) copy() error {
 	pp := getPipe()
 	if pp == nil {
 		return d.copyBuffered() // out of file descriptors for a pipe
 	}
 	defer func() { putPipe(pp) }()
-	d.lingerFrom(time.Now())
-	var total int64
+	until := d.lingerFrom(time.Now())
 	for {
 		var n int64
 		var serr error
@@ -185,13 +194,13 @@ func (d *direction) copy() (int64, error) {
 		})
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return total, errWouldBlock
+			return errWouldBlock
 		case err != nil:
-			return total, err
+			return err
 		case serr != nil:
-			return total, os.NewSyscallError("splice", serr)
+			return os.NewSyscallError("splice", serr)
 		case n == 0:
-			return total, nil
+			return nil
 		}
 		pp.n = n
 		for pp.n > 0 {
@@ -201,23 +210,22 @@ func (d *direction) copy() (int64, error) {
 			})
 			switch {
 			case err != nil:
-				return total, err
+				return err
 			case serr != nil:
-				return total, os.NewSyscallError("splice", serr)
+				return os.NewSyscallError("splice", serr)
 			}
 			pp.n -= n
-			total += n
+			until = d.moved(n, until)
 		}
 	}
 }
 
 // copyBuffered is copy through user space, for when no pipe can be had.
-func (d *direction) copyBuffered() (int64, error) {
+func (d *direction) copyBuffered() error {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	d.lingerFrom(time.Now())
-	var total int64
+	until := d.lingerFrom(time.Now())
 	for {
 		var n int
 		var serr error
@@ -227,13 +235,13 @@ func (d *direction) copyBuffered() (int64, error) {
 		})
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return total, errWouldBlock
+			return errWouldBlock
 		case err != nil:
-			return total, err
+			return err
 		case serr != nil:
-			return total, os.NewSyscallError("read", serr)
+			return os.NewSyscallError("read", serr)
 		case n == 0:
-			return total, nil
+			return nil
 		}
 		for b := buf[:n]; len(b) > 0; {
 			var m int
@@ -243,12 +251,12 @@ func (d *direction) copyBuffered() (int64, error) {
 			})
 			switch {
 			case err != nil:
-				return total, err
+				return err
 			case serr != nil:
-				return total, os.NewSyscallError("write", serr)
+				return os.NewSyscallError("write", serr)
 			}
 			b = b[m:]
-			total += int64(m)
+			until = d.moved(int64(m), until)
 		}
 	}
 }
