@@ -213,6 +213,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 		p.slots = make(chan struct{}, p.cfg.MaxConn)
 	}
 
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		p.sweepIdle(ctx)
+	}()
 	acceptDone := make(chan struct{})
 	go func() {
 		defer close(acceptDone)
@@ -222,6 +227,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.ln.Close()
 	<-acceptDone
 	p.drain()
+	<-sweepDone
 	pl.close()
 	<-pollDone
 	p.pool.mu.Lock()
@@ -339,6 +345,43 @@ func openFileLimit() uint64 {
 		return 0
 	}
 	return l.Cur
+}
+
+// sweepIdle closes sessions silent for longer than their idle timeout, looking every
+// eighth of the shorter timeout (50 ms to 30 s): one ticker for all sessions, rather than
+// a timer each.
+func (p *Proxy) sweepIdle(ctx context.Context) {
+	shortest := p.cfg.ClientIdleTimeout
+	if shortest <= 0 || (p.cfg.ServerIdleTimeout > 0 && p.cfg.ServerIdleTimeout < shortest) {
+		shortest = p.cfg.ServerIdleTimeout
+	}
+	if shortest <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(shortest/8, 50*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	var idle []*session
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			idle = idle[:0]
+			p.pool.mu.Lock()
+			for _, b := range p.pool.backends {
+				for s := range b.sessions {
+					if s.tooIdle(now) {
+						idle = append(idle, s)
+					}
+				}
+			}
+			p.pool.mu.Unlock()
+			for _, s := range idle {
+				s.close(false)
+			}
+			clear(idle)
+		}
+	}
 }
 
 // drain waits for sessions to end, up to the drain timeout, then closes the rest.

@@ -25,9 +25,8 @@ type session struct {
 	lastActive     atomic.Int64 // unix nanoseconds of the last byte moved either way
 
 	mu     sync.Mutex
-	open   int         // directions whose source has not ended
-	closed bool        // both connections closed, the slot released
-	idle   *time.Timer // closes the session when no byte moved for the idle timeout
+	open   int  // directions whose source has not ended
+	closed bool // both connections closed, the slot released
 }
 
 // direction is one way through a session: what src sends is written to dst. Its fields
@@ -90,14 +89,9 @@ func newSession(p *Proxy, b *backend, client, server *net.TCPConn) (*session, er
 	return s, nil
 }
 
-// start arms the idle timer and runs both directions: the server's on a worker, the
-// client's on the calling goroutine.
+// start runs both directions: the server's on a worker, the client's on the calling
+// goroutine.
 func (s *session) start() {
-	s.mu.Lock()
-	if limit := s.idleLimitLocked(); limit > 0 && !s.closed {
-		s.idle = time.AfterFunc(limit, s.checkIdle)
-	}
-	s.mu.Unlock()
 	s.p.workers.run(s.down.run)
 	s.up.run()
 }
@@ -275,23 +269,12 @@ func (s *session) idleLimitLocked() time.Duration {
 	return limit
 }
 
-// checkIdle closes the session when it has been silent for its idle limit, else it
-// checks again when that would be so.
-func (s *session) checkIdle() {
+// tooIdle reports whether the session has been silent for its idle limit at now.
+func (s *session) tooIdle(now time.Time) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	limit := s.idleLimitLocked()
-	silent := time.Since(time.Unix(0, s.lastActive.Load()))
-	if s.closed || limit == 0 {
-		s.mu.Unlock()
-		return
-	}
-	if silent < limit {
-		s.idle.Reset(limit - silent)
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	s.close(false)
+	return !s.closed && limit > 0 && now.Sub(time.Unix(0, s.lastActive.Load())) >= limit
 }
 
 // close ends both connections and the session's hold on its backend slot; with reset,
@@ -304,9 +287,6 @@ func (s *session) close(reset bool) {
 		return
 	}
 	s.closed = true
-	if s.idle != nil {
-		s.idle.Stop()
-	}
 	s.mu.Unlock()
 	if reset {
 		_ = s.client.SetLinger(0)

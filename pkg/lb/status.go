@@ -37,8 +37,8 @@ type Status struct {
 	Backends    []BackendStatus `json:"backends"`
 }
 
-// Status returns a snapshot of the proxy and its backends. Byte counts of a running
-// session are added each time it pauses, at least every few seconds while it moves data.
+// Status returns a snapshot of the proxy and its backends. Byte counts include running
+// sessions' bytes as they move.
 func (p *Proxy) Status() Status {
 	st := Status{
 		Balance:     p.cfg.Balance,
