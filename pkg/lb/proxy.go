@@ -196,6 +196,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 		go func() { _ = statusSrv.Serve(p.statusLn) }()
 	}
 	p.log.Info("lbproxy listening", "addr", p.ln.Addr().String(), "backends", len(backends), "balance", p.cfg.Balance)
+	if limit := openFileLimit(); p.cfg.MaxConn > 0 && limit > 0 && limit < uint64(2*p.cfg.MaxConn+fdReserve) {
+		p.log.Warn("the open-file limit is below what --maxconn needs (two descriptors a connection); clients beyond it wait in the listen backlog",
+			"open_file_limit", limit, "maxconn", p.cfg.MaxConn, "want", 2*p.cfg.MaxConn+fdReserve)
+	}
 
 	pl, err := newPoller()
 	if err != nil {
@@ -337,6 +341,10 @@ func (p *Proxy) endSession(s *session) {
 func outOfFiles(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
+
+// fdReserve is the file descriptors lbproxy needs besides two a connection: listeners,
+// health checks, splice pipes, the runtime's own.
+const fdReserve = 256
 
 // openFileLimit is the process's soft RLIMIT_NOFILE, or 0 when unknown.
 func openFileLimit() uint64 {
