@@ -7,7 +7,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build run test lint bench drill clean
+.PHONY: all build run test test-race test-stress lint bench drill clean
 
 all: build
 
@@ -19,6 +19,18 @@ run: build
 
 test:
 	$(GO) test -count=1 -timeout 30m ./...
+
+# Every suite with the race detector (CI runs it after `make test`).
+test-race:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Flaky-test hunt: PKGS (default all) COUNT times with -race while a CPU burner keeps every
+# core busy, e.g. `make test-stress PKGS=./pkg/lb/ COUNT=10 RUN=TestBackendMaxConnQueue`.
+PKGS  ?= ./...
+COUNT ?= 5
+RUN   ?=
+test-stress:
+	$(GO) run ./test/stress -count $(COUNT) $(if $(RUN),-run '$(RUN)') $(PKGS)
 
 lint:
 	@out=$$(gofmt -l cmd pkg internal test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

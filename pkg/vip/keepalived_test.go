@@ -95,7 +95,7 @@ func TestKeepalivedInterop(t *testing.T) {
 			k.start(t, kh)
 			waitFor(t, 10*time.Second, "keepalived holds the VIP", func() bool { return hasVIP(t, kh, vipA) })
 			startVipd(t, vh, vipdArgs(100)...)
-			waitFor(t, 5*time.Second, "vipd follows keepalived's adverts", func() bool {
+			waitFor(t, 20*time.Second, "vipd follows keepalived's adverts", func() bool {
 				st, err := getStatus(vh)
 				return err == nil && st.Instances[0].AdvertsReceived >= 2
 			})
@@ -181,7 +181,7 @@ func TestIPv6Adverts(t *testing.T) {
 			t.Fatalf("m2 following m1 over IPv6: %+v", in)
 		}
 		m1.Crash()
-		waitFor(t, 5*time.Second, "IPv6 VIP on m2", func() bool { return has6(m2) && state(m2) == "MASTER" })
+		waitFor(t, 20*time.Second, "IPv6 VIP on m2", func() bool { return has6(m2) && state(m2) == "MASTER" })
 	})
 	startKeepalived6 := func(t *testing.T, h *netns.Host, prio int) *netns.Proc {
 		testenv.RequireCommand(t, "keepalived")
@@ -208,7 +208,7 @@ func TestIPv6Adverts(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		v.Signal(syscall.SIGTERM)
-		waitFor(t, 5*time.Second, "keepalived takes the IPv6 VIP after vipd's priority 0 advert", func() bool { return has6(m2) && !has6(m1) })
+		waitFor(t, 20*time.Second, "keepalived takes the IPv6 VIP after vipd's priority 0 advert", func() bool { return has6(m2) && !has6(m1) })
 		if !strings.Contains(kp.Output(), "priority 0 advertisement") {
 			t.Fatalf("keepalived did not log vipd's priority 0 advert:\n%s", kp.Output())
 		}
@@ -218,7 +218,7 @@ func TestIPv6Adverts(t *testing.T) {
 		startKeepalived6(t, m1, 101)
 		waitFor(t, 10*time.Second, "keepalived holds the IPv6 VIP", func() bool { return has6(m1) })
 		startVipd(t, m2, args(100)...)
-		waitFor(t, 5*time.Second, "vipd follows keepalived over IPv6", func() bool {
+		waitFor(t, 20*time.Second, "vipd follows keepalived over IPv6", func() bool {
 			st, err := getStatus(m2)
 			return err == nil && st.Instances[0].AdvertsReceived >= 2
 		})
@@ -227,6 +227,6 @@ func TestIPv6Adverts(t *testing.T) {
 			t.Fatalf("vipd beside keepalived over IPv6: %+v", in)
 		}
 		m1.Crash()
-		waitFor(t, 5*time.Second, "vipd takes the IPv6 VIP", func() bool { return has6(m2) && state(m2) == "MASTER" })
+		waitFor(t, 20*time.Second, "vipd takes the IPv6 VIP", func() bool { return has6(m2) && state(m2) == "MASTER" })
 	})
 }

@@ -15,26 +15,46 @@ import (
 func TestTooManyRequests(t *testing.T) {
 	s := servertest.New(t, func(c *server.Config) { c.MaxMutatingRequestsInflight = 1 })
 	e := newHTTPEnv(t, s)
-	// One create holds the only mutating slot while its body trickles in.
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", s.URL()+"/api/v1/namespaces/default/configmaps", pr)
-	req.Header.Set("Content-Type", "application/json")
-	done := make(chan *http.Response, 1)
-	go func() {
-		resp, err := e.admin.Do(req)
-		if err != nil {
-			done <- nil
-			return
-		}
-		resp.Body.Close()
-		done <- resp
-	}()
-	if _, err := pw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap",`)); err != nil {
-		t.Fatal(err)
+	// One create holds the only mutating slot while its body trickles in. Until the server has
+	// it, the probing creates below may take the slot themselves, and then it is the held
+	// create that gets the 429: it is started again until it is the one holding the slot.
+	type held struct {
+		pw   *io.PipeWriter
+		done chan *http.Response
 	}
+	hold := func() held {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest("POST", s.URL()+"/api/v1/namespaces/default/configmaps", pr)
+		req.Header.Set("Content-Type", "application/json")
+		h := held{pw: pw, done: make(chan *http.Response, 1)}
+		go func() {
+			resp, err := e.admin.Do(req)
+			if err != nil {
+				t.Errorf("held create: %v", err)
+				h.done <- nil
+				return
+			}
+			resp.Body.Close()
+			h.done <- resp
+		}()
+		if _, err := pw.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap",`)); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := hold()
 	var resp *http.Response
 	var body []byte
 	eventually(t, "429 while the slot is taken", func() bool {
+		select {
+		case r := <-h.done:
+			if r == nil || r.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("held create ended before its body was sent: %v", r)
+			}
+			h.pw.Close()
+			h = hold()
+		default:
+		}
 		resp, body = e.do(e.admin, "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm("second"), nil)
 		return resp.StatusCode == http.StatusTooManyRequests
 	})
@@ -45,9 +65,12 @@ func TestTooManyRequests(t *testing.T) {
 	if r, _ := e.do(e.admin, "GET", "/api/v1/namespaces/default/configmaps", "", nil, nil); r.StatusCode != 200 {
 		t.Fatalf("read while writes are full: %d", r.StatusCode)
 	}
-	_, _ = pw.Write([]byte(`"metadata":{"name":"first"}}`))
-	pw.Close()
-	if r := <-done; r == nil || r.StatusCode != 201 {
+	if r, _ := e.do(e.admin, "GET", "/healthz", "", nil, nil); r.StatusCode != 200 {
+		t.Fatalf("healthz while writes are full: %d", r.StatusCode)
+	}
+	_, _ = h.pw.Write([]byte(`"metadata":{"name":"first"}}`))
+	h.pw.Close()
+	if r := <-h.done; r == nil || r.StatusCode != 201 {
 		t.Fatalf("held create: %v", r)
 	}
 }
