@@ -14,8 +14,10 @@
 //     proxies it starts (two descriptors per held connection).
 //
 // The backends and the load generator share this process, and everything shares the
-// machine's cores, the same way for all three targets. Run from the module root:
-// go run ./test/bench/lbproxy [-d 3s].
+// machine's cores, the same way for all targets. With -base-bin, a second lbproxy build
+// (main's, say) is measured in the same rounds, so that a change is compared with what it
+// changes in one run. Run from the module root: go run ./test/bench/lbproxy [-d 3s]
+// [-base-bin /tmp/base/lbproxy].
 package main
 
 import (
@@ -45,6 +47,7 @@ var (
 	rounds      = flag.Int("rounds", 3, "rounds over all targets; each figure is the median")
 	lbEnv       = flag.String("lbproxy-env", "", "extra environment for lbproxy, such as GOMAXPROCS=1 or GOGC=400")
 	lbBin       = flag.String("lbproxy-bin", "", "run this lbproxy binary instead of building ./cmd/lbproxy, to compare builds")
+	baseBin     = flag.String("base-bin", "", "also measure this lbproxy binary (a build of main, say) as lbproxy-base, interleaved with the others, with a lbproxy/base ratio")
 	only        = flag.String("only", "", "measure only this target (direct, haproxy or lbproxy), for profiling; no table")
 	loadRows    = flag.Bool("load", true, "measure the throughput, connection-rate and latency rows (false: only the idle row)")
 	idleConns   = flag.Int("idle", 8000, "idle connections held open through each proxy in the idle test; 0 skips it")
@@ -116,9 +119,14 @@ func run() error {
 	}
 	starters := map[string]func() (*target, func(), error){
 		"haproxy": func() (*target, func(), error) { return startHaproxy(tmp, haproxy, backends) },
-		"lbproxy": func() (*target, func(), error) { return startLbproxy(tmp, bin, backends) },
+		"lbproxy": func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy", bin, backends) },
 	}
-	for _, name := range []string{"haproxy", "lbproxy"} {
+	proxies := []string{"haproxy", "lbproxy"}
+	if *baseBin != "" {
+		starters["lbproxy-base"] = func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy-base", *baseBin, backends) }
+		proxies = append(proxies, "lbproxy-base")
+	}
+	for _, name := range proxies {
 		t, stop, err := starters[name]()
 		if err != nil {
 			return err
@@ -177,7 +185,7 @@ func run() error {
 	// the loads above does not hide what the idle connections take.
 	idle := map[string][]idleResult{}
 	for round := 1; *idleConns > 0 && round <= *rounds; round++ {
-		for _, name := range []string{"haproxy", "lbproxy"} {
+		for _, name := range proxies {
 			if *only != "" && *only != name {
 				continue
 			}
@@ -227,51 +235,75 @@ func run() error {
 		}
 		return nil
 	}
-	d, h, l := results["direct"], results["haproxy"], results["lbproxy"]
-	rows := []struct {
+	// Each row is one figure per target (direct only where it applies); the ratios are
+	// lbproxy against haproxy and, with -base-bin, against the base build.
+	type row struct {
 		name     string
-		d, h, l  float64
 		noDirect bool
-	}{
-		{"throughput, MB/s", d.mbps, h.mbps, l.mbps, false},
-		{"connection rate, conn/s", d.connRate, h.connRate, l.connRate, false},
-		{"round trip p50, µs", us(d.p50), us(h.p50), us(l.p50), false},
-		{"round trip p99, µs", us(d.p99), us(h.p99), us(l.p99), false},
-		{"proxy CPU in throughput, %", 0, h.cpuBulk, l.cpuBulk, true},
-		{"proxy CPU in conn rate, %", 0, h.cpuConn, l.cpuConn, true},
-		{"proxy CPU in round trips, %", 0, h.cpuRTT, l.cpuRTT, true},
-		{"proxy CPU per MB, µs", 0, h.perMB, l.perMB, true},
-		{"proxy CPU per connection, µs", 0, h.perConn, l.perConn, true},
-		{"proxy CPU per round trip, µs", 0, h.perRTT, l.perRTT, true},
-		{"proxy RSS at end, MB", 0, h.rssMB, l.rssMB, true},
-		{"proxy RSS peak, MB", 0, h.rssPeakMB, l.rssPeakMB, true},
+		of       func(name string) float64
+	}
+	load := func(f func(*result) float64) func(string) float64 {
+		return func(name string) float64 { return f(results[name]) }
+	}
+	rows := []row{
+		{"throughput, MB/s", false, load(func(r *result) float64 { return r.mbps })},
+		{"connection rate, conn/s", false, load(func(r *result) float64 { return r.connRate })},
+		{"round trip p50, µs", false, load(func(r *result) float64 { return us(r.p50) })},
+		{"round trip p99, µs", false, load(func(r *result) float64 { return us(r.p99) })},
+		{"proxy CPU in throughput, %", true, load(func(r *result) float64 { return r.cpuBulk })},
+		{"proxy CPU in conn rate, %", true, load(func(r *result) float64 { return r.cpuConn })},
+		{"proxy CPU in round trips, %", true, load(func(r *result) float64 { return r.cpuRTT })},
+		{"proxy CPU per MB, µs", true, load(func(r *result) float64 { return r.perMB })},
+		{"proxy CPU per connection, µs", true, load(func(r *result) float64 { return r.perConn })},
+		{"proxy CPU per round trip, µs", true, load(func(r *result) float64 { return r.perRTT })},
+		{"proxy RSS at end, MB", true, load(func(r *result) float64 { return r.rssMB })},
+		{"proxy RSS peak, MB", true, load(func(r *result) float64 { return r.rssPeakMB })},
 	}
 	if *idleConns > 0 {
-		kb := func(r idleResult) float64 { return r.rssPerConnKB }
-		cpu := func(r idleResult) float64 { return r.openCPU }
-		p99 := func(r idleResult) float64 { return us(r.p99) }
-		rows = append(rows, []struct {
-			name     string
-			d, h, l  float64
-			noDirect bool
-		}{
-			{fmt.Sprintf("idle %d: RSS per conn, KB", *idleConns), 0, idleMedian("haproxy", kb), idleMedian("lbproxy", kb), true},
-			{fmt.Sprintf("idle %d: CPU per open, µs", *idleConns), 0, idleMedian("haproxy", cpu), idleMedian("lbproxy", cpu), true},
-			{fmt.Sprintf("idle %d: round trip p99, µs", *idleConns), 0, idleMedian("haproxy", p99), idleMedian("lbproxy", p99), true},
-		}...)
+		idleRow := func(f func(idleResult) float64) func(string) float64 {
+			return func(name string) float64 { return idleMedian(name, f) }
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("idle %d: RSS per conn, KB", *idleConns), true, idleRow(func(r idleResult) float64 { return r.rssPerConnKB })},
+			row{fmt.Sprintf("idle %d: CPU per open, µs", *idleConns), true, idleRow(func(r idleResult) float64 { return r.openCPU })},
+			row{fmt.Sprintf("idle %d: round trip p99, µs", *idleConns), true, idleRow(func(r idleResult) float64 { return us(r.p99) })},
+		)
 	}
-	fmt.Printf("| %-32s | %10s | %10s | %10s | %16s |\n", "measure", "direct", "haproxy", "lbproxy", "lbproxy/haproxy")
-	fmt.Printf("|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 34), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 18))
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	header := fmt.Sprintf("| %-32s | %10s | %10s | %10s |", "measure", "direct", "haproxy", "lbproxy")
+	rule := fmt.Sprintf("|%s|%s|%s|%s|", strings.Repeat("-", 34), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 12))
+	if *baseBin != "" {
+		header += fmt.Sprintf(" %12s |", "lbproxy-base")
+		rule += strings.Repeat("-", 14) + "|"
+	}
+	header += fmt.Sprintf(" %16s |", "lbproxy/haproxy")
+	rule += strings.Repeat("-", 18) + "|"
+	if *baseBin != "" {
+		header += fmt.Sprintf(" %13s |", "lbproxy/base")
+		rule += strings.Repeat("-", 15) + "|"
+	}
+	fmt.Println(header)
+	fmt.Println(rule)
 	for _, r := range rows {
-		dcol := fmt.Sprintf("%10.0f", r.d)
+		dcol := fmt.Sprintf("%10.0f", r.of("direct"))
 		if r.noDirect {
 			dcol = fmt.Sprintf("%10s", "-")
 		}
-		ratio := "-"
-		if r.h != 0 {
-			ratio = fmt.Sprintf("%.2f", r.l/r.h)
+		h, l := r.of("haproxy"), r.of("lbproxy")
+		line := fmt.Sprintf("| %-32s | %s | %10.1f | %10.1f |", r.name, dcol, h, l)
+		if *baseBin != "" {
+			line += fmt.Sprintf(" %12.1f |", r.of("lbproxy-base"))
 		}
-		fmt.Printf("| %-32s | %s | %10.1f | %10.1f | %16s |\n", r.name, dcol, r.h, r.l, ratio)
+		line += fmt.Sprintf(" %16s |", ratio(l, h))
+		if *baseBin != "" {
+			line += fmt.Sprintf(" %13s |", ratio(l, r.of("lbproxy-base")))
+		}
+		fmt.Println(line)
 	}
 	fmt.Printf("\nload average before and after: %s / %s (other work on the machine skews all targets alike, less so the medians)\n", loadBefore, loadavg())
 	fmt.Println("ratios: higher is better for throughput and connection rate, lower for the rest.")
@@ -348,7 +380,7 @@ backend be
 
 // startLbproxy starts lbproxy over backends with haproxy's settings and waits until a
 // round trip through it works.
-func startLbproxy(dir, bin string, backends []string) (*target, func(), error) {
+func startLbproxy(dir, name, bin string, backends []string) (*target, func(), error) {
 	port := freePort()
 	args := []string{"--listen", port, "--check-mode", "tcp", "--check-interval", "2s", "--check-fast-interval", "500ms",
 		"--rise", "2", "--fall", "2", "--connect-timeout", "300ms", "--maxconn", strconv.Itoa(maxConn()), "--log-level", "warn"}
@@ -359,7 +391,7 @@ func startLbproxy(dir, bin string, backends []string) (*target, func(), error) {
 	if *lbEnv != "" {
 		env = strings.Fields(*lbEnv)
 	}
-	return startProxy(dir, "lbproxy", env, bin, args...)(port)
+	return startProxy(dir, name, env, bin, args...)(port)
 }
 
 // maxConn is the proxies' connection limit: above what any test holds.
