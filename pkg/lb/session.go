@@ -110,16 +110,19 @@ func (d *direction) run() {
 			}
 			return
 		case err == nil:
-			_, dst := d.conns()
-			_ = dst.CloseWrite()
 			s.mu.Lock()
 			d.open = false
 			s.open--
 			both := s.open == 0
 			s.mu.Unlock()
 			if both {
+				// Both sources have ended: closing sends the last FIN, without a
+				// shutdown(2) first (one system call less per short connection).
 				s.close(false)
+				return
 			}
+			_, dst := d.conns()
+			_ = dst.CloseWrite()
 			return
 		default:
 			s.close(isReset(err))
