@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -196,6 +197,11 @@ func (c *Checker) CheckNow(ctx context.Context) error {
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		// This host is out of file descriptors: that says nothing about the target, and
+		// marking it down would close the sessions still working through it.
+		return err
 	}
 	c.record(err, false)
 	return err

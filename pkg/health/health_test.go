@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -187,5 +188,25 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOutOfFilesIsNotAFailure checks that a probe that could not open a socket on this
+// host leaves the target's state alone.
+func TestOutOfFilesIsNotAFailure(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		c, err := New(Config{URL: "tcp://127.0.0.1:1", Interval: time.Hour, Timeout: time.Second, Rise: 1, Fall: 1, InitiallyHealthy: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.probe = func(context.Context) error {
+			return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", errno)}
+		}
+		if err := c.CheckNow(context.Background()); !errors.Is(err, errno) {
+			t.Fatalf("CheckNow: %v, want %v", err, errno)
+		}
+		if st := c.Status(); !st.Healthy || st.Failures != 0 {
+			t.Errorf("%v: status %+v; want healthy with no failure counted", errno, st)
+		}
 	}
 }

@@ -134,7 +134,10 @@ func testConfig(backends ...*testBackend) *Config {
 	cfg.CheckInsecure = true
 	cfg.CheckInterval = 100 * time.Millisecond
 	cfg.CheckFastInterval = 50 * time.Millisecond
-	cfg.CheckTimeout = time.Second
+	// Generous: under -race on a loaded 2-core machine an HTTPS check can take over a
+	// second, and two such in a row took a healthy backend DOWN in the middle of a test.
+	// Tests that want a backend DOWN stop it or fail its /healthz, which fails at once.
+	cfg.CheckTimeout = 5 * time.Second
 	cfg.DrainTimeout = 5 * time.Second
 	for _, b := range backends {
 		cfg.Backends = append(cfg.Backends, b.addr())

@@ -2,20 +2,19 @@
 // health-checked backends (round-robin or least-connections, with weights), retries a failed
 // connect on another backend, and closes the sessions of a backend that goes DOWN.
 //
-// The data path is io.Copy between two raw *net.TCPConn, so Linux moves the bytes with
-// splice(2) and they never enter user space.
+// A session has no goroutine while it is idle: the proxy's own epoll instance says when a
+// connection has bytes, and a worker then moves them with splice(2), so they never enter
+// user space, until the connection would block again.
 package lb
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,11 +37,14 @@ type Proxy struct {
 	statusLn net.Listener
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
-	sessions sync.WaitGroup
+	poller   *poller         // set by Run
+	slots    chan struct{}   // one per client connection held, under --maxconn; nil for no limit
+	sessions sync.WaitGroup  // client connections accepted and not yet closed
 	nActive  atomic.Int64
 	accepted atomic.Uint64
 	refused  atomic.Uint64
 	retried  atomic.Uint64
+	noFiles  atomic.Uint64 // accepts and connects that failed for want of a file descriptor
 }
 
 // New builds a proxy from a validated config. It does not open sockets yet.
@@ -134,13 +136,14 @@ func (p *Proxy) onHealth(b *backend, up bool, reason error) {
 		})
 		return
 	}
-	if !up {
-		attrs = append(attrs, "closed_sessions", len(sessions))
-	}
-	p.log.Warn("backend state changed", attrs...)
+	start := time.Now()
 	for _, s := range sessions {
 		s.close(false)
 	}
+	if !up {
+		attrs = append(attrs, "closed_sessions", len(sessions), "closing_took", time.Since(start).Round(time.Microsecond))
+	}
+	p.log.Warn("backend state changed", attrs...)
 }
 
 // Listen opens the client listener; Run calls it when it was not called before. It is
@@ -209,7 +212,32 @@ func (p *Proxy) Run(ctx context.Context) error {
 		go func() { _ = statusSrv.Serve(p.statusLn) }()
 	}
 	p.log.Info("lbproxy listening", "addr", p.ln.Addr().String(), "backends", len(backends), "balance", p.cfg.Balance)
+	if limit := openFileLimit(); p.cfg.MaxConn > 0 && limit > 0 && limit < uint64(2*p.cfg.MaxConn+fdReserve) {
+		p.log.Warn("the open-file limit is below what --maxconn needs (two descriptors a connection); clients beyond it wait in the listen backlog",
+			"open_file_limit", limit, "maxconn", p.cfg.MaxConn, "want", 2*p.cfg.MaxConn+fdReserve)
+	}
 
+	pl, err := newPoller()
+	if err != nil {
+		return err
+	}
+	p.poller = pl
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		if err := pl.run(p.workers.run); err != nil {
+			p.log.Error("poller failed; idle sessions will not move", "err", err)
+		}
+	}()
+	if p.cfg.MaxConn > 0 {
+		p.slots = make(chan struct{}, p.cfg.MaxConn)
+	}
+
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		p.sweepIdle(ctx)
+	}()
 	acceptDone := make(chan struct{})
 	go func() {
 		defer close(acceptDone)
@@ -219,6 +247,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.ln.Close()
 	<-acceptDone
 	p.drain()
+	<-sweepDone
+	pl.close()
+	<-pollDone
 	p.pool.mu.Lock()
 	for _, b := range p.pool.backends {
 		if b.stop != nil {
@@ -259,43 +290,121 @@ func (p *Proxy) waitFirstChecks(backends []*backend) {
 }
 
 func (p *Proxy) acceptLoop(ctx context.Context) {
-	var slots chan struct{}
-	if p.cfg.MaxConn > 0 {
-		slots = make(chan struct{}, p.cfg.MaxConn)
-	}
 	var delay time.Duration
+	var failed int // accepts failed for want of a file descriptor, in a row
 	for {
-		if slots != nil {
+		if p.slots != nil {
 			select {
-			case slots <- struct{}{}:
+			case p.slots <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
 		}
 		c, err := p.ln.AcceptTCP()
 		if err != nil {
-			if slots != nil {
-				<-slots
+			if p.slots != nil {
+				<-p.slots
 			}
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// Out of file descriptors and the like: back off as net/http does.
+			// Back off as net/http does; the client waits in the listen backlog.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			p.log.Error("accept failed", "err", err, "retry_in", delay)
+			if outOfFiles(err) {
+				p.noFiles.Add(1)
+				if failed == 0 {
+					p.log.Error("out of file descriptors: new clients wait in the listen backlog until sessions end; raise the open-file limit (LimitNOFILE) or lower --maxconn",
+						"err", err, "sessions", p.nActive.Load(), "open_file_limit", openFileLimit())
+				}
+				failed++
+			} else {
+				p.log.Error("accept failed", "err", err, "retry_in", delay)
+			}
 			time.Sleep(delay)
 			continue
+		}
+		if failed > 0 {
+			p.log.Warn("accepting again after running out of file descriptors", "failed_accepts", failed)
+			failed = 0
 		}
 		delay = 0
 		p.accepted.Add(1)
 		p.sessions.Add(1)
-		p.workers.run(func() {
-			defer p.sessions.Done()
-			if slots != nil {
-				defer func() { <-slots }()
+		p.workers.run(func() { p.handle(ctx, c) })
+	}
+}
+
+// endConn gives back what an accepted client connection held: its --maxconn slot and its
+// place in the drain's count.
+func (p *Proxy) endConn() {
+	if p.slots != nil {
+		<-p.slots
+	}
+	p.sessions.Done()
+}
+
+// endSession is the end of a session that handle set up: the backend forgets it and its
+// slot is free.
+func (p *Proxy) endSession(s *session) {
+	p.pool.removeSession(s.b, s)
+	p.pool.release(s.b)
+	p.nActive.Add(-1)
+	p.endConn()
+}
+
+// outOfFiles reports whether err says this process or the system has no file
+// descriptor left.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// fdReserve is the file descriptors lbproxy needs besides two a connection: listeners,
+// health checks, splice pipes, the runtime's own.
+const fdReserve = 256
+
+// openFileLimit is the process's soft RLIMIT_NOFILE, or 0 when unknown.
+func openFileLimit() uint64 {
+	var l unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	return l.Cur
+}
+
+// sweepIdle closes sessions silent for longer than their idle timeout, looking every
+// eighth of the shorter timeout (50 ms to 30 s): one ticker for all sessions, rather than
+// a timer each.
+func (p *Proxy) sweepIdle(ctx context.Context) {
+	shortest := p.cfg.ClientIdleTimeout
+	if shortest <= 0 || (p.cfg.ServerIdleTimeout > 0 && p.cfg.ServerIdleTimeout < shortest) {
+		shortest = p.cfg.ServerIdleTimeout
+	}
+	if shortest <= 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(shortest/8, 50*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	var idle []*session
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			idle = idle[:0]
+			p.pool.mu.Lock()
+			for _, b := range p.pool.backends {
+				for s := range b.sessions {
+					if s.tooIdle(now) {
+						idle = append(idle, s)
+					}
+				}
 			}
-			p.handle(ctx, c)
-		})
+			p.pool.mu.Unlock()
+			for _, s := range idle {
+				s.close(false)
+			}
+			clear(idle)
+		}
 	}
 }
 
@@ -341,26 +450,31 @@ func (p *Proxy) refuse(c *net.TCPConn, why error) {
 	c.Close()
 }
 
+// handle connects client to a backend and starts the session, which runs on without it.
 func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
 	server, b, err := p.connect(ctx)
 	if err != nil {
 		p.refuse(client, err)
+		p.endConn()
 		return
 	}
 	b.connTotal.Add(1)
-	s := &session{client: client, server: server}
-	s.lastActive.Store(time.Now().UnixNano())
-	if !p.pool.addSession(b, s) {
-		// DOWN between the connect and now.
+	p.nActive.Add(1)
+	s, err := newSession(p, b, client, server)
+	if err != nil {
+		p.log.Error("session failed to start", "err", err)
+		server.Close()
+		p.refuse(client, err)
+		p.nActive.Add(-1)
 		p.pool.release(b)
-		s.close(false)
+		p.endConn()
 		return
 	}
-	p.nActive.Add(1)
-	s.run(p.workers, b, p.cfg.ClientIdleTimeout, p.cfg.ServerIdleTimeout)
-	p.nActive.Add(-1)
-	p.pool.removeSession(b, s)
-	p.pool.release(b)
+	if !p.pool.addSession(b, s) {
+		s.close(false) // b went DOWN between the connect and now
+		return
+	}
+	s.start()
 }
 
 // connect reaches a backend: it picks one, and when the connect fails it marks that backend
@@ -394,6 +508,11 @@ func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		if outOfFiles(err) {
+			// Another backend would fail the same way.
+			p.noFiles.Add(1)
+			return nil, nil, err
+		}
 		b.connFailures.Add(1)
 		p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", attempt+1, "err", err)
 		if backendFault(err) {
@@ -425,73 +544,6 @@ func setSocketOptions(fd int, ka net.KeepAliveConfig, userTimeout time.Duration)
 	}
 	return nil
 }
-
-// session is one proxied client connection.
-type session struct {
-	client, server *net.TCPConn
-	lastActive     atomic.Int64 // unix nanoseconds of the last byte moved either way
-	closeOnce      sync.Once
-}
-
-// close ends both connections; with reset, the client gets an RST, as the backend's
-// reset is passed on.
-func (s *session) close(reset bool) {
-	s.closeOnce.Do(func() {
-		if reset {
-			_ = s.client.SetLinger(0)
-		}
-		s.client.Close()
-		s.server.Close()
-	})
-}
-
-// run copies both ways until both directions ended, one failed, or the session was idle.
-func (s *session) run(w *workers, b *backend, clientIdle, serverIdle time.Duration) {
-	errc := make(chan error, 1)
-	w.run(func() {
-		errc <- s.pipe(s.server, s.client, clientIdle, &b.bytesIn)
-	})
-	err1 := s.pipe(s.client, s.server, serverIdle, &b.bytesOut)
-	if err1 != nil {
-		s.close(isReset(err1))
-	}
-	err2 := <-errc
-	s.close(err1 == nil && isReset(err2))
-}
-
-// pipe copies src to dst and passes src's end of stream on as a half-close. A read
-// deadline of a fraction of idle bounds the idle time without wrapping the connections, so
-// io.Copy keeps using splice(2).
-func (s *session) pipe(dst, src *net.TCPConn, idle time.Duration, counter *atomic.Uint64) error {
-	window := idle / 8
-	window = min(max(window, 50*time.Millisecond), 30*time.Second)
-	for {
-		if idle > 0 {
-			_ = src.SetReadDeadline(time.Now().Add(window))
-		}
-		n, err := io.Copy(dst, src)
-		if n > 0 {
-			counter.Add(uint64(n))
-			s.lastActive.Store(time.Now().UnixNano())
-		}
-		switch {
-		case err == nil:
-			_ = dst.CloseWrite()
-			return nil
-		case idle > 0 && errors.Is(err, os.ErrDeadlineExceeded):
-			if time.Since(time.Unix(0, s.lastActive.Load())) < idle {
-				continue
-			}
-			s.close(false)
-			return errIdle
-		default:
-			s.close(isReset(err))
-			return err
-		}
-	}
-}
-
-var errIdle = errors.New("lb: idle timeout")
 
 // backendFault reports whether a failed connect says something about the backend (it
 // refused, timed out or is unreachable), as opposed to this host running out of file

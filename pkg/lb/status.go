@@ -32,12 +32,13 @@ type Status struct {
 	Accepted    uint64          `json:"accepted"`
 	Refused     uint64          `json:"refused"`
 	Retries     uint64          `json:"retries"`
+	OutOfFiles  uint64          `json:"outOfFiles"` // accepts and connects failed for want of a file descriptor
 	Queued      int             `json:"queued"`
 	Backends    []BackendStatus `json:"backends"`
 }
 
-// Status returns a snapshot of the proxy and its backends. Byte counts of a running
-// session are added each time it pauses, at least every few seconds while it moves data.
+// Status returns a snapshot of the proxy and its backends. Byte counts include running
+// sessions' bytes as they move.
 func (p *Proxy) Status() Status {
 	st := Status{
 		Balance:     p.cfg.Balance,
@@ -45,6 +46,7 @@ func (p *Proxy) Status() Status {
 		Accepted:    p.accepted.Load(),
 		Refused:     p.refused.Load(),
 		Retries:     p.retried.Load(),
+		OutOfFiles:  p.noFiles.Load(),
 	}
 	if p.ln != nil {
 		st.Listen = p.ln.Addr().String()
@@ -107,13 +109,14 @@ var (
 	descRefused     = prometheus.NewDesc("lbproxy_refused_connections_total", "Client connections closed because no backend could take them.", nil, nil)
 	descRetries     = prometheus.NewDesc("lbproxy_retries_total", "Connects retried on another backend.", nil, nil)
 	descQueued      = prometheus.NewDesc("lbproxy_queued_connections", "Client connections waiting for a backend slot.", nil, nil)
+	descOutOfFiles  = prometheus.NewDesc("lbproxy_out_of_files_total", "Accepts and backend connects that failed because the process or system had no file descriptor left.", nil, nil)
 )
 
 // collector reads the proxy's counters at scrape time.
 type collector struct{ p *Proxy }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued} {
+	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued, descOutOfFiles} {
 		ch <- d
 	}
 }
@@ -144,4 +147,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRefused, counter, float64(st.Refused))
 	ch <- prometheus.MustNewConstMetric(descRetries, counter, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(descQueued, gauge, float64(st.Queued))
+	ch <- prometheus.MustNewConstMetric(descOutOfFiles, counter, float64(st.OutOfFiles))
 }

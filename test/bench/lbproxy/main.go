@@ -6,11 +6,18 @@
 //   - connection rate: short connections, each one 64-byte request and response;
 //   - latency: p50 and p99 of 64-byte round trips on persistent connections at fixed
 //     concurrency;
-//   - the proxies' CPU (from /proc/PID/stat) during each load and their peak RSS.
+//   - the proxies' CPU (from /proc/PID/stat) during each load and their peak RSS;
+//   - idle connections: -idle connections (8,000) held open through a freshly started
+//     proxy, each after one round trip, with the RSS growth per connection, the proxy CPU
+//     per opened connection, and the p99 of round trips on a few other connections while
+//     the idle ones are held. The bench raises its open-file limit for itself and the
+//     proxies it starts (two descriptors per held connection).
 //
 // The backends and the load generator share this process, and everything shares the
-// machine's cores, the same way for all three targets. Run from the module root:
-// go run ./test/bench/lbproxy [-d 3s].
+// machine's cores, the same way for all targets. With -base-bin, a second lbproxy build
+// (main's, say) is measured in the same rounds, so that a change is compared with what it
+// changes in one run. Run from the module root: go run ./test/bench/lbproxy [-d 3s]
+// [-base-bin /tmp/base/lbproxy].
 package main
 
 import (
@@ -28,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -37,7 +46,13 @@ var (
 	rttConns    = flag.Int("rtt-conns", 16, "persistent connections in the latency test")
 	rounds      = flag.Int("rounds", 3, "rounds over all targets; each figure is the median")
 	lbEnv       = flag.String("lbproxy-env", "", "extra environment for lbproxy, such as GOMAXPROCS=1 or GOGC=400")
+	lbBin       = flag.String("lbproxy-bin", "", "run this lbproxy binary instead of building ./cmd/lbproxy, to compare builds")
+	baseBin     = flag.String("base-bin", "", "also measure this lbproxy binary (a build of main, say) as lbproxy-base, interleaved with the others, with a lbproxy/base ratio")
 	only        = flag.String("only", "", "measure only this target (direct, haproxy or lbproxy), for profiling; no table")
+	loadRows    = flag.Bool("load", true, "measure the throughput, connection-rate and latency rows (false: only the idle row)")
+	idleConns   = flag.Int("idle", 8000, "idle connections held open through each proxy in the idle test; 0 skips it")
+	idleActive  = flag.Int("idle-active", 4, "connections doing round trips while the idle ones are held")
+	idleHold    = flag.Duration("idle-hold", 0, "with -only, keep the idle connections open this long after the measurement, for profiling")
 )
 
 const msgSize = 64
@@ -86,67 +101,38 @@ func run() error {
 
 	targets := []*target{{name: "direct", addrs: backends}}
 
+	if err := raiseNoFile(2*(*idleConns) + 1024); err != nil {
+		return err
+	}
 	haproxy, err := exec.LookPath("haproxy")
 	if err != nil {
 		return errors.New("haproxy not on PATH (apt-get install haproxy)")
 	}
-	hport := freePort()
-	cfg := fmt.Sprintf(`global
-  maxconn 9000
-defaults
-  mode tcp
-  timeout connect 300ms
-  timeout client 10m
-  timeout server 10m
-frontend fe
-  bind %s
-  default_backend be
-backend be
-  balance roundrobin
-  default-server check inter 2s fastinter 500ms rise 2 fall 2
-`, hport)
-	for i, b := range backends {
-		cfg += fmt.Sprintf("  server b%d %s\n", i, b)
-	}
-	cfgFile := filepath.Join(tmp, "haproxy.cfg")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	hcmd, err := start(tmp, "haproxy", nil, haproxy, "-db", "-f", cfgFile)
-	if err != nil {
-		return err
-	}
-	defer stop(hcmd)
-	targets = append(targets, &target{name: "haproxy", addrs: []string{hport}, pid: hcmd.Process.Pid})
-
-	bin := filepath.Join(tmp, "lbproxy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lbproxy")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build lbproxy (run from the module root): %w", err)
-	}
-	lport := freePort()
-	args := []string{"--listen", lport, "--check-mode", "tcp", "--check-interval", "2s", "--check-fast-interval", "500ms",
-		"--rise", "2", "--fall", "2", "--connect-timeout", "300ms", "--maxconn", "9000", "--log-level", "warn"}
-	for _, b := range backends {
-		args = append(args, "--backend", b)
-	}
-	var env []string
-	if *lbEnv != "" {
-		env = strings.Fields(*lbEnv)
-	}
-	lcmd, err := start(tmp, "lbproxy", env, bin, args...)
-	if err != nil {
-		return err
-	}
-	defer stop(lcmd)
-	targets = append(targets, &target{name: "lbproxy", addrs: []string{lport}, pid: lcmd.Process.Pid})
-
-	for _, t := range targets[1:] {
-		if err := waitReady(t.addrs[0]); err != nil {
-			log, _ := os.ReadFile(filepath.Join(tmp, t.name+".log"))
-			return fmt.Errorf("%s: %w\n%s", t.name, err, log)
+	bin := *lbBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "lbproxy")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/lbproxy")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build lbproxy (run from the module root): %w", err)
 		}
+	}
+	starters := map[string]func() (*target, func(), error){
+		"haproxy": func() (*target, func(), error) { return startHaproxy(tmp, haproxy, backends) },
+		"lbproxy": func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy", bin, backends) },
+	}
+	proxies := []string{"haproxy", "lbproxy"}
+	if *baseBin != "" {
+		starters["lbproxy-base"] = func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy-base", *baseBin, backends) }
+		proxies = append(proxies, "lbproxy-base")
+	}
+	for _, name := range proxies {
+		t, stop, err := starters[name]()
+		if err != nil {
+			return err
+		}
+		defer stop()
+		targets = append(targets, t)
 	}
 
 	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement, median of %d interleaved rounds; %d streams, %d connecting clients, %d round-trip connections\n\n",
@@ -167,7 +153,7 @@ backend be
 			all[t.name] = &samples{}
 		}
 	}
-	for round := 1; round <= *rounds; round++ {
+	for round := 1; *loadRows && round <= *rounds; round++ {
 		for _, t := range measured {
 			c0 := cpuSeconds(t.pid)
 			mbps := throughput(t.addrs, *streams, *duration)
@@ -195,6 +181,38 @@ backend be
 		}
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", round, *rounds)
 	}
+	// The idle test starts fresh proxies each round, so that the memory a proxy held from
+	// the loads above does not hide what the idle connections take.
+	idle := map[string][]idleResult{}
+	for round := 1; *idleConns > 0 && round <= *rounds; round++ {
+		for _, name := range proxies {
+			if *only != "" && *only != name {
+				continue
+			}
+			t, stop, err := starters[name]()
+			if err != nil {
+				return err
+			}
+			r, err := idleTest(t, *idleConns, *idleActive, *duration)
+			stop()
+			if err != nil {
+				return err
+			}
+			if r.failed > 0 {
+				fmt.Fprintf(os.Stderr, "idle test: %s: %d of %d connections failed to open; its log ends:\n%s\n", name, r.failed, *idleConns, logTail(filepath.Join(tmp, name+".log"), 5))
+			}
+			fmt.Fprintf(os.Stderr, "idle %s round %d: %.2f KB/conn, %.1f µs CPU/conn, p99 %v\n", name, round, r.rssPerConnKB, r.openCPU, r.p99)
+			idle[name] = append(idle[name], r)
+		}
+	}
+	idleMedian := func(name string, f func(idleResult) float64) float64 {
+		var v []float64
+		for _, r := range idle[name] {
+			v = append(v, f(r))
+		}
+		return median(v)
+	}
+
 	results := map[string]*result{}
 	for _, t := range measured {
 		s := all[t.name]
@@ -209,40 +227,83 @@ backend be
 	}
 
 	if *only != "" {
-		fmt.Printf("%s: %+v\n", *only, *results[*only])
+		if r := results[*only]; r != nil {
+			fmt.Printf("%s: %+v\n", *only, *r)
+		}
+		for _, r := range idle[*only] {
+			fmt.Printf("%s idle: %+v\n", *only, r)
+		}
 		return nil
 	}
-	d, h, l := results["direct"], results["haproxy"], results["lbproxy"]
-	rows := []struct {
+	// Each row is one figure per target (direct only where it applies); the ratios are
+	// lbproxy against haproxy and, with -base-bin, against the base build.
+	type row struct {
 		name     string
-		d, h, l  float64
 		noDirect bool
-	}{
-		{"throughput, MB/s", d.mbps, h.mbps, l.mbps, false},
-		{"connection rate, conn/s", d.connRate, h.connRate, l.connRate, false},
-		{"round trip p50, µs", us(d.p50), us(h.p50), us(l.p50), false},
-		{"round trip p99, µs", us(d.p99), us(h.p99), us(l.p99), false},
-		{"proxy CPU in throughput, %", 0, h.cpuBulk, l.cpuBulk, true},
-		{"proxy CPU in conn rate, %", 0, h.cpuConn, l.cpuConn, true},
-		{"proxy CPU in round trips, %", 0, h.cpuRTT, l.cpuRTT, true},
-		{"proxy CPU per MB, µs", 0, h.perMB, l.perMB, true},
-		{"proxy CPU per connection, µs", 0, h.perConn, l.perConn, true},
-		{"proxy CPU per round trip, µs", 0, h.perRTT, l.perRTT, true},
-		{"proxy RSS at end, MB", 0, h.rssMB, l.rssMB, true},
-		{"proxy RSS peak, MB", 0, h.rssPeakMB, l.rssPeakMB, true},
+		of       func(name string) float64
 	}
-	fmt.Printf("| %-28s | %10s | %10s | %10s | %16s |\n", "measure", "direct", "haproxy", "lbproxy", "lbproxy/haproxy")
-	fmt.Printf("|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 18))
+	load := func(f func(*result) float64) func(string) float64 {
+		return func(name string) float64 { return f(results[name]) }
+	}
+	rows := []row{
+		{"throughput, MB/s", false, load(func(r *result) float64 { return r.mbps })},
+		{"connection rate, conn/s", false, load(func(r *result) float64 { return r.connRate })},
+		{"round trip p50, µs", false, load(func(r *result) float64 { return us(r.p50) })},
+		{"round trip p99, µs", false, load(func(r *result) float64 { return us(r.p99) })},
+		{"proxy CPU in throughput, %", true, load(func(r *result) float64 { return r.cpuBulk })},
+		{"proxy CPU in conn rate, %", true, load(func(r *result) float64 { return r.cpuConn })},
+		{"proxy CPU in round trips, %", true, load(func(r *result) float64 { return r.cpuRTT })},
+		{"proxy CPU per MB, µs", true, load(func(r *result) float64 { return r.perMB })},
+		{"proxy CPU per connection, µs", true, load(func(r *result) float64 { return r.perConn })},
+		{"proxy CPU per round trip, µs", true, load(func(r *result) float64 { return r.perRTT })},
+		{"proxy RSS at end, MB", true, load(func(r *result) float64 { return r.rssMB })},
+		{"proxy RSS peak, MB", true, load(func(r *result) float64 { return r.rssPeakMB })},
+	}
+	if *idleConns > 0 {
+		idleRow := func(f func(idleResult) float64) func(string) float64 {
+			return func(name string) float64 { return idleMedian(name, f) }
+		}
+		rows = append(rows,
+			row{fmt.Sprintf("idle %d: RSS per conn, KB", *idleConns), true, idleRow(func(r idleResult) float64 { return r.rssPerConnKB })},
+			row{fmt.Sprintf("idle %d: CPU per open, µs", *idleConns), true, idleRow(func(r idleResult) float64 { return r.openCPU })},
+			row{fmt.Sprintf("idle %d: round trip p99, µs", *idleConns), true, idleRow(func(r idleResult) float64 { return us(r.p99) })},
+		)
+	}
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	header := fmt.Sprintf("| %-32s | %10s | %10s | %10s |", "measure", "direct", "haproxy", "lbproxy")
+	rule := fmt.Sprintf("|%s|%s|%s|%s|", strings.Repeat("-", 34), strings.Repeat("-", 12), strings.Repeat("-", 12), strings.Repeat("-", 12))
+	if *baseBin != "" {
+		header += fmt.Sprintf(" %12s |", "lbproxy-base")
+		rule += strings.Repeat("-", 14) + "|"
+	}
+	header += fmt.Sprintf(" %16s |", "lbproxy/haproxy")
+	rule += strings.Repeat("-", 18) + "|"
+	if *baseBin != "" {
+		header += fmt.Sprintf(" %13s |", "lbproxy/base")
+		rule += strings.Repeat("-", 15) + "|"
+	}
+	fmt.Println(header)
+	fmt.Println(rule)
 	for _, r := range rows {
-		dcol := fmt.Sprintf("%10.0f", r.d)
+		dcol := fmt.Sprintf("%10.0f", r.of("direct"))
 		if r.noDirect {
 			dcol = fmt.Sprintf("%10s", "-")
 		}
-		ratio := "-"
-		if r.h != 0 {
-			ratio = fmt.Sprintf("%.2f", r.l/r.h)
+		h, l := r.of("haproxy"), r.of("lbproxy")
+		line := fmt.Sprintf("| %-32s | %s | %10.1f | %10.1f |", r.name, dcol, h, l)
+		if *baseBin != "" {
+			line += fmt.Sprintf(" %12.1f |", r.of("lbproxy-base"))
 		}
-		fmt.Printf("| %-28s | %s | %10.1f | %10.1f | %16s |\n", r.name, dcol, r.h, r.l, ratio)
+		line += fmt.Sprintf(" %16s |", ratio(l, h))
+		if *baseBin != "" {
+			line += fmt.Sprintf(" %13s |", ratio(l, r.of("lbproxy-base")))
+		}
+		fmt.Println(line)
 	}
 	fmt.Printf("\nload average before and after: %s / %s (other work on the machine skews all targets alike, less so the medians)\n", loadBefore, loadavg())
 	fmt.Println("ratios: higher is better for throughput and connection rate, lower for the rest.")
@@ -287,6 +348,156 @@ func serveBackend(ln net.Listener) {
 			}
 		}()
 	}
+}
+
+// startHaproxy starts haproxy in tcp mode over backends, with the same checks as lbproxy,
+// and waits until a round trip through it works.
+func startHaproxy(dir, bin string, backends []string) (*target, func(), error) {
+	port := freePort()
+	cfg := fmt.Sprintf(`global
+  maxconn %d
+defaults
+  mode tcp
+  timeout connect 300ms
+  timeout client 10m
+  timeout server 10m
+frontend fe
+  bind %s
+  default_backend be
+backend be
+  balance roundrobin
+  default-server check inter 2s fastinter 500ms rise 2 fall 2
+`, maxConn(), port)
+	for i, b := range backends {
+		cfg += fmt.Sprintf("  server b%d %s\n", i, b)
+	}
+	cfgFile := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, nil, err
+	}
+	return startProxy(dir, "haproxy", nil, bin, "-db", "-f", cfgFile)(port)
+}
+
+// startLbproxy starts lbproxy over backends with haproxy's settings and waits until a
+// round trip through it works.
+func startLbproxy(dir, name, bin string, backends []string) (*target, func(), error) {
+	port := freePort()
+	args := []string{"--listen", port, "--check-mode", "tcp", "--check-interval", "2s", "--check-fast-interval", "500ms",
+		"--rise", "2", "--fall", "2", "--connect-timeout", "300ms", "--maxconn", strconv.Itoa(maxConn()), "--log-level", "warn"}
+	for _, b := range backends {
+		args = append(args, "--backend", b)
+	}
+	var env []string
+	if *lbEnv != "" {
+		env = strings.Fields(*lbEnv)
+	}
+	return startProxy(dir, name, env, bin, args...)(port)
+}
+
+// maxConn is the proxies' connection limit: above what any test holds.
+func maxConn() int { return max(9000, *idleConns+1000) }
+
+func startProxy(dir, name string, env []string, bin string, args ...string) func(port string) (*target, func(), error) {
+	return func(port string) (*target, func(), error) {
+		cmd, err := start(dir, name, env, bin, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := waitReady(port); err != nil {
+			stop(cmd)
+			log, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+			return nil, nil, fmt.Errorf("%s: %w\n%s", name, err, log)
+		}
+		return &target{name: name, addrs: []string{port}, pid: cmd.Process.Pid}, func() { stop(cmd) }, nil
+	}
+}
+
+// raiseNoFile raises this process's open-file limit to at least n (the soft limit to the
+// hard one, and the hard one too when allowed); the proxies inherit it.
+func raiseNoFile(n int) error {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	want := lim
+	want.Cur = max(lim.Cur, min(lim.Max, uint64(n)))
+	if want.Cur < uint64(n) {
+		want.Cur, want.Max = uint64(n), uint64(n)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err != nil {
+		return fmt.Errorf("raise the open-file limit to %d (hard limit %d; use -idle with fewer connections): %w", n, lim.Max, err)
+	}
+	return nil
+}
+
+// idleResult is one idle-connections measurement of a freshly started proxy.
+type idleResult struct {
+	rssPerConnKB float64 // RSS growth per held connection
+	openCPU      float64 // proxy CPU µs per opened connection
+	p99          time.Duration
+	failed       int
+}
+
+// idleTest opens n connections through t, each after one round trip so that the proxy's
+// session is established, holds them, and measures round trips on a few other
+// connections meanwhile. Memory is the RSS growth from the fresh proxy's.
+func idleTest(t *target, n, active int, d time.Duration) (idleResult, error) {
+	var r idleResult
+	rss0, _ := rss(t.pid)
+	c0 := cpuSeconds(t.pid)
+	conns := make([]net.Conn, n)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	const openers = 32
+	for w := range openers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := make([]byte, 1+msgSize)
+			msg[0] = 'E'
+			resp := make([]byte, msgSize)
+			for i := w; i < n; i += openers {
+				c, err := net.DialTimeout("tcp", t.addrs[0], 5*time.Second)
+				if err == nil {
+					_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+					if _, err = c.Write(msg); err == nil {
+						_, err = io.ReadFull(c, resp)
+					}
+					_ = c.SetDeadline(time.Time{})
+				}
+				if err != nil {
+					failed.Add(1)
+					if c != nil {
+						c.Close()
+					}
+					continue
+				}
+				conns[i] = c
+			}
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	r.failed = int(failed.Load())
+	opened := n - r.failed
+	if opened == 0 {
+		return r, fmt.Errorf("%s: no idle connection opened", t.name)
+	}
+	r.openCPU = perUnit(cpuSeconds(t.pid)-c0, float64(opened))
+	_, r.p99, _ = latency(t.addrs, active, d)
+	rss1, _ := rss(t.pid)
+	r.rssPerConnKB = (rss1 - rss0) * 1024 / float64(opened)
+	if *idleHold > 0 {
+		fmt.Fprintf(os.Stderr, "%s: holding %d idle connections for %v (pid %d)\n", t.name, opened, *idleHold, t.pid)
+		time.Sleep(*idleHold)
+	}
+	return r, nil
 }
 
 func throughput(addrs []string, n int, d time.Duration) float64 {
@@ -518,6 +729,13 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// logTail returns the last n lines of a file.
+func logTail(file string, n int) string {
+	data, _ := os.ReadFile(file)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // perUnit is CPU seconds per unit of work, in µs.
