@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	restful "github.com/emicklei/go-restful/v3"
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
@@ -21,16 +21,7 @@ import (
 // A custom (unstructured) kind in the custom-resource key layout: strategic
 // merge patch is refused with 415, merge and JSON patch work.
 func TestCustomKindPatch(t *testing.T) {
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := etcdtest.Client(t)
 	kind := &registry.Kind{
 		Names:   registry.Names{Group: "example.com", Version: "v1", Kind: "Widget", ListKind: "WidgetList", Plural: "widgets", Singular: "widget", Namespaced: true},
 		New:     func() runtime.Object { return &unstructured.Unstructured{} },

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	corev1 "k8s.io/api/core/v1"
@@ -30,16 +30,7 @@ func (r *racingStorage) Delete(ctx context.Context, key string, out runtime.Obje
 // holds the object (it is marked for deletion, not removed), because the deletion is
 // conditioned on the revision its finalizer check read.
 func TestDeleteSeesAFinalizerAddedConcurrently(t *testing.T) {
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := etcdtest.Client(t)
 	var kind *registry.Kind
 	for _, k := range registry.Kinds() {
 		if k.Plural == "configmaps" {

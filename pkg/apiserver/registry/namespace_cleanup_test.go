@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,16 +48,7 @@ func sample(resource, name string) runtime.Object {
 // apiserver dies).
 func twoRegistries(t *testing.T) (stopA func(), b *registry.Registry, c *clientv3.Client) {
 	t.Helper()
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err = srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c = etcdtest.Client(t)
 	start := func() (*registry.Registry, func()) {
 		r := registry.New(c, registry.Config{})
 		ctx, cancel := context.WithCancel(context.Background())

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -271,11 +271,7 @@ func TestDynamicClient(t *testing.T) {
 // etcd here so that it can go away and come back on the same port while
 // another apiserver changes and compacts the data.
 func TestInformer(t *testing.T) {
-	etcd, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
+	etcd := etcdtest.Start(t)
 	dir := t.TempDir()
 	start := func(port int) *server.Server {
 		t.Helper()

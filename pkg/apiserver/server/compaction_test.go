@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
@@ -17,11 +17,7 @@ import (
 // TestExternalEtcdCompaction: two apiservers on one external etcd compact its history
 // every --etcd-compaction-interval, through upstream's compaction key.
 func TestExternalEtcdCompaction(t *testing.T) {
-	etcd, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
+	etcd := etcdtest.Start(t)
 	for range 2 {
 		servertest.New(t, func(cfg *server.Config) {
 			cfg.EtcdServers = []string{etcd.ClientURL()}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -24,16 +24,7 @@ func compactedAt(t *testing.T, c *clientv3.Client, rev int64) bool {
 // TestCompactTakesTurns: two apiservers on one etcd compact once per round between them,
 // each time up to the revision seen a round earlier.
 func TestCompactTakesTurns(t *testing.T) {
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := etcdtest.Client(t)
 	ctx := context.Background()
 	put := func() {
 		if _, err := c.Put(ctx, "k", "v"); err != nil {
@@ -74,16 +65,7 @@ func TestCompactTakesTurns(t *testing.T) {
 
 // TestRunCompactor: the loop compacts on its own.
 func TestRunCompactor(t *testing.T) {
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := etcdtest.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	for range 2 {

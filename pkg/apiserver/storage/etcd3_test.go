@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -20,16 +21,7 @@ import (
 
 func newStore(t *testing.T) (*storage.Etcd3, *clientv3.Client) {
 	t.Helper()
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := etcdtest.Client(t)
 	s := storage.New(c, storage.Config{
 		Prefix:           "/registry",
 		NewFunc:          func() runtime.Object { return &corev1.ConfigMap{} },

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,16 +104,7 @@ func (t *faultTxn) Commit() (*clientv3.TxnResponse, error) {
 // same etcd, for the other writer.
 func faultStores(t *testing.T) (s *Etcd3, other *Etcd3, f *faultKV, c *clientv3.Client) {
 	t.Helper()
-	srv, err := embedetcd.StartLocal(t.TempDir(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	c, err = srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c = etcdtest.Client(t)
 	newCM := func() runtime.Object { return &corev1.ConfigMap{} }
 	f = &faultKV{KV: c.KV}
 	// A generous attempt bound: on a loaded machine a real attempt may run out too, and
