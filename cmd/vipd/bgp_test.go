@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -312,25 +311,7 @@ func startVipd(t *testing.T, h *netns.Host, args ...string) *netns.Proc {
 // getStatus fetches vipd's /status from inside the host.
 func getStatus(h *netns.Host) (*vip.Status, error) {
 	var st vip.Status
-	err := h.Do(func() error {
-		conn, err := net.DialTimeout("tcp", statusAt, time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-		req, _ := http.NewRequest("GET", "http://"+statusAt+"/status", nil)
-		if err := req.Write(conn); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		return json.NewDecoder(resp.Body).Decode(&st)
-	})
-	if err != nil {
+	if err := h.GetJSON(statusAt, "/status", 3*time.Second, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

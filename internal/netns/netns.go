@@ -5,9 +5,13 @@
 package netns
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -290,4 +294,33 @@ func (h *Host) Do(fn func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// GetJSON fetches http://addr+path from inside the host's namespace, within timeout, and
+// decodes the JSON body into out.
+func (h *Host) GetJSON(addr, path string, timeout time.Duration, out any) error {
+	return h.Do(func() error {
+		conn, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(timeout))
+		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+		if err != nil {
+			return err
+		}
+		if err := req.Write(conn); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s%s: %s", addr, path, resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	})
 }

@@ -2,7 +2,6 @@ package vip_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,25 +93,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // getStatus fetches /status from inside the host's namespace.
 func getStatus(h *netns.Host) (*vip.Status, error) {
 	var st vip.Status
-	err := h.Do(func() error {
-		conn, err := net.DialTimeout("tcp", status, time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-		req, _ := http.NewRequest("GET", "http://"+status+"/status", nil)
-		if err := req.Write(conn); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		return json.NewDecoder(resp.Body).Decode(&st)
-	})
-	if err != nil {
+	if err := h.GetJSON(status, "/status", 2*time.Second, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
