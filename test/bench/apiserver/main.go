@@ -299,6 +299,20 @@ func main() {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{})
 	must(err)
 
+	// casRaw is the etcd baseline of a write the apiserver conditions on what it read: a
+	// read of k, then op(k) if k's revision is still the one read.
+	casRaw := func(k string, op func(string) clientv3.Op) error {
+		r, err := etcd.Get(ctx, k)
+		if err != nil {
+			return err
+		}
+		if len(r.Kvs) == 0 {
+			return fmt.Errorf("%s: not found", k)
+		}
+		_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(op(k)).Commit()
+		return err
+	}
+
 	var rows []pair
 	for _, conc := range []int{1, 32} {
 		ops := *n
@@ -338,13 +352,7 @@ func main() {
 				return err
 			}, func(i int) error {
 				// What a patch costs etcd: read, then compare-and-swap on the revision.
-				k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops)
-				r, err := etcd.Get(ctx, k)
-				if err != nil {
-					return err
-				}
-				_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
-				return err
+				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
 			}))
 		}
 		if want("update") {
@@ -353,13 +361,7 @@ func main() {
 				_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i%ops)}, Data: map[string]string{"u": fmt.Sprint(i)}}, metav1.UpdateOptions{})
 				return err
 			}, func(i int) error {
-				k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops)
-				r, err := etcd.Get(ctx, k)
-				if err != nil {
-					return err
-				}
-				_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpPut(k, string(sample))).Commit()
-				return err
+				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
 			}))
 		}
 		if want("delete") {
@@ -367,13 +369,7 @@ func main() {
 				return cms.Delete(ctx, fmt.Sprintf("%s%05d", prefix, i), metav1.DeleteOptions{})
 			}, func(i int) error {
 				// What a delete costs etcd: read, then a delete conditioned on the revision.
-				k := fmt.Sprintf("/bench-raw/%s%05d", prefix, i)
-				r, err := etcd.Get(ctx, k)
-				if err != nil {
-					return err
-				}
-				_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(clientv3.OpDelete(k)).Commit()
-				return err
+				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i), func(k string) clientv3.Op { return clientv3.OpDelete(k) })
 			}))
 		}
 	}
