@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -526,7 +527,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 			s.setKind(out)
 			return out, true, nil
 		}
-		if err != errHasFinalizers {
+		if !errors.Is(err, errHasFinalizers) {
 			return nil, false, interpret(err, s.gr(), name)
 		}
 	}
@@ -566,7 +567,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 }
 
 // errHasFinalizers turns a deletion into a graceful one.
-var errHasFinalizers = fmt.Errorf("the object has finalizers")
+var errHasFinalizers = errors.New("the object has finalizers")
 
 // DeleteCollection deletes every object the list options select.
 func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.DeleteOptions, listOpts *metav1.ListOptions) (runtime.Object, error) {
