@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -11,14 +11,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// longRunning reports requests exempt from the in-flight limit and the
-// request timeout: watches.
+// longRunning reports requests exempt from the in-flight limit and the request timeout:
+// watches (and, later, proxy-type subresources), classified from the parsed request as
+// upstream does, so that an object or namespace named "watch" is an ordinary request.
 func longRunning(r *http.Request) bool {
-	if strings.Contains(r.URL.Path, "/watch/") {
-		return true
-	}
-	q := r.URL.Query()
-	return q.Get("watch") == "true" || q.Get("watch") == "1"
+	info, _ := request.InfoFrom(r.Context())
+	return info.LongRunning()
+}
+
+// withRequestInfo parses what the request asks for (request.Parse) once, for every filter
+// and handler after it.
+func withRequestInfo(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, err := request.Parse(r)
+		if err != nil {
+			endpoints.WriteStatusError(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(request.WithInfo(r.Context(), info)))
+	})
 }
 
 // limitInflight answers 429 with Retry-After when too many read-only or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -21,20 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiversion "k8s.io/apimachinery/pkg/version"
 )
-
-// User is the authenticated caller.
-type User struct {
-	Name   string
-	Groups []string
-}
-
-type userKey struct{}
-
-// UserFrom returns the authenticated user of a request context.
-func UserFrom(ctx context.Context) (User, bool) {
-	u, ok := ctx.Value(userKey{}).(User)
-	return u, ok
-}
 
 // Resources lists what the registry serves, for the installer, discovery and OpenAPI.
 func Resources(reg *registry.Registry) []endpoints.Resource {
@@ -113,7 +100,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	h = s.authenticate(h)
 	h = s.metrics.instrument(h)
-	return withGrownStack(recoverPanics(h)), nil
+	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
 }
 
 // publicPaths are served without a client certificate, as upstream's
@@ -132,12 +119,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
 			cert := r.TLS.PeerCertificates[0]
-			u := User{Name: cert.Subject.CommonName, Groups: append(append([]string{}, cert.Subject.Organization...), "system:authenticated")}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+			u := &request.User{Name: cert.Subject.CommonName, Groups: append(append([]string{}, cert.Subject.Organization...), request.AllAuthenticated)}
+			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 			return
 		}
 		if publicPath(r.URL.Path) {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
+			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}})))
 			return
 		}
 		endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,42 +70,18 @@ func (r *statusRecorder) Flush() {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// requestInfo derives verb, group and resource from a request path.
-func requestInfo(r *http.Request) (verb, group, resource string) {
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		group, parts = parts[1], parts[3:]
-	default:
-		return strings.ToUpper(r.Method), "", ""
-	}
-	watch := longRunning(r)
-	if len(parts) > 0 && parts[0] == "watch" {
-		parts = parts[1:]
-	}
-	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
-		parts = parts[2:]
-	}
-	named := len(parts) >= 2
-	if len(parts) > 0 {
-		resource = parts[0]
-	}
-	switch r.Method {
-	case http.MethodGet:
-		switch {
-		case watch:
-			verb = "WATCH"
-		case named:
-			verb = "GET"
-		default:
-			verb = "LIST"
+// metricsVerb is the verb label of apiserver_request_total, as upstream's: LIST and WATCH for
+// collection reads, otherwise the HTTP method.
+func metricsVerb(info *request.Info, r *http.Request) string {
+	if info != nil && info.IsResourceRequest {
+		switch info.Verb {
+		case "list":
+			return "LIST"
+		case "watch":
+			return "WATCH"
 		}
-	default:
-		verb = r.Method
 	}
-	return verb, group, resource
+	return strings.ToUpper(r.Method)
 }
 
 func (m *metrics) instrument(next http.Handler) http.Handler {
@@ -112,7 +89,11 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		verb, group, resource := requestInfo(r)
+		info, _ := request.InfoFrom(r.Context())
+		verb, group, resource := metricsVerb(info, r), "", ""
+		if info != nil && info.IsResourceRequest {
+			group, resource = info.APIGroup, info.Resource
+		}
 		kind := "readOnly"
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			kind = "mutating"
