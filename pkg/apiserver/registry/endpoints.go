@@ -12,6 +12,7 @@ func endpointsKind() *Kind {
 	return &Kind{
 		Names: Names{Version: "v1", Kind: "Endpoints", ListKind: "EndpointsList", Plural: "endpoints", Singular: "endpoints",
 			ShortNames: []string{"ep"}, Namespaced: true},
+		KeyRoot: "services/endpoints", // upstream's key
 		New:     func() runtime.Object { return &corev1.Endpoints{} },
 		NewList: func() runtime.Object { return &corev1.EndpointsList{} },
 		Strategy: Strategy{

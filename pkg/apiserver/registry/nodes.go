@@ -12,6 +12,7 @@ func nodesKind() *Kind {
 	return &Kind{
 		Names: Names{Version: "v1", Kind: "Node", ListKind: "NodeList", Plural: "nodes", Singular: "node",
 			ShortNames: []string{"no"}},
+		KeyRoot: "minions", // upstream's key
 		New:     func() runtime.Object { return &corev1.Node{} },
 		NewList: func() runtime.Object { return &corev1.NodeList{} },
 		Status:  true,

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,8 @@ type Registry struct {
 	client *clientv3.Client
 	cfg    Config
 
+	serviceAlloc *serviceAllocator
+
 	sessMu sync.Mutex
 	sess   *concurrency.Session // holds this process's namespace cleanup locks
 }
@@ -58,6 +61,13 @@ type Config struct {
 	// apiservers on the same etcd (storage.RunCompactor); 0: never (an embedded member
 	// compacts itself).
 	CompactionInterval time.Duration
+	// ServiceRanges are the pools of Service ClusterIPs and NodePorts (the defaults when
+	// empty; the server validates them first).
+	ServiceRanges ServiceRanges
+	// ServiceRepairInterval is how often the Service IP and port pools are checked against
+	// the Services (RepairServices); 0: every 3 minutes, as upstream's repair controllers;
+	// negative: never in the background (tests run passes themselves).
+	ServiceRepairInterval time.Duration
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -100,7 +110,31 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	pods.Subresources["binding"] = &BindingStore{pods: pods.Store}
 	deploy := r.byGR[schema.GroupResource{Group: "apps", Resource: "deployments"}]
 	deploy.Subresources["scale"] = &ScaleStore{deployments: deploy.Store}
+
+	ranges := cfg.ServiceRanges
+	if ranges.ClusterIPRange == "" {
+		ranges.ClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if ranges.NodePortRange == "" {
+		ranges.NodePortRange = DefaultServiceNodePortRange
+	}
+	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: func() runtime.Object { return &networkingv1.IPAddress{} }, AttemptTimeout: cfg.AttemptTimeout})
+	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: func() runtime.Object { return &corev1.RangeAllocation{} }, AttemptTimeout: cfg.AttemptTimeout})
+	alloc, err := newServiceAllocator(ips, ports, "ipaddresses", "services/nodeports", ranges, r.log)
+	if err != nil {
+		r.log.Error("bad service ranges, using the defaults", "err", err)
+		alloc, _ = newServiceAllocator(ips, ports, "ipaddresses", "services/nodeports",
+			ServiceRanges{ClusterIPRange: DefaultServiceClusterIPRange, NodePortRange: DefaultServiceNodePortRange}, r.log)
+	}
+	r.serviceAlloc = alloc
+	r.byGR[servicesGR].Store.alloc = alloc
 	return r
+}
+
+// RepairServices runs one pass of the Service IP and NodePort repair (Start runs it every
+// few minutes): reservations no Service holds are freed when two passes in a row found them.
+func (r *Registry) RepairServices(ctx context.Context) error {
+	return r.serviceAlloc.Repair(ctx, r.byGR[servicesGR].Store)
 }
 
 // Resource returns the resource for gr, or nil.
@@ -153,6 +187,24 @@ func (r *Registry) Start(ctx context.Context) error {
 		defer r.sessMu.Unlock()
 		if r.sess != nil {
 			r.sess.Orphan() // its lease runs out on its own; the client may be closing
+		}
+	}()
+	repairEvery := r.cfg.ServiceRepairInterval
+	if repairEvery == 0 {
+		repairEvery = 3 * time.Minute
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for repairEvery > 0 {
+			if err := r.RepairServices(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("service IP and port repair failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(repairEvery):
+			}
 		}
 	}()
 	if r.cfg.CompactionInterval > 0 {

@@ -1,9 +1,6 @@
 package registry
 
 import (
-	"fmt"
-	"math/rand/v2"
-
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
@@ -13,17 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// randomClusterIP picks an address in 10.96.0.0/12. There is no allocator:
-// collisions are possible but improbable in a small cluster.
-func randomClusterIP() string {
-	n := rand.Uint32N(1<<20-2) + 1
-	return fmt.Sprintf("10.%d.%d.%d", 96+(n>>16), (n>>8)&0xff, n&0xff)
-}
-
 func servicesKind() *Kind {
 	return &Kind{
 		Names: Names{Version: "v1", Kind: "Service", ListKind: "ServiceList", Plural: "services", Singular: "service",
 			ShortNames: []string{"svc"}, Categories: []string{"all"}, Namespaced: true},
+		KeyRoot: "services/specs", // upstream's key; services/nodeports holds the NodePort bitmap
 		New:     func() runtime.Object { return &corev1.Service{} },
 		NewList: func() runtime.Object { return &corev1.ServiceList{} },
 		Status:  true,
@@ -31,6 +22,12 @@ func servicesKind() *Kind {
 			NameValidation: apivalidation.NameIsDNS1035Label,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*corev1.Service).Status = corev1.ServiceStatus{}
+			},
+			// ClusterIPs and NodePorts are filled by the allocator (servicealloc.go).
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
+				dropTypeDependentFields(svc, oldSvc)
+				patchAllocatedValues(svc, oldSvc)
 			},
 			Default: func(obj runtime.Object) {
 				svc := obj.(*corev1.Service)
@@ -49,14 +46,23 @@ func servicesKind() *Kind {
 						p.TargetPort = intstr.FromInt32(p.Port)
 					}
 				}
+				switch svc.Spec.Type {
+				case corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+					if svc.Spec.ExternalTrafficPolicy == "" {
+						svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+					}
+				}
+				if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.AllocateLoadBalancerNodePorts == nil {
+					yes := true
+					svc.Spec.AllocateLoadBalancerNodePorts = &yes
+				}
 				if svc.Spec.Type != corev1.ServiceTypeExternalName {
 					if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) > 0 {
 						svc.Spec.ClusterIP = svc.Spec.ClusterIPs[0]
 					}
-					if svc.Spec.ClusterIP == "" {
-						svc.Spec.ClusterIP = randomClusterIP()
+					if svc.Spec.ClusterIP != "" {
+						svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 					}
-					svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 					if len(svc.Spec.IPFamilies) == 0 {
 						svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 					}
@@ -115,5 +121,30 @@ func servicesKind() *Kind {
 				return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
 			},
 		},
+	}
+}
+
+// dropTypeDependentFields clears, on a change of type, what the old type had and the new one
+// cannot have, when the update left it as it was (upstream's service strategy does the same):
+// a Service turned ExternalName gives up its ClusterIP, one turned ClusterIP its NodePorts.
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	if svc.Spec.Type == old.Spec.Type {
+		return
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName && old.Spec.Type != corev1.ServiceTypeExternalName &&
+		svc.Spec.ClusterIP == old.Spec.ClusterIP {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy, svc.Spec.InternalTrafficPolicy = nil, nil, nil
+	}
+	if !needsNodePorts(svc) {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if !needsHealthCheckNodePort(svc) {
+		svc.Spec.HealthCheckNodePort = 0
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		svc.Spec.ExternalTrafficPolicy = ""
 	}
 }

@@ -31,6 +31,9 @@ type Strategy struct {
 	Default func(obj runtime.Object)
 	// PrepareForCreate resets what clients may not set on create (e.g. status).
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate adjusts an update before defaults and validation, given the
+	// current object (e.g. carries over server-assigned values the request left out).
+	PrepareForUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; metadata is checked by the store.
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update (immutable fields).
@@ -67,6 +70,15 @@ type Store struct {
 	namespaces func(ctx context.Context, ns string) error
 	// afterDelete is told about real deletions (namespace cleanup uses it).
 	onTerminate func(ctx context.Context, obj runtime.Object)
+	// alloc reserves what objects take from cluster-wide pools (Service IPs and ports).
+	alloc allocator
+}
+
+// removed is called with each object the store deleted for good.
+func (s *Store) removed(ctx context.Context, obj runtime.Object) {
+	if s.alloc != nil {
+		s.alloc.Release(ctx, nil, obj)
+	}
 }
 
 // Kind returns the group/version/kind served.
@@ -336,7 +348,14 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		return nil, s.invalid(a.GetName(), errs)
 	}
 	s.setKind(obj)
-	if opts != nil && DryRun(opts.DryRun) {
+	dry := opts != nil && DryRun(opts.DryRun)
+	undo := func() {}
+	if s.alloc != nil {
+		if undo, err = s.alloc.Allocate(ctx, obj, nil, dry); err != nil {
+			return nil, err
+		}
+	}
+	if dry {
 		if err := s.storage.Get(ctx, s.key(ns, a.GetName()), storage.GetOptions{}, s.kind.New()); err == nil {
 			return nil, apierrors.NewAlreadyExists(s.gr(), a.GetName())
 		}
@@ -344,6 +363,9 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	}
 	out := s.kind.New()
 	if err := s.storage.Create(ctx, s.key(ns, a.GetName()), obj, out); err != nil {
+		if !storage.IsUnknownOutcome(err) {
+			undo() // not stored: give back what it reserved (an unknown outcome is left to repair)
+		}
 		err = interpret(err, s.gr(), a.GetName())
 		if apierrors.IsAlreadyExists(err) && a.GetGenerateName() != "" && a.GetName() != "" {
 			return nil, apierrors.NewServerTimeoutForKind(s.kind.GVK().GroupKind(), "POST", 0)
@@ -366,7 +388,12 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 	dry := opts != nil && DryRun(opts.DryRun)
 	var created bool
 	var result runtime.Object
+	// What the last attempt reserved, and the object it replaced: a conflict retries the
+	// attempt, which gives the reservation back first.
+	undo, replaced := func() {}, runtime.Object(nil)
 	tryUpdate := func(current runtime.Object) (runtime.Object, error) {
+		undo()
+		undo, replaced = func() {}, nil
 		ca, _ := meta.Accessor(current)
 		exists := ca.GetResourceVersion() != ""
 		var in runtime.Object
@@ -429,6 +456,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
 			na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
 			na.SetGeneration(ca.GetGeneration())
+			if s.kind.Strategy.PrepareForUpdate != nil {
+				s.kind.Strategy.PrepareForUpdate(newObj, current)
+			}
 			if s.kind.Strategy.Default != nil {
 				s.kind.Strategy.Default(newObj)
 			}
@@ -447,6 +477,13 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, s.invalid(name, errs)
 		}
 		s.setKind(newObj)
+		if s.alloc != nil && !statusOnly {
+			u, err := s.alloc.Allocate(ctx, newObj, current, dry)
+			if err != nil {
+				return nil, err
+			}
+			undo, replaced = u, current
+		}
 		if dry {
 			result = newObj
 			return nil, errDryRun
@@ -455,13 +492,19 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 	}
 	out := s.kind.New()
 	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, true, nil, tryUpdate)
-	switch err {
-	case errCreatedInstead:
+	switch {
+	case err == errCreatedInstead:
 		return result, created, nil
-	case errDryRun:
+	case err == errDryRun:
 		return result, false, nil
-	case nil:
+	case err == nil:
+		if s.alloc != nil && replaced != nil {
+			s.alloc.Release(ctx, out, replaced)
+		}
 	default:
+		if !storage.IsUnknownOutcome(err) {
+			undo()
+		}
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
@@ -471,6 +514,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		del := s.kind.New()
 		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
 			s.setKind(del)
+			s.removed(ctx, del)
 			return del, false, nil
 		}
 	}
@@ -525,6 +569,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		})
 		if err == nil {
 			s.setKind(out)
+			s.removed(ctx, out)
 			return out, true, nil
 		}
 		if !errors.Is(err, errHasFinalizers) {
@@ -560,6 +605,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		del := s.kind.New()
 		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
 			s.setKind(del)
+			s.removed(ctx, del)
 			return del, true, nil
 		}
 	}

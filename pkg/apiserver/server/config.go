@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/config"
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
 	RequestTimeout              time.Duration `yaml:"request-timeout"`
 	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
+
+	AdvertiseAddress      string `yaml:"advertise-address"`
+	ServiceClusterIPRange string `yaml:"service-cluster-ip-range"`
+	ServiceNodePortRange  string `yaml:"service-node-port-range"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -77,6 +82,8 @@ func DefaultConfig() *Config {
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		RequestTimeout:              time.Minute,
+		ServiceClusterIPRange:       registry.DefaultServiceClusterIPRange,
+		ServiceNodePortRange:        registry.DefaultServiceNodePortRange,
 	}
 }
 
@@ -121,6 +128,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest time a non-watch request may take before 504")
+	fs.StringVar(&c.AdvertiseAddress, "advertise-address", c.AdvertiseAddress, "IP `address` the kubernetes Service's endpoints list for this apiserver (default: --bind-address, or the first non-loopback IPv4 address when that is 0.0.0.0)")
+	fs.StringVar(&c.ServiceClusterIPRange, "service-cluster-ip-range", c.ServiceClusterIPRange, "`CIDR` Service ClusterIPs are given from (the first address goes to the kubernetes Service)")
+	fs.StringVar(&c.ServiceNodePortRange, "service-node-port-range", c.ServiceNodePortRange, "`range` of NodePorts, first-last")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "serve Prometheus /metrics over plain HTTP on this `host:port` (off when empty)")
 }
 
@@ -181,6 +191,17 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsBindAddress); err != nil {
 			errs = append(errs, config.FieldErrorf("metrics-bind-address", "%q is not host:port", c.MetricsBindAddress))
 		}
+	}
+	if c.AdvertiseAddress != "" {
+		if ip := net.ParseIP(c.AdvertiseAddress); ip == nil || ip.IsUnspecified() {
+			errs = append(errs, config.FieldErrorf("advertise-address", "%q is not a usable IP address", c.AdvertiseAddress))
+		}
+	}
+	if _, err := registry.ParseServiceCIDR(c.ServiceClusterIPRange); err != nil {
+		errs = append(errs, config.FieldErrorf("service-cluster-ip-range", "%v", err))
+	}
+	if _, _, err := registry.ParseNodePortRange(c.ServiceNodePortRange); err != nil {
+		errs = append(errs, config.FieldErrorf("service-node-port-range", "%v", err))
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

@@ -48,9 +48,11 @@ type Server struct {
 	watchMu  sync.Mutex
 	stopCh   chan struct{} // closed to end the open watches
 	regCtx   context.CancelFunc
-	serveErr chan error
-	once     sync.Once
-	started  time.Time
+	// stopMasterEndpoint takes this apiserver out of the kubernetes Service's endpoints.
+	stopMasterEndpoint context.CancelFunc
+	serveErr           chan error
+	once               sync.Once
+	started            time.Time
 }
 
 // New checks cfg and prepares a server; Start brings it up.
@@ -82,7 +84,8 @@ func (s *Server) Start(ctx context.Context) error {
 		compaction = s.cfg.EtcdCompactionInterval
 	}
 	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
-		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction})
+		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction,
+		ServiceRanges: registry.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	if err := s.registry.Start(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
@@ -123,11 +126,31 @@ func (s *Server) Start(ctx context.Context) error {
 		s.metricsAddr = ml.Addr().String()
 		go func() { _ = s.metricsHTTP.Serve(ml) }()
 	}
+	meCtx, meCancel := context.WithCancel(regCtx)
+	s.stopMasterEndpoint = meCancel
+	s.registry.RunMasterEndpoint(meCtx, registry.MasterEndpoint{IP: s.advertiseAddress(), Port: ln.Addr().(*net.TCPAddr).Port})
 	if err := s.writeKubeconfig(); err != nil {
 		s.log.Warn("could not write kubeconfig", "err", err)
 	}
 	s.log.Info("apiserver ready", "address", "https://"+ln.Addr().String(), "took", time.Since(s.started).Round(time.Millisecond))
 	return nil
+}
+
+// advertiseAddress is the address other apiservers and pods know this one by.
+func (s *Server) advertiseAddress() string {
+	if s.cfg.AdvertiseAddress != "" {
+		return s.cfg.AdvertiseAddress
+	}
+	if ip := net.ParseIP(s.cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return "127.0.0.1"
 }
 
 // Addr is the listening address (useful with port 0).
@@ -293,6 +316,9 @@ func (s *Server) Shutdown() error {
 	var err error
 	s.once.Do(func() {
 		s.draining.Store(true)
+		if s.stopMasterEndpoint != nil {
+			s.stopMasterEndpoint() // out of the kubernetes Service's endpoints first, as upstream
+		}
 		s.log.Info("shutting down: not ready any more", "delay", s.cfg.ShutdownDelay)
 		time.Sleep(s.cfg.ShutdownDelay)
 		s.CloseWatches()

@@ -1,0 +1,96 @@
+package registry_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The kubernetes Service lists every live apiserver, as upstream's lease endpoint reconciler
+// keeps it: one that stops leaves at once, one that dies leaves when its entry's TTL runs out.
+func TestKubernetesServiceEndpoints(t *testing.T) {
+	srv := etcdtest.Start(t)
+	client := func() *clientv3.Client {
+		c, err := srv.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	start := func(c *clientv3.Client, ip string) (stop func()) {
+		r := registry.New(c, registry.Config{ServiceRanges: smallRanges, ServiceRepairInterval: -1})
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.RunMasterEndpoint(ctx, registry.MasterEndpoint{IP: ip, Port: 6443, TTL: 3 * time.Second})
+		stopped := false
+		stop = func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				r.Wait()
+			}
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	ca, cb, cc := client(), client(), client()
+	t.Cleanup(func() { ca.Close(); cb.Close() })
+	stopA := start(ca, "10.77.0.1")
+	start(cb, "10.77.0.2")
+	start(cc, "10.77.0.3")
+
+	obs := store(startRegistry(t, ca, smallRanges), "", "services")
+	eps := store(startRegistry(t, ca, smallRanges), "", "endpoints")
+	ctx := context.Background()
+	addresses := func() []string {
+		obj, err := eps.Get(ctx, "default", "kubernetes", &metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		var out []string
+		for _, s := range obj.(*corev1.Endpoints).Subsets {
+			for _, a := range s.Addresses {
+				out = append(out, a.IP)
+			}
+			if len(s.Ports) != 1 || s.Ports[0].Port != 6443 || s.Ports[0].Name != "https" {
+				t.Fatalf("endpoints ports %v, want https 6443", s.Ports)
+			}
+		}
+		return out
+	}
+	waitFor := func(what string, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for got := addresses(); !slices.Equal(got, want); got = addresses() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: endpoints %v, want %v", what, got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFor("three apiservers", []string{"10.77.0.1", "10.77.0.2", "10.77.0.3"})
+
+	obj, err := obs.Get(ctx, "default", "kubernetes", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := obj.(*corev1.Service)
+	if svc.Spec.ClusterIP != "10.0.0.1" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.IntValue() != 6443 {
+		t.Fatalf("kubernetes service: clusterIP %s ports %v, want 10.0.0.1 and 443->6443", svc.Spec.ClusterIP, svc.Spec.Ports)
+	}
+
+	stopA()
+	waitFor("after a graceful stop", []string{"10.77.0.2", "10.77.0.3"})
+	// A crash: its etcd client goes away without revoking anything.
+	cc.Close()
+	waitFor("after a crash and the TTL", []string{"10.77.0.2"})
+}
