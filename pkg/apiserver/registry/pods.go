@@ -23,6 +23,7 @@ func podsKind() *Kind {
 		NewList: func() runtime.Object { return &corev1.PodList{} },
 		Status:  true,
 		Strategy: Strategy{
+			GracePeriod: podGracePeriod,
 			PrepareForCreate: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
 				pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort}
@@ -139,4 +140,26 @@ func dryIf(dry bool) []string {
 		return []string{metav1.DryRunAll}
 	}
 	return nil
+}
+
+// podGracePeriod is how long a pod's deletion waits for its node agent, as upstream's pod
+// strategy decides it: the request's grace period, else the pod's
+// terminationGracePeriodSeconds; none for a pod on no node or one that has finished, since
+// no agent would confirm it.
+func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod := obj.(*corev1.Pod)
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts != nil && opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace < 0 {
+		grace = 1 // a negative period is the shortest graceful one, as upstream
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	return grace
 }

@@ -218,16 +218,16 @@ func (r *Registry) Start(ctx context.Context) error {
 }
 
 // deleteNamespaceContent deletes every object in ns, of every namespaced kind the registry
-// serves, and returns how many it found.
-func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (int, error) {
-	found := 0
+// serves, and returns how many it found and how many of those are still there, waiting for
+// a graceful deletion to be confirmed (a pod's node agent).
+func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found, pending int, err error) {
 	for _, res := range r.Resources {
 		if !res.Store.kind.Namespaced {
 			continue
 		}
 		list, err := res.Store.List(ctx, ns, &metav1.ListOptions{})
 		if err != nil {
-			return found, err
+			return found, pending, err
 		}
 		items, _ := extractList(list)
 		found += len(items)
@@ -244,16 +244,23 @@ func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (int, 
 					return cur, nil
 				}, &metav1.UpdateOptions{})
 				if err != nil && !apierrors.IsNotFound(err) {
-					return found, err
+					return found, pending, err
 				}
 			}
-			if _, _, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return found, err
+			_, deleted, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return found, pending, err
+			}
+			if err == nil && !deleted {
+				pending++
 			}
 		}
 	}
-	return found, nil
+	return found, pending, nil
 }
+
+// errContentPending: a namespace's last objects wait for their graceful deletion.
+var errContentPending = errors.New("objects are waiting for their graceful deletion to be confirmed")
 
 // ensureDefaultServiceAccount does the job of upstream's service account
 // controller: every active namespace has a "default" ServiceAccount.
@@ -342,7 +349,7 @@ func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
 			if done {
 				return
 			}
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && !errors.Is(err, errContentPending) {
 				r.log.Warn("namespace cleanup failed, retrying", "namespace", ns, "err", err)
 			}
 			select {
@@ -415,12 +422,15 @@ func (r *Registry) emptyNamespace(ctx context.Context, ns string) error {
 	// Repeat until a pass finds nothing: a create that passed the namespace
 	// check just before termination began may land after the first pass.
 	for {
-		found, err := r.deleteNamespaceContent(ctx, ns)
+		found, pending, err := r.deleteNamespaceContent(ctx, ns)
 		if err != nil {
 			return err
 		}
 		if found == 0 {
 			break
+		}
+		if pending == found {
+			return errContentPending // check back later, as upstream's namespace controller
 		}
 	}
 	s := r.namespaces()

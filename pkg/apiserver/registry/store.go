@@ -2,9 +2,10 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -48,6 +49,9 @@ type Strategy struct {
 	AllowCreateOnUpdate bool
 	// MarkDeleting changes an object being deleted gracefully (namespace: phase Terminating).
 	MarkDeleting func(obj runtime.Object)
+	// GracePeriod is how many seconds the deletion of obj waits for whoever runs it to
+	// confirm (a pod's node agent); 0 or nil: deleted at once unless finalizers hold it.
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
 }
 
 // Kind defines a resource: a built-in one is one small file filling this in.
@@ -508,8 +512,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
-	// The last finalizer removed from an object being deleted: delete it now.
-	if a, _ := meta.Accessor(out); a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) == 0 && !statusOnly {
+	// The last finalizer removed from an object being deleted: delete it now, unless a
+	// graceful deletion still waits for its confirmation (a pod's node agent), as upstream.
+	if a, _ := meta.Accessor(out); a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) == 0 && ptrOr(a.GetDeletionGracePeriodSeconds(), 0) == 0 && !statusOnly {
 		rv := a.GetResourceVersion()
 		del := s.kind.New()
 		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
@@ -558,25 +563,9 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		return current, true, nil
 	}
 	if s.onTerminate == nil {
-		// The finalizers are checked on the very read the deletion is conditioned on: one
-		// added meanwhile makes the deletion start over and see it.
-		out := s.kind.New()
-		err := s.storage.Delete(ctx, s.key(ns, name), out, precond, func(_ context.Context, cur runtime.Object) error {
-			if a, err := meta.Accessor(cur); err == nil && len(a.GetFinalizers()) > 0 {
-				return errHasFinalizers
-			}
-			return nil
-		})
-		if err == nil {
-			s.setKind(out)
-			s.removed(ctx, out)
-			return out, true, nil
-		}
-		if !errors.Is(err, errHasFinalizers) {
-			return nil, false, interpret(err, s.gr(), name)
-		}
+		return s.deleteObject(ctx, ns, name, precond, opts)
 	}
-	// Graceful: set deletionTimestamp and let finalizers (or the namespace cleaner) finish.
+	// A namespace: set deletionTimestamp and let the namespace cleaner finish.
 	out := s.kind.New()
 	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
 		ca, _ := meta.Accessor(cur)
@@ -595,25 +584,128 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
-	if s.onTerminate != nil {
-		s.onTerminate(ctx, out)
-		return out, false, nil
-	}
-	// The finalizers went away meanwhile: nothing holds the object any more.
-	if a, _ := meta.Accessor(out); len(a.GetFinalizers()) == 0 {
-		rv := a.GetResourceVersion()
-		del := s.kind.New()
-		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
-			s.setKind(del)
-			s.removed(ctx, del)
-			return del, true, nil
-		}
-	}
+	s.onTerminate(ctx, out)
 	return out, false, nil
 }
 
-// errHasFinalizers turns a deletion into a graceful one.
-var errHasFinalizers = errors.New("the object has finalizers")
+// deleteObject deletes an object now, or, when it has finalizers or its kind deletes
+// gracefully (a pod on a node), marks it with a deletionTimestamp and leaves the rest to
+// whoever removes the finalizers or confirms the deletion, as upstream's generic store does.
+// The propagation policy becomes the garbage collector's finalizers: Foreground adds
+// foregroundDeletion, Orphan (or orphanDependents) adds orphan.
+func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *storage.Preconditions, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	key := s.key(ns, name)
+	for {
+		current := s.kind.New()
+		if err := s.storage.Get(ctx, key, storage.GetOptions{}, current); err != nil {
+			return nil, false, interpret(err, s.gr(), name)
+		}
+		ca, _ := meta.Accessor(current)
+		if err := precond.Check(key, current); err != nil {
+			return nil, false, interpret(err, s.gr(), name)
+		}
+		finalizers, finalizersChanged := deletionFinalizers(ca.GetFinalizers(), opts)
+		var grace int64
+		if s.kind.Strategy.GracePeriod != nil {
+			grace = s.kind.Strategy.GracePeriod(current, opts)
+		}
+		// A deletion already under way may only be hurried, never delayed.
+		if old := ca.GetDeletionGracePeriodSeconds(); ca.GetDeletionTimestamp() != nil && (old == nil || *old <= grace) {
+			if old != nil {
+				grace = *old
+			}
+			if grace > 0 && !finalizersChanged {
+				s.setKind(current)
+				return current, false, nil
+			}
+		}
+		if grace == 0 && len(finalizers) == 0 {
+			// Now, conditioned on the very read the decision came from: a finalizer added
+			// meanwhile makes the deletion start over and see it.
+			rv := ca.GetResourceVersion()
+			out := s.kind.New()
+			err := s.storage.Delete(ctx, key, out, &storage.Preconditions{ResourceVersion: &rv}, nil)
+			if storage.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return nil, false, interpret(err, s.gr(), name)
+			}
+			s.setKind(out)
+			s.removed(ctx, out)
+			return out, true, nil
+		}
+		// Mark it, on the same read.
+		now := time.Now()
+		if ca.GetDeletionTimestamp() == nil || grace < ptrOr(ca.GetDeletionGracePeriodSeconds(), grace+1) {
+			ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
+			ca.SetDeletionTimestamp(&ts)
+			ca.SetDeletionGracePeriodSeconds(&grace)
+		}
+		ca.SetFinalizers(finalizers)
+		if s.kind.Strategy.MarkDeleting != nil {
+			s.kind.Strategy.MarkDeleting(current)
+		}
+		rv := ca.GetResourceVersion()
+		out := s.kind.New()
+		err := s.storage.GuaranteedUpdate(ctx, key, out, false, &storage.Preconditions{ResourceVersion: &rv}, func(runtime.Object) (runtime.Object, error) {
+			return current, nil
+		})
+		if storage.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return nil, false, interpret(err, s.gr(), name)
+		}
+		s.setKind(out)
+		return out, false, nil
+	}
+}
+
+func ptrOr(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// deletionFinalizers are the finalizers an object being deleted with opts carries: the
+// garbage collector's orphan or foregroundDeletion as the propagation policy asks, or as
+// the object already had (upstream's deletionFinalizersForGarbageCollection; the default
+// policy of every v1 kind is Background, which adds neither).
+func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) ([]string, bool) {
+	orphan, foreground := slices.Contains(cur, metav1.FinalizerOrphanDependents), slices.Contains(cur, metav1.FinalizerDeleteDependents)
+	switch {
+	case opts != nil && opts.OrphanDependents != nil:
+		orphan, foreground = *opts.OrphanDependents, false
+	case opts != nil && opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	case orphan:
+		foreground = false
+	}
+	out := make([]string, 0, len(cur)+1)
+	for _, f := range cur {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	changed := len(out) != len(cur)
+	if !changed {
+		for _, f := range out {
+			if !slices.Contains(cur, f) {
+				changed = true
+			}
+		}
+	}
+	return out, changed
+}
 
 // DeleteCollection deletes every object the list options select.
 func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.DeleteOptions, listOpts *metav1.ListOptions) (runtime.Object, error) {
