@@ -58,6 +58,10 @@ type Config struct {
 	// apiservers on the same etcd (storage.RunCompactor); 0: never (an embedded member
 	// compacts itself).
 	CompactionInterval time.Duration
+	// StorageMediaType is how objects are written to etcd: StorageProtobuf (the default, as
+	// kube-apiserver), StorageJSON or StorageYAML. Every encoding is always read. An unknown
+	// type (callers check it with CheckStorageMediaType) is logged and the default used.
+	StorageMediaType string
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -79,8 +83,16 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
 		client: client, cfg: cfg}
+	if err := CheckStorageMediaType(cfg.StorageMediaType); cfg.StorageMediaType != "" && err != nil {
+		cfg.Logger.Error("registry: unknown storage media type, writing protobuf", "err", err)
+		cfg.StorageMediaType = StorageProtobuf
+	}
 	for _, k := range Kinds() {
-		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		codec, err := newStorageCodec(cfg.StorageMediaType, k.GVK(), k.New)
+		if err != nil { // not reached: the media type is checked above; storage then writes JSON
+			cfg.Logger.Error("registry: no storage codec", "kind", k.GVK(), "err", err)
+		}
+		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		s := &Store{kind: k, storage: st}
 		res := &Resource{Store: s, Subresources: map[string]Storage{}}
 		if k.Status {
