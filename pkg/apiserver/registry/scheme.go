@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -95,6 +96,9 @@ func (c *storageCodec) Encode(obj runtime.Object) ([]byte, error) {
 
 // Decode reads data into into, which it empties first; a value of another kind is an error.
 func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
+	if len(data) == 0 {
+		return errors.New("empty value")
+	}
 	if v := reflect.ValueOf(into); v.Kind() == reflect.Pointer && !v.IsNil() {
 		v.Elem().Set(reflect.Zero(v.Elem().Type()))
 	}
