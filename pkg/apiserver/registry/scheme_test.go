@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -188,25 +190,28 @@ func BenchmarkStorageCodec(b *testing.B) {
 		{"pod", samplePod(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} }},
 		{"configmap", sampleConfigMap(), schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, func() runtime.Object { return &corev1.ConfigMap{} }},
 	} {
-		for _, mt := range []string{StorageJSON, StorageProtobuf} {
-			c, err := newStorageCodec(mt, o.gvk, o.new)
-			if err != nil {
-				b.Fatal(err)
+		for _, mt := range []string{"old-json", StorageJSON, StorageProtobuf} {
+			var c storage.Codec = storage.JSONCodec{} // what earlier hacp builds used
+			if mt != "old-json" {
+				var err error
+				if c, err = newStorageCodec(mt, o.gvk, o.new); err != nil {
+					b.Fatal(err)
+				}
 			}
 			data, err := c.Encode(o.obj)
 			if err != nil {
 				b.Fatal(err)
 			}
-			short := map[string]string{StorageJSON: "json", StorageProtobuf: "protobuf"}[mt]
+			short := map[string]string{"old-json": "old-json", StorageJSON: "json", StorageProtobuf: "protobuf"}[mt]
 			b.Run(o.name+"/"+short+"/decode", func(b *testing.B) {
 				b.ReportAllocs()
-				b.ReportMetric(float64(len(data)), "stored-bytes")
 				into := o.new()
 				for b.Loop() {
 					if err := c.Decode(data, into); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(len(data)), "stored-bytes")
 			})
 			b.Run(o.name+"/"+short+"/encode", func(b *testing.B) {
 				b.ReportAllocs()
