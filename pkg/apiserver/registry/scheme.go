@@ -70,6 +70,12 @@ type protobufType interface {
 	Unmarshal([]byte) error
 }
 
+// StorageCodec is how the registry keeps k's objects in etcd when writing mediaType ("" is
+// the default, protobuf); for tests and tools that read or write etcd beside a registry.
+func StorageCodec(mediaType string, k *Kind) (storage.Codec, error) {
+	return newStorageCodec(mediaType, k.GVK(), k.New)
+}
+
 func newStorageCodec(mediaType string, gvk schema.GroupVersionKind, newObj func() runtime.Object) (storage.Codec, error) {
 	if mediaType == "" {
 		mediaType = StorageProtobuf
