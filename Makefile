@@ -7,7 +7,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build run test test-race test-stress lint bench drill clean
+.PHONY: all build run test test-race test-stress lint bench drill upstream clean
 
 all: build
 
@@ -31,6 +31,12 @@ COUNT ?= 5
 RUN   ?=
 test-stress:
 	$(GO) run ./test/stress -count $(COUNT) $(if $(RUN),-run '$(RUN)') $(PKGS)
+
+# Build the upstream programs tests run against hacp (kube-apiserver, kube-controller-manager,
+# kube-scheduler 1.33 and kwok) into _output/upstream/, once per version; tests build them
+# on first use otherwise (see internal/upstream).
+upstream:
+	$(GO) run ./internal/upstream/prebuild
 
 lint:
 	@out=$$(gofmt -l cmd pkg internal test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

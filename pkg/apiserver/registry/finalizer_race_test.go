@@ -37,7 +37,11 @@ func TestDeleteSeesAFinalizerAddedConcurrently(t *testing.T) {
 			kind = k
 		}
 	}
-	etcd := storage.New(c, storage.Config{Prefix: "/registry", NewFunc: kind.New})
+	codec, err := registry.StorageCodec("", kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := storage.New(c, storage.Config{Prefix: "/registry", Codec: codec, NewFunc: kind.New})
 	ctx := context.Background()
 	addFinalizer := func() {
 		err := etcd.GuaranteedUpdate(ctx, "configmaps/ns/f", &corev1.ConfigMap{}, false, nil, func(cur runtime.Object) (runtime.Object, error) {

@@ -109,7 +109,7 @@ func TestNamespaceCleanupByAnyApiserver(t *testing.T) {
 
 	// Apiserver a marks the namespace terminating and dies before it does anything else.
 	stopA()
-	nsStore := storage.New(c, storage.Config{Prefix: "/registry", NewFunc: func() runtime.Object { return &corev1.Namespace{} }})
+	nsStore := storage.New(c, storage.Config{Prefix: "/registry", Codec: namespaceCodec(t), NewFunc: func() runtime.Object { return &corev1.Namespace{} }})
 	err := nsStore.GuaranteedUpdate(ctx, "namespaces/team", &corev1.Namespace{}, false, nil, func(cur runtime.Object) (runtime.Object, error) {
 		ns := cur.(*corev1.Namespace)
 		now := metav1.Now()
@@ -157,7 +157,7 @@ func TestNamespaceCleanupWaitsForTheLockHolder(t *testing.T) {
 	defer cancel()
 	attempts := c.Watch(wctx, lockPrefix+"/", clientv3.WithPrefix())
 
-	nsStore := storage.New(c, storage.Config{Prefix: "/registry", NewFunc: func() runtime.Object { return &corev1.Namespace{} }})
+	nsStore := storage.New(c, storage.Config{Prefix: "/registry", Codec: namespaceCodec(t), NewFunc: func() runtime.Object { return &corev1.Namespace{} }})
 	err = nsStore.GuaranteedUpdate(ctx, "namespaces/held", &corev1.Namespace{}, false, nil, func(cur runtime.Object) (runtime.Object, error) {
 		ns := cur.(*corev1.Namespace)
 		now := metav1.Now()
@@ -198,4 +198,20 @@ func TestNamespaceCleanupWaitsForTheLockHolder(t *testing.T) {
 	if _, err := cms.Get(ctx, "held", "x", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("content left: %v", err)
 	}
+}
+
+// namespaceCodec is the registry's storage codec for namespaces, for writing beside it.
+func namespaceCodec(t *testing.T) storage.Codec {
+	t.Helper()
+	for _, k := range registry.Kinds() {
+		if k.Plural == "namespaces" {
+			c, err := registry.StorageCodec("", k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+	t.Fatal("no namespaces kind")
+	return nil
 }

@@ -43,7 +43,8 @@ type Registry struct {
 	client *clientv3.Client
 	cfg    Config
 
-	serviceAlloc *serviceAllocator
+	serviceAlloc   *serviceAllocator
+	endpointsCodec storage.Codec // the masterleases/ values
 
 	sessMu sync.Mutex
 	sess   *concurrency.Session // holds this process's namespace cleanup locks
@@ -68,6 +69,10 @@ type Config struct {
 	// the Services (RepairServices); 0: every 3 minutes, as upstream's repair controllers;
 	// negative: never in the background (tests run passes themselves).
 	ServiceRepairInterval time.Duration
+	// StorageMediaType is how objects are written to etcd: StorageProtobuf (the default, as
+	// kube-apiserver), StorageJSON or StorageYAML. Every encoding is always read. An unknown
+	// type (callers check it with CheckStorageMediaType) is logged and the default used.
+	StorageMediaType string
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -89,8 +94,16 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
 		client: client, cfg: cfg}
+	if err := CheckStorageMediaType(cfg.StorageMediaType); cfg.StorageMediaType != "" && err != nil {
+		cfg.Logger.Error("registry: unknown storage media type, writing protobuf", "err", err)
+		cfg.StorageMediaType = StorageProtobuf
+	}
 	for _, k := range Kinds() {
-		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		codec, err := newStorageCodec(cfg.StorageMediaType, k.GVK(), k.New)
+		if err != nil { // not reached: the media type is checked above; storage then writes JSON
+			cfg.Logger.Error("registry: no storage codec", "kind", k.GVK(), "err", err)
+		}
+		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		s := &Store{kind: k, storage: st}
 		res := &Resource{Store: s, Subresources: map[string]Storage{}}
 		if k.Status {
@@ -118,8 +131,13 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if ranges.NodePortRange == "" {
 		ranges.NodePortRange = DefaultServiceNodePortRange
 	}
-	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: func() runtime.Object { return &networkingv1.IPAddress{} }, AttemptTimeout: cfg.AttemptTimeout})
-	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: func() runtime.Object { return &corev1.RangeAllocation{} }, AttemptTimeout: cfg.AttemptTimeout})
+	newIP := func() runtime.Object { return &networkingv1.IPAddress{} }
+	newRange := func() runtime.Object { return &corev1.RangeAllocation{} }
+	ipCodec, _ := newStorageCodec(cfg.StorageMediaType, networkingv1.SchemeGroupVersion.WithKind("IPAddress"), newIP)
+	rangeCodec, _ := newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("RangeAllocation"), newRange)
+	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: ipCodec, NewFunc: newIP, AttemptTimeout: cfg.AttemptTimeout})
+	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: rangeCodec, NewFunc: newRange, AttemptTimeout: cfg.AttemptTimeout})
+	r.endpointsCodec, _ = newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("Endpoints"), func() runtime.Object { return &corev1.Endpoints{} })
 	alloc, err := newServiceAllocator(ips, ports, "ipaddresses", "services/nodeports", ranges, r.log)
 	if err != nil {
 		r.log.Error("bad service ranges, using the defaults", "err", err)

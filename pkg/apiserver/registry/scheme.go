@@ -1,6 +1,14 @@
 package registry
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -8,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 )
 
@@ -21,4 +30,90 @@ func init() {
 	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	metav1.AddMetaToScheme(Scheme)
+}
+
+// The media types --storage-media-type accepts, as kube-apiserver's flag does.
+const (
+	StorageProtobuf = runtime.ContentTypeProtobuf // "application/vnd.kubernetes.protobuf", the default
+	StorageJSON     = runtime.ContentTypeJSON     // "application/json"
+	StorageYAML     = runtime.ContentTypeYAML     // "application/yaml"
+)
+
+// StorageMediaTypes lists the accepted storage media types, default first.
+var StorageMediaTypes = []string{StorageProtobuf, StorageJSON, StorageYAML}
+
+// codecs is built on first use, after every init has added its types to Scheme.
+var codecs = sync.OnceValue(func() serializer.CodecFactory { return serializer.NewCodecFactory(Scheme) })
+
+// CheckStorageMediaType reports whether mediaType is one --storage-media-type accepts.
+func CheckStorageMediaType(mediaType string) error {
+	if !slices.Contains(StorageMediaTypes, mediaType) {
+		return fmt.Errorf("%q is not one of %s", mediaType, strings.Join(StorageMediaTypes, ", "))
+	}
+	return nil
+}
+
+// storageCodec is how one kind's objects are kept in etcd: written as mediaType (with the
+// kind's apiVersion and kind in the value, as kube-apiserver writes them), read back from any
+// encoding kube-apiserver or hacp ever wrote (the protobuf "k8s\x00" envelope, JSON with or
+// without apiVersion/kind, YAML). A type without protobuf support (as custom resources will
+// be) is written as JSON whatever mediaType says, as upstream does.
+type storageCodec struct {
+	encoder runtime.Encoder
+	decoder runtime.Decoder
+}
+
+// protobufType is what apimachinery's protobuf serializer needs of a type.
+type protobufType interface {
+	Marshal() ([]byte, error)
+	Reset()
+	Unmarshal([]byte) error
+}
+
+// StorageCodec is how the registry keeps k's objects in etcd when writing mediaType ("" is
+// the default, protobuf); for tests and tools that read or write etcd beside a registry.
+func StorageCodec(mediaType string, k *Kind) (storage.Codec, error) {
+	return newStorageCodec(mediaType, k.GVK(), k.New)
+}
+
+func newStorageCodec(mediaType string, gvk schema.GroupVersionKind, newObj func() runtime.Object) (storage.Codec, error) {
+	if mediaType == "" {
+		mediaType = StorageProtobuf
+	}
+	if _, ok := newObj().(protobufType); !ok && mediaType == StorageProtobuf {
+		mediaType = StorageJSON
+	}
+	if err := CheckStorageMediaType(mediaType); err != nil {
+		return nil, err
+	}
+	info, ok := runtime.SerializerInfoForMediaType(codecs().SupportedMediaTypes(), mediaType)
+	if !ok {
+		return nil, fmt.Errorf("no serializer for storage media type %q", mediaType)
+	}
+	return &storageCodec{
+		encoder: runtime.WithVersionEncoder{Version: gvk.GroupVersion(), Encoder: info.Serializer, ObjectTyper: Scheme},
+		decoder: runtime.WithoutVersionDecoder{Decoder: codecs().UniversalDeserializer()},
+	}, nil
+}
+
+func (c *storageCodec) Encode(obj runtime.Object) ([]byte, error) {
+	return runtime.Encode(c.encoder, obj)
+}
+
+// Decode reads data into into, which it empties first; a value of another kind is an error.
+func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
+	if len(data) == 0 {
+		return errors.New("empty value")
+	}
+	if v := reflect.ValueOf(into); v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().Set(reflect.Zero(v.Elem().Type()))
+	}
+	out, gvk, err := c.decoder.Decode(data, nil, into)
+	if err != nil {
+		return err
+	}
+	if out != into {
+		return fmt.Errorf("stored object is %v, not %T", gvk, into)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/registry"
@@ -32,6 +33,8 @@ type Config struct {
 	EtcdCertFile string   `yaml:"etcd-certfile"`
 	EtcdKeyFile  string   `yaml:"etcd-keyfile"`
 	EtcdPrefix   string   `yaml:"etcd-prefix"`
+	// StorageMediaType is how objects are written to etcd (kube-apiserver's flag).
+	StorageMediaType string `yaml:"storage-media-type"`
 
 	EtcdName                    string        `yaml:"etcd-name"`
 	EtcdListenClientURL         string        `yaml:"etcd-listen-client-url"`
@@ -70,6 +73,7 @@ func DefaultConfig() *Config {
 		ShutdownTimeout:             30 * time.Second,
 		LogLevel:                    "info",
 		EtcdPrefix:                  "/registry",
+		StorageMediaType:            registry.StorageProtobuf,
 		EtcdName:                    "default",
 		EtcdListenClientURL:         "http://127.0.0.1:2379",
 		EtcdListenPeerURL:           "http://127.0.0.1:2380",
@@ -108,6 +112,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", c.EtcdCertFile, "client certificate `file` for --etcd-servers")
 	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", c.EtcdKeyFile, "client key `file` for --etcd-servers")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", c.EtcdPrefix, "key `prefix` of every object in etcd")
+	fs.StringVar(&c.StorageMediaType, "storage-media-type", c.StorageMediaType, "media `type` objects are written to etcd in: "+strings.Join(registry.StorageMediaTypes, ", ")+" (kube-apiserver's flag; protobuf is what kube-apiserver writes). Values in any of them are always read, so the setting can change on a running cluster")
 
 	fs.StringVar(&c.EtcdName, "etcd-name", c.EtcdName, "embedded etcd member `name`")
 	fs.StringVar(&c.EtcdListenClientURL, "etcd-listen-client-url", c.EtcdListenClientURL, "embedded etcd client `URL` (keep it on 127.0.0.1; etcdctl uses it)")
@@ -172,6 +177,9 @@ func (c *Config) Validate() error {
 	}
 	if c.EtcdCompactionInterval < 0 {
 		errs = append(errs, config.FieldErrorf("etcd-compaction-interval", "must not be negative, not %v", c.EtcdCompactionInterval))
+	}
+	if err := registry.CheckStorageMediaType(c.StorageMediaType); c.StorageMediaType != "" && err != nil {
+		errs = append(errs, config.FieldErrorf("storage-media-type", "%v", err))
 	}
 	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
 		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))

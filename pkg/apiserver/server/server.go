@@ -84,7 +84,7 @@ func (s *Server) Start(ctx context.Context) error {
 		compaction = s.cfg.EtcdCompactionInterval
 	}
 	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
-		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction,
+		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
 		ServiceRanges: registry.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	if err := s.registry.Start(regCtx); err != nil {
 		cancel()

@@ -1,0 +1,23 @@
+// Command prebuild builds the upstream programs the tests run (make upstream), so that the
+// first test that needs one does not pay for the build under its timeout.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/hacp/hacp/internal/upstream"
+)
+
+func main() {
+	root := upstream.Root()
+	for _, name := range append(append([]string{}, upstream.Kubernetes...), upstream.Kwok) {
+		path, err := upstream.Build(context.Background(), root, name)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "upstream: %s: %v\n", name, err)
+			os.Exit(1)
+		}
+		fmt.Println(path)
+	}
+}

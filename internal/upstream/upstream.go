@@ -1,0 +1,219 @@
+// Package upstream builds the upstream Kubernetes programs that compatibility tests run
+// against hacp (kube-apiserver, kube-controller-manager, kube-scheduler, kwok) from their Go
+// modules, once per pinned version, into _output/upstream/ (never committed).
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hacp/hacp/internal/testenv"
+)
+
+const (
+	// KubernetesVersion is the k8s.io/kubernetes module the control-plane programs come from.
+	KubernetesVersion = "v1.33.13"
+	// StagingVersion is the version of the staging modules (k8s.io/api, ...) that
+	// k8s.io/kubernetes replaces with its own tree; the scratch module pins them to it.
+	StagingVersion = "v0.33.13"
+	// KwokVersion is the sigs.k8s.io/kwok module kwok comes from.
+	KwokVersion = "v0.8.0"
+)
+
+// Kubernetes names the programs built from k8s.io/kubernetes, in one go build.
+var Kubernetes = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// Kwok is the fake-node program, built by go install from its own module.
+const Kwok = "kwok"
+
+// Root is the cache directory: _output/upstream under the repository root.
+func Root() string {
+	if d := os.Getenv("HACP_UPSTREAM_DIR"); d != "" {
+		return d
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "_output", "upstream")
+}
+
+// Binary returns the path of the named upstream program (one of Kubernetes, or Kwok), building
+// it on first use. A failed build skips the test on a developer's machine and fails it in CI.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	path, err := Build(context.Background(), Root(), name)
+	if err != nil {
+		testenv.Require(t, false, fmt.Sprintf("upstream %s: %v", name, err))
+	}
+	return path
+}
+
+// Build returns the path of the named program under root, building it if it is missing.
+// The Kubernetes programs are built together (one go build shares the compile of their
+// common packages). A lock file under root makes parallel test processes wait for one build.
+func Build(ctx context.Context, root, name string) (string, error) {
+	switch {
+	case name == Kwok:
+		dir := filepath.Join(root, "kwok-"+KwokVersion)
+		return buildLocked(ctx, dir, name, buildKwok)
+	case contains(Kubernetes, name):
+		dir := filepath.Join(root, "kubernetes-"+KubernetesVersion)
+		return buildLocked(ctx, dir, name, buildKubernetes)
+	}
+	return "", fmt.Errorf("unknown program %q (want one of %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func buildLocked(ctx context.Context, dir, name string, build func(context.Context, string) error) (string, error) {
+	bin := filepath.Join(dir, "bin", name)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(bin); err == nil { // built by whoever held the lock before us
+		return bin, nil
+	}
+	if err := build(ctx, dir); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("build finished without %s: %w", bin, err)
+	}
+	return bin, nil
+}
+
+// stagingReplace matches the replace lines of k8s.io/kubernetes's go.mod that point a staging
+// module at its own tree, e.g. "k8s.io/api => ./staging/src/k8s.io/api".
+var stagingReplace = regexp.MustCompile(`(?m)^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/`)
+
+// buildKubernetes writes a scratch module that requires k8s.io/kubernetes and replaces every
+// staging module it lists with the published module of the matching version, then builds the
+// programs into dir/bin (through bin.tmp, so an interrupted build leaves no half binary).
+func buildKubernetes(ctx context.Context, dir string) error {
+	gomod, err := downloadGoMod(ctx, dir, "k8s.io/kubernetes@"+KubernetesVersion)
+	if err != nil {
+		return err
+	}
+	var staging []string
+	for _, m := range stagingReplace.FindAllStringSubmatch(string(gomod), -1) {
+		staging = append(staging, m[1])
+	}
+	if len(staging) == 0 {
+		return errors.New("k8s.io/kubernetes go.mod lists no staging replacements")
+	}
+	sort.Strings(staging)
+	var b strings.Builder
+	fmt.Fprintf(&b, "module hacp.local/upstream\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
+	for _, m := range staging {
+		fmt.Fprintf(&b, "\t%s => %s %s\n", m, m, StagingVersion)
+	}
+	b.WriteString(")\n")
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "bin.tmp")
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	args := []string{"build", "-mod=mod", "-trimpath", "-o", tmp + "/"}
+	for _, n := range Kubernetes {
+		args = append(args, "k8s.io/kubernetes/cmd/"+n)
+	}
+	if err := goCmd(ctx, dir, nil, args...); err != nil {
+		return err
+	}
+	return moveBins(dir, tmp, Kubernetes)
+}
+
+// buildKwok installs kwok at its pinned version (go install pkg@version needs no module).
+func buildKwok(ctx context.Context, dir string) error {
+	tmp := filepath.Join(dir, "bin.tmp")
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := goCmd(ctx, dir, []string{"GOBIN=" + tmp}, "install", "-trimpath", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion); err != nil {
+		return err
+	}
+	return moveBins(dir, tmp, []string{Kwok})
+}
+
+func moveBins(dir, tmp string, names []string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(tmp, n), filepath.Join(dir, "bin", n)); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(tmp)
+}
+
+// downloadGoMod fetches a module through the module proxy and returns its go.mod.
+func downloadGoMod(ctx context.Context, dir, modVersion string) ([]byte, error) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", modVersion)
+	cmd.Dir = os.TempDir() // outside any module: the download needs none
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go mod download %s: %w (%s)", modVersion, err, strings.TrimSpace(out.String()))
+	}
+	var info struct{ GoMod, Error string }
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
+		return nil, fmt.Errorf("go mod download %s: %w", modVersion, err)
+	}
+	if info.Error != "" {
+		return nil, fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
+	}
+	return os.ReadFile(info.GoMod)
+}
+
+func goCmd(ctx context.Context, dir string, env []string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false"), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Run(); err != nil {
+		tail := out.String()
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		return fmt.Errorf("go %s in %s: %w\n%s", strings.Join(args, " "), dir, err, tail)
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+// Package upstream_test runs upstream Kubernetes programs, built from their Go modules by
+// internal/upstream, against hacp.
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/server"
+	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// samples are manifests for the kinds an object with only a name is not valid for, by
+// "resource.group"; %[1]s is the object's name. Every other kind of registry.Kinds() is
+// created with metadata only.
+var samples = map[string]string{
+	"pods": `{"spec":{"containers":[{"name":"c","image":"nginx:1.27","ports":[{"containerPort":80}],
+		"env":[{"name":"A","value":"b"}],"resources":{"limits":{"cpu":"100m","memory":"64Mi"}}}]}}`,
+	"services":  `{"spec":{"selector":{"app":"%[1]s"},"ports":[{"name":"http","port":80,"targetPort":8080}]}}`,
+	"endpoints": `{"subsets":[{"addresses":[{"ip":"10.77.1.1"}],"ports":[{"name":"http","port":8080}]}]}`,
+	"events": `{"involvedObject":{"kind":"Pod","name":"p","namespace":"default"},"reason":"Tested","message":"m",
+		"type":"Normal","source":{"component":"interop"},"count":1,
+		"firstTimestamp":"2026-01-02T03:04:05Z","lastTimestamp":"2026-01-02T03:04:05Z"}`,
+	"leases.coordination.k8s.io": `{"spec":{"holderIdentity":"me","leaseDurationSeconds":15}}`,
+	"deployments.apps": `{"spec":{"replicas":2,"selector":{"matchLabels":{"app":"%[1]s"}},
+		"template":{"metadata":{"labels":{"app":"%[1]s"}},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}}}`,
+	"configmaps":      `{"data":{"k":"v"},"binaryData":{"b":"AAEC"}}`,
+	"secrets":         `{"type":"Opaque","data":{"k":"djE="}}`,
+	"nodes":           `{"metadata":{"labels":{"kubernetes.io/hostname":"%[1]s"}},"spec":{"podCIDR":"10.77.2.0/24"}}`,
+	"serviceaccounts": `{"automountServiceAccountToken":false}`,
+}
+
+// kind is one resource of registry.Kinds() as the test drives it.
+type kind struct {
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind
+	namespaced bool
+}
+
+func (k kind) key() string {
+	if k.gvr.Group == "" {
+		return k.gvr.Resource
+	}
+	return k.gvr.Resource + "." + k.gvr.Group
+}
+
+func kinds() []kind {
+	var out []kind
+	for _, k := range registry.Kinds() {
+		out = append(out, kind{
+			gvr:        k.GroupVersion().WithResource(k.Plural),
+			gvk:        k.GVK(),
+			namespaced: k.Namespaced,
+		})
+	}
+	return out
+}
+
+// manifest is the sample object of k named name (in namespace "default" when namespaced).
+func manifest(t *testing.T, k kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := map[string]any{}
+	if s, ok := samples[k.key()]; ok {
+		if err := json.Unmarshal([]byte(fmt.Sprintf(s, name)), &obj); err != nil {
+			t.Fatalf("sample of %s: %v", k.key(), err)
+		}
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(k.gvk)
+	u.SetName(name)
+	if k.namespaced {
+		u.SetNamespace("default")
+	}
+	return u
+}
+
+func (k kind) client(dc dynamic.Interface) dynamic.ResourceInterface {
+	if k.namespaced {
+		return dc.Resource(k.gvr).Namespace("default")
+	}
+	return dc.Resource(k.gvr)
+}
+
+// TestEtcdSharedWithKubeAPIServer: hacp takes over an etcd that kube-apiserver 1.33 wrote
+// (objects of every kind hacp serves are read with the same content, listed and updated),
+// and kube-apiserver takes it back (what hacp wrote, as protobuf, is read and updated).
+func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
+	bin := upstream.Binary(t, "kube-apiserver")
+	etcd := etcdtest.Start(t)
+	ec, err := etcd.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ec.Close() })
+	ctx := context.Background()
+	ks := kinds()
+
+	// 1. kube-apiserver writes one object of every kind.
+	kas := startKubeAPIServer(t, bin, etcd.ClientURL())
+	dc := dynamic.NewForConfigOrDie(kas.config)
+	written := map[string]*unstructured.Unstructured{}
+	for _, k := range ks {
+		name := "by-kas-" + k.gvr.Resource
+		if _, err := k.client(dc).Create(ctx, manifest(t, k, name), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("kube-apiserver create %s: %v (add a sample manifest for it to samples)", k.key(), err)
+		}
+		got, err := k.client(dc).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[k.key()] = got
+		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
+			t.Fatalf("kube-apiserver stored %s as %.20q, not protobuf", k.key(), v)
+		}
+	}
+	kas.stop(t)
+
+	// 2. hacp reads them with the same content, lists and updates them.
+	hacp, hdc := startHacp(t, etcd.ClientURL())
+	updated := map[string]*unstructured.Unstructured{}
+	for _, k := range ks {
+		name := "by-kas-" + k.gvr.Resource
+		got, err := k.client(hdc).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("hacp get %s written by kube-apiserver: %v", k.key(), err)
+		}
+		sameContent(t, "hacp get of "+k.key()+" written by kube-apiserver", written[k.key()], got)
+		list, err := k.client(hdc).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("hacp list %s: %v", k.key(), err)
+		}
+		if !containsObject(list.Items, written[k.key()]) {
+			t.Errorf("hacp list %s lacks %s written by kube-apiserver", k.key(), name)
+		}
+		u, err := addLabel(ctx, k.client(hdc), got, "hacp-updated")
+		if err != nil {
+			t.Fatalf("hacp update %s written by kube-apiserver: %v", k.key(), err)
+		}
+		updated[k.key()] = u
+		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
+			t.Errorf("hacp stored %s as %.20q, not protobuf", k.key(), v)
+		}
+	}
+	// ... and writes objects of its own.
+	for _, k := range ks {
+		name := "by-hacp-" + k.gvr.Resource
+		if _, err := k.client(hdc).Create(ctx, manifest(t, k, name), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("hacp create %s: %v", k.key(), err)
+		}
+		got, err := k.client(hdc).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		updated[k.key()+"/new"] = got
+		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
+			t.Errorf("hacp stored %s as %.20q, not protobuf", k.key(), v)
+		}
+	}
+	if err := hacp.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	// 3. kube-apiserver reads and updates what hacp wrote.
+	kas = startKubeAPIServer(t, bin, etcd.ClientURL())
+	dc = dynamic.NewForConfigOrDie(kas.config)
+	for _, k := range ks {
+		for _, c := range []struct{ name, want string }{{"by-kas-" + k.gvr.Resource, k.key()}, {"by-hacp-" + k.gvr.Resource, k.key() + "/new"}} {
+			got, err := k.client(dc).Get(ctx, c.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("kube-apiserver get %s %s written by hacp: %v", k.key(), c.name, err)
+			}
+			sameContent(t, "kube-apiserver get of "+k.key()+" "+c.name+" written by hacp", updated[c.want], got)
+			if _, err := addLabel(ctx, k.client(dc), got, "kas-updated"); err != nil {
+				t.Errorf("kube-apiserver update %s %s written by hacp: %v", k.key(), c.name, err)
+			}
+		}
+	}
+	kas.stop(t)
+}
+
+// rawValue is the etcd value of an object, at upstream's key.
+func rawValue(t *testing.T, ec *clientv3.Client, k kind, name string) []byte {
+	t.Helper()
+	key := "/registry/" + k.gvr.Resource + "/"
+	if k.namespaced {
+		key += "default/"
+	}
+	resp, err := ec.Get(context.Background(), key+name)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("etcd get %s: %v %v", key+name, resp, err)
+	}
+	return resp.Kvs[0].Value
+}
+
+func addLabel(ctx context.Context, c dynamic.ResourceInterface, obj *unstructured.Unstructured, label string) (*unstructured.Unstructured, error) {
+	obj = obj.DeepCopy()
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[label] = "true"
+	obj.SetLabels(l)
+	return c.Update(ctx, obj, metav1.UpdateOptions{})
+}
+
+func containsObject(items []unstructured.Unstructured, want *unstructured.Unstructured) bool {
+	for _, it := range items {
+		if it.GetName() == want.GetName() && it.GetUID() == want.GetUID() && it.GetResourceVersion() == want.GetResourceVersion() {
+			return true
+		}
+	}
+	return false
+}
+
+// sameContent fails unless two servers' answers for one stored object are equal in every
+// field: they decode the same etcd value at the same revision.
+func sameContent(t *testing.T, what string, want, got *unstructured.Unstructured) {
+	t.Helper()
+	if !equality.Semantic.DeepEqual(want.Object, got.Object) {
+		a, _ := json.MarshalIndent(want.Object, "", " ")
+		b, _ := json.MarshalIndent(got.Object, "", " ")
+		t.Errorf("%s differs:\nwritten %s\nread    %s", what, a, b)
+	}
+}
+
+// startHacp starts hacp's apiserver on an external etcd with its defaults (protobuf).
+func startHacp(t *testing.T, etcdURL string) (*server.Server, dynamic.Interface) {
+	t.Helper()
+	s := servertest.New(t, func(cfg *server.Config) { cfg.EtcdServers = []string{etcdURL} })
+	return s, dynamic.NewForConfigOrDie(servertest.RestConfig(t, s))
+}
+
+type kubeAPIServer struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited, with its status in exitErr
+	exitErr error
+	config  *rest.Config
+	log     string
+}
+
+// startKubeAPIServer runs kube-apiserver on etcdURL with self-signed serving certificates,
+// a fresh service-account key and AlwaysAllow (the client is anonymous), and waits for
+// /readyz. The test's cleanup kills it if the test did not stop it.
+func startKubeAPIServer(t *testing.T, bin, etcdURL string) *kubeAPIServer {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
+	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	logPath := filepath.Join(dir, "kube-apiserver.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
+		"--authorization-mode=AlwaysAllow",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		// kube-controller-manager does not run here to create default ServiceAccounts.
+		"--disable-admission-plugins=ServiceAccount",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k := &kubeAPIServer{cmd: cmd, done: make(chan struct{}), log: logPath,
+		config: &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(port), TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 1000, Burst: 1000}}
+	go func() { k.exitErr = cmd.Wait(); close(k.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-k.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-k.done
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				if len(b) > 8000 {
+					b = b[len(b)-8000:]
+				}
+				t.Logf("kube-apiserver log tail:\n%s", b)
+			}
+		}
+	})
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		select {
+		case <-k.done:
+			t.Fatalf("kube-apiserver exited: %v (log %s)", k.exitErr, logPath)
+		default:
+		}
+		if resp, err := hc.Get(k.config.Host + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return k
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver not ready within 2m (log %s)", logPath)
+		}
+		time.Sleep(200 * time.Millisecond) // poll
+	}
+}
+
+// stop ends kube-apiserver with SIGTERM, as a kubelet would, and waits for it.
+func (k *kubeAPIServer) stop(t *testing.T) {
+	t.Helper()
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(time.Minute):
+		_ = k.cmd.Process.Kill()
+		<-k.done
+		t.Fatal("kube-apiserver did not stop within 1m of SIGTERM")
+	}
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
