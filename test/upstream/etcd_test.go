@@ -4,6 +4,7 @@ package upstream_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -61,6 +62,7 @@ type kind struct {
 	gvr        schema.GroupVersionResource
 	gvk        schema.GroupVersionKind
 	namespaced bool
+	keyRoot    string // below /registry/: upstream's, which differs from the resource for a few kinds
 }
 
 func (k kind) key() string {
@@ -77,6 +79,7 @@ func kinds() []kind {
 			gvr:        k.GroupVersion().WithResource(k.Plural),
 			gvk:        k.GVK(),
 			namespaced: k.Namespaced,
+			keyRoot:    cmp.Or(k.KeyRoot, k.Plural),
 		})
 	}
 	return out
@@ -207,7 +210,7 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 // rawValue is the etcd value of an object, at upstream's key.
 func rawValue(t *testing.T, ec *clientv3.Client, k kind, name string) []byte {
 	t.Helper()
-	key := "/registry/" + k.gvr.Resource + "/"
+	key := "/registry/" + k.keyRoot + "/"
 	if k.namespaced {
 		key += "default/"
 	}

@@ -1,11 +1,15 @@
 package registry
 
 import (
-	"github.com/hacp/hacp/pkg/apiserver/storage"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// DecodeStored decodes a value as the registry's stores write it.
-func DecodeStored(data []byte, into runtime.Object) error {
-	return storage.JSONCodec{}.Decode(data, into)
+// DecodeRangeAllocation decodes the NodePort bitmap as the registry writes it by default.
+func DecodeRangeAllocation(data []byte, into *corev1.RangeAllocation) error {
+	codec, err := newStorageCodec("", corev1.SchemeGroupVersion.WithKind("RangeAllocation"), func() runtime.Object { return &corev1.RangeAllocation{} })
+	if err != nil {
+		return err
+	}
+	return codec.Decode(data, into)
 }

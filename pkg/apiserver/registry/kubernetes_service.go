@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -102,7 +101,7 @@ func (r *Registry) renewMasterLease(ctx context.Context, key string, lease clien
 	if err != nil {
 		return 0, err
 	}
-	value, err := storage.JSONCodec{}.Encode(&corev1.Endpoints{
+	value, err := r.endpointsCodec.Encode(&corev1.Endpoints{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Endpoints"},
 		ObjectMeta: metav1.ObjectMeta{Name: me.IP},
 		Subsets:    []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: me.IP}}}},

@@ -90,7 +90,7 @@ func reservedPorts(t *testing.T, r *registry.Registry, c *clientv3.Client) map[i
 		return out
 	}
 	ra := &corev1.RangeAllocation{}
-	if err := registry.DecodeStored(resp.Kvs[0].Value, ra); err != nil {
+	if err := registry.DecodeRangeAllocation(resp.Kvs[0].Value, ra); err != nil {
 		t.Fatal(err)
 	}
 	if ra.Range != "30000-30009" {
