@@ -66,6 +66,9 @@ func Kinds() []*Kind {
 		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
 		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
 		leasesKind(), deploymentsKind(),
+		replicaSetsKind(), statefulSetsKind(), daemonSetsKind(), controllerRevisionsKind(),
+		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
+		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
 	}
 }
 
@@ -80,14 +83,26 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	r := &Registry{byGR: map[schema.GroupResource]*Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
 		client: client, cfg: cfg}
 	for _, k := range Kinds() {
-		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		newFunc := k.New
+		if k.StorageOf != nil {
+			newFunc = k.StorageOf.StorageNew
+		}
+		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		if k.StorageOf != nil {
+			st = &convertingStorage{inner: st, conv: k.StorageOf}
+		}
 		s := &Store{kind: k, storage: st}
 		res := &Resource{Store: s, Subresources: map[string]Storage{}}
 		if k.Status {
 			res.Subresources["status"] = &StatusStore{store: s}
 		}
+		if k.Scale != nil {
+			res.Subresources["scale"] = &ScaleStore{store: s, access: k.Scale}
+		}
 		r.Resources = append(r.Resources, res)
-		r.byGR[k.GroupResource()] = res
+		if r.byGR[k.GroupResource()] == nil { // the stored version; others convert
+			r.byGR[k.GroupResource()] = res
+		}
 	}
 	ns := r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
 	ns.onTerminate = r.terminateNamespace
@@ -98,8 +113,6 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	pods := r.byGR[schema.GroupResource{Resource: "pods"}]
 	pods.Subresources["binding"] = &BindingStore{pods: pods.Store}
-	deploy := r.byGR[schema.GroupResource{Group: "apps", Resource: "deployments"}]
-	deploy.Subresources["scale"] = &ScaleStore{deployments: deploy.Store}
 	return r
 }
 
