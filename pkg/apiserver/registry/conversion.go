@@ -141,4 +141,6 @@ func (c *convertingStorage) Watch(ctx context.Context, key string, opts storage.
 	}), nil
 }
 
-func (c *convertingStorage) Revision(ctx context.Context) (int64, error) { return c.inner.Revision(ctx) }
+func (c *convertingStorage) Revision(ctx context.Context) (int64, error) {
+	return c.inner.Revision(ctx)
+}

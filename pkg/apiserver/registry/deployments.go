@@ -85,4 +85,3 @@ func deploymentsKind() *Kind {
 		},
 	}
 }
-

@@ -37,8 +37,10 @@ func horizontalPodAutoscalersKind() *Kind {
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 			},
-			Default:  func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
-			Validate: func(obj runtime.Object) field.ErrorList { return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			Default: func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+			},
 		},
 	}
 }

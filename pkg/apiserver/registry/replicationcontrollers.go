@@ -18,7 +18,9 @@ func replicationControllersKind() *Kind {
 			Replicas:       func(obj runtime.Object) int32 { return replicasOr1(obj.(*corev1.ReplicationController).Spec.Replicas) },
 			SetReplicas:    func(obj runtime.Object, n int32) { obj.(*corev1.ReplicationController).Spec.Replicas = &n },
 			StatusReplicas: func(obj runtime.Object) int32 { return obj.(*corev1.ReplicationController).Status.Replicas },
-			Selector:       func(obj runtime.Object) string { return mapSelectorString(obj.(*corev1.ReplicationController).Spec.Selector) },
+			Selector: func(obj runtime.Object) string {
+				return mapSelectorString(obj.(*corev1.ReplicationController).Spec.Selector)
+			},
 		},
 		Strategy: Strategy{
 			GenerationOnSpec: true,

@@ -270,17 +270,23 @@ func TestWorkloadValidation(t *testing.T) {
 	}{
 		{"rs negative replicas", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Replicas = ptr[int32](-1) },
 			"spec.replicas", "must be greater than or equal to 0"},
-		{"rs selector does not match", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Template.Labels = map[string]string{"app": "other"} },
+		{"rs selector does not match", "apps", "replicasets", func(o runtime.Object) {
+			o.(*appsv1.ReplicaSet).Spec.Template.Labels = map[string]string{"app": "other"}
+		},
 			"spec.template.metadata.labels", "`selector` does not match template `labels`"},
 		{"rs no selector", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Selector = nil },
 			"spec.selector", "Required value"},
 		{"rs empty selector", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Selector = &metav1.LabelSelector{} },
 			"spec.selector", "empty selector is invalid for deployment"},
-		{"rs restartPolicy Never", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
+		{"rs restartPolicy Never", "apps", "replicasets", func(o runtime.Object) {
+			o.(*appsv1.ReplicaSet).Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		},
 			"spec.template.spec.restartPolicy", `Unsupported value: "Never": supported values: "Always"`},
 		{"rs no containers", "apps", "replicasets", func(o runtime.Object) { o.(*appsv1.ReplicaSet).Spec.Template.Spec.Containers = nil },
 			"spec.template.spec.containers", "Required value"},
-		{"deploy activeDeadlineSeconds", "apps", "deployments", func(o runtime.Object) { o.(*appsv1.Deployment).Spec.Template.Spec.ActiveDeadlineSeconds = ptr[int64](5) },
+		{"deploy activeDeadlineSeconds", "apps", "deployments", func(o runtime.Object) {
+			o.(*appsv1.Deployment).Spec.Template.Spec.ActiveDeadlineSeconds = ptr[int64](5)
+		},
 			"spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in ReplicaSet is not Supported"},
 		{"deploy bad strategy", "apps", "deployments", func(o runtime.Object) { o.(*appsv1.Deployment).Spec.Strategy.Type = "Sometimes" },
 			"spec.strategy.type", `Unsupported value: "Sometimes"`},
