@@ -236,17 +236,7 @@ func TestPodSpecDefaults(t *testing.T) {
 	}
 }
 
-// causes returns the field paths of an Invalid error's causes.
-func causeFields(err error) []string {
-	var fields []string
-	if se, ok := err.(apierrors.APIStatus); ok && se.Status().Details != nil {
-		for _, c := range se.Status().Details.Causes {
-			fields = append(fields, c.Field)
-		}
-	}
-	return fields
-}
-
+// causeMessages lists an Invalid error's causes, one "field: message" a line.
 func causeMessages(err error) string {
 	var msgs []string
 	if se, ok := err.(apierrors.APIStatus); ok && se.Status().Details != nil {
