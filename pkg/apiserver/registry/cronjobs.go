@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
@@ -63,6 +65,7 @@ func validateCronJobSpec(s *batchv1.CronJobSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("schedule"), s.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
 		}
 	}
+	errs = append(errs, validateTimeZone(s.TimeZone, p.Child("timeZone"))...)
 	if s.StartingDeadlineSeconds != nil && *s.StartingDeadlineSeconds < 0 {
 		errs = append(errs, field.Invalid(p.Child("startingDeadlineSeconds"), *s.StartingDeadlineSeconds, "must be greater than or equal to 0"))
 	}
@@ -83,5 +86,31 @@ func validateCronJobSpec(s *batchv1.CronJobSpec) field.ErrorList {
 	}
 	errs = append(errs, validateNonnegative(s.SuccessfulJobsHistoryLimit, p.Child("successfulJobsHistoryLimit"))...)
 	errs = append(errs, validateNonnegative(s.FailedJobsHistoryLimit, p.Child("failedJobsHistoryLimit"))...)
+	return errs
+}
+
+// validTimeZoneCharacters is upstream's: one component of an IANA zone name.
+var validTimeZoneCharacters = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
+
+// validateTimeZone is upstream's: nil, or a zone this host's tz database knows.
+func validateTimeZone(tz *string, p *field.Path) field.ErrorList {
+	if tz == nil {
+		return nil
+	}
+	if *tz == "" {
+		return field.ErrorList{field.Invalid(p, tz, "timeZone must be nil or non-empty string")}
+	}
+	for _, part := range strings.Split(*tz, "/") {
+		if part == "." || part == ".." || strings.HasPrefix(part, "-") || !validTimeZoneCharacters.MatchString(part) {
+			return field.ErrorList{field.Invalid(p, tz, "unknown time zone "+*tz)}
+		}
+	}
+	var errs field.ErrorList
+	if strings.EqualFold(*tz, "Local") {
+		errs = append(errs, field.Invalid(p, tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+	}
+	if _, err := time.LoadLocation(*tz); err != nil {
+		errs = append(errs, field.Invalid(p, tz, err.Error()))
+	}
 	return errs
 }

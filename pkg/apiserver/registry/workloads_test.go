@@ -302,6 +302,10 @@ func TestWorkloadValidation(t *testing.T) {
 			"spec.schedule", "Required value"},
 		{"cronjob TZ in schedule", "batch", "cronjobs", func(o runtime.Object) { o.(*batchv1.CronJob).Spec.Schedule = "TZ=UTC 0 * * * *" },
 			"spec.schedule", "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"},
+		{"cronjob unknown time zone", "batch", "cronjobs", func(o runtime.Object) { o.(*batchv1.CronJob).Spec.TimeZone = ptr("Mars/Olympus") },
+			"spec.timeZone", "unknown time zone Mars/Olympus"},
+		{"cronjob bad time zone", "batch", "cronjobs", func(o runtime.Object) { o.(*batchv1.CronJob).Spec.TimeZone = ptr("../etc") },
+			"spec.timeZone", "unknown time zone ../etc"},
 		{"cronjob name too long", "batch", "cronjobs", func(o runtime.Object) { o.(*batchv1.CronJob).Name = strings.Repeat("a", 53) },
 			"metadata.name", "must be no more than 52 characters"},
 		{"cronjob selector given", "batch", "cronjobs", func(o runtime.Object) {
