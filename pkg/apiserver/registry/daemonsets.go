@@ -1,7 +1,10 @@
 package registry
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,7 +19,22 @@ func daemonSetsKind() *Kind {
 		Status:  true,
 		Strategy: Strategy{
 			GenerationOnSpec: true,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*appsv1.DaemonSet).Status = appsv1.DaemonSetStatus{} },
+			PrepareForCreate: func(obj runtime.Object) {
+				ds := obj.(*appsv1.DaemonSet)
+				ds.Status = appsv1.DaemonSetStatus{}
+				if templateGeneration(ds) < 1 {
+					setTemplateGeneration(ds, 1)
+				}
+			},
+			// The template generation is the server's: kept, and bumped when the template changes.
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				ds, oldDS := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+				gen := templateGeneration(oldDS)
+				if !apiequality.Semantic.DeepEqual(ds.Spec.Template, oldDS.Spec.Template) {
+					gen++
+				}
+				setTemplateGeneration(ds, gen)
+			},
 			Default: func(obj runtime.Object) {
 				s := &obj.(*appsv1.DaemonSet).Spec
 				if s.UpdateStrategy.Type == "" {
@@ -59,4 +77,23 @@ func daemonSetsKind() *Kind {
 			},
 		},
 	}
+}
+
+// templateGenerationAnnotation carries upstream's internal spec.templateGeneration in apps/v1.
+const templateGenerationAnnotation = "deprecated.daemonset.template.generation"
+
+func templateGeneration(ds *appsv1.DaemonSet) int64 {
+	n, _ := strconv.ParseInt(ds.Annotations[templateGenerationAnnotation], 10, 64)
+	return n
+}
+
+func setTemplateGeneration(ds *appsv1.DaemonSet, n int64) {
+	if n == 0 { // upstream's conversion leaves a zero generation out
+		delete(ds.Annotations, templateGenerationAnnotation)
+		return
+	}
+	if ds.Annotations == nil {
+		ds.Annotations = map[string]string{}
+	}
+	ds.Annotations[templateGenerationAnnotation] = strconv.FormatInt(n, 10)
 }

@@ -31,6 +31,9 @@ type Strategy struct {
 	Default func(obj runtime.Object)
 	// PrepareForCreate resets what clients may not set on create (e.g. status).
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate sets what an update derives from the stored object (obj is the new
+	// object, old the stored one); it runs before Default.
+	PrepareForUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; metadata is checked by the store.
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update (immutable fields).
@@ -434,6 +437,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
 			na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
 			na.SetGeneration(ca.GetGeneration())
+			if s.kind.Strategy.PrepareForUpdate != nil {
+				s.kind.Strategy.PrepareForUpdate(newObj, current)
+			}
 			if s.kind.Strategy.Default != nil {
 				s.kind.Strategy.Default(newObj)
 			}

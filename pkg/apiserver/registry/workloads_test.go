@@ -602,3 +602,42 @@ func fieldJSON(obj runtime.Object, name string) string {
 	_ = json.Unmarshal(b, &v)
 	return string(v[name])
 }
+
+// TestDaemonSetTemplateGeneration: upstream's spec.templateGeneration, which apps/v1 carries in
+// an annotation, starts at 1 and counts template changes; clients cannot set it.
+func TestDaemonSetTemplateGeneration(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	s := store(r, "apps", "daemonsets")
+	const key = "deprecated.daemonset.template.generation"
+	ds := workloadSample("daemonsets", "tg").(*appsv1.DaemonSet)
+	ds.Annotations = map[string]string{key: "0"}
+	out, err := s.Create(ctx, "default", "", ds, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := out.(*appsv1.DaemonSet).Annotations[key]; g != "1" {
+		t.Fatalf("template generation on create %q", g)
+	}
+	update := func(change func(*appsv1.DaemonSet)) string {
+		t.Helper()
+		out, _, err := s.Update(ctx, "default", "tg", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			d := cur.(*appsv1.DaemonSet)
+			change(d)
+			return d, nil
+		}, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*appsv1.DaemonSet).Annotations[key]
+	}
+	if g := update(func(d *appsv1.DaemonSet) { d.Spec.MinReadySeconds = 5; d.Annotations = nil }); g != "1" {
+		t.Fatalf("after a change outside the template (annotation dropped by the client): %q", g)
+	}
+	if g := update(func(d *appsv1.DaemonSet) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" }); g != "2" {
+		t.Fatalf("after a template change: %q", g)
+	}
+	if g := update(func(d *appsv1.DaemonSet) { d.Annotations[key] = "9" }); g != "2" {
+		t.Fatalf("a client set it: %q", g)
+	}
+}
