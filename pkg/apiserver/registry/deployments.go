@@ -2,6 +2,7 @@ package registry
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,6 +25,13 @@ func deploymentsKind() *Kind {
 			GenerationOnSpec: true,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{}
+			},
+			// Upstream bumps a deployment's generation on annotation changes too (rollbacks).
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
+				if !apiequality.Semantic.DeepEqual(d.Annotations, oldD.Annotations) {
+					d.Generation = oldD.Generation + 1
+				}
 			},
 			Default: func(obj runtime.Object) {
 				d := obj.(*appsv1.Deployment)

@@ -641,3 +641,35 @@ func TestDaemonSetTemplateGeneration(t *testing.T) {
 		t.Fatalf("a client set it: %q", g)
 	}
 }
+
+// TestDeploymentGenerationOnAnnotations: as upstream, an annotation change bumps a
+// deployment's generation (a label change does not).
+func TestDeploymentGenerationOnAnnotations(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	s := store(r, "apps", "deployments")
+	if _, err := s.Create(ctx, "default", "", deployment("gen"), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	update := func(change func(*appsv1.Deployment)) int64 {
+		t.Helper()
+		out, _, err := s.Update(ctx, "default", "gen", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			d := cur.(*appsv1.Deployment)
+			change(d)
+			return d, nil
+		}, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*appsv1.Deployment).Generation
+	}
+	if g := update(func(d *appsv1.Deployment) { d.Labels = map[string]string{"a": "b"} }); g != 1 {
+		t.Fatalf("generation %d after a label change", g)
+	}
+	if g := update(func(d *appsv1.Deployment) { d.Annotations = map[string]string{"a": "b"} }); g != 2 {
+		t.Fatalf("generation %d after an annotation change", g)
+	}
+	if g := update(func(d *appsv1.Deployment) { d.Spec.Replicas = ptr[int32](3) }); g != 3 {
+		t.Fatalf("generation %d after a spec change", g)
+	}
+}
