@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"strconv"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -82,6 +85,14 @@ func deploymentsKind() *Kind {
 						errs = append(errs, field.Forbidden(p.Child("strategy", "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"))
 					}
 				case appsv1.RollingUpdateDeploymentStrategyType:
+					if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil && ru.MaxSurge != nil {
+						rp := p.Child("strategy", "rollingUpdate")
+						errs = append(errs, validatePositiveIntOrPercent(*ru.MaxUnavailable, rp.Child("maxUnavailable"), true)...)
+						errs = append(errs, validatePositiveIntOrPercent(*ru.MaxSurge, rp.Child("maxSurge"), false)...)
+						if intOrPercentValue(*ru.MaxUnavailable) == 0 && intOrPercentValue(*ru.MaxSurge) == 0 {
+							errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), ru.MaxUnavailable, "may not be 0 when `maxSurge` is 0"))
+						}
+					}
 				default:
 					errs = append(errs, field.NotSupported(p.Child("strategy", "type"), d.Spec.Strategy.Type, []string{string(appsv1.RecreateDeploymentStrategyType), string(appsv1.RollingUpdateDeploymentStrategyType)}))
 				}
@@ -92,4 +103,13 @@ func deploymentsKind() *Kind {
 			},
 		},
 	}
+}
+
+// intOrPercentValue is upstream's getIntOrPercentValue: the number, with or without "%".
+func intOrPercentValue(v intstr.IntOrString) int {
+	if v.Type == intstr.Int {
+		return v.IntValue()
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	return n
 }

@@ -29,10 +29,10 @@ func podDisruptionBudgetsKind() *Kind {
 					errs = append(errs, field.Invalid(p, s, "minAvailable and maxUnavailable cannot be both set"))
 				}
 				if s.MinAvailable != nil {
-					errs = append(errs, validatePositiveIntOrPercent(*s.MinAvailable, p.Child("minAvailable"))...)
+					errs = append(errs, validatePositiveIntOrPercent(*s.MinAvailable, p.Child("minAvailable"), true)...)
 				}
 				if s.MaxUnavailable != nil {
-					errs = append(errs, validatePositiveIntOrPercent(*s.MaxUnavailable, p.Child("maxUnavailable"))...)
+					errs = append(errs, validatePositiveIntOrPercent(*s.MaxUnavailable, p.Child("maxUnavailable"), true)...)
 				}
 				errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, p.Child("selector"))...)
 				if pol := s.UnhealthyPodEvictionPolicy; pol != nil && *pol != policyv1.IfHealthyBudget && *pol != policyv1.AlwaysAllow {
@@ -44,16 +44,16 @@ func podDisruptionBudgetsKind() *Kind {
 	}
 }
 
-// validatePositiveIntOrPercent is apps validation's ValidatePositiveIntOrPercent and
-// IsNotMoreThan100Percent together.
-func validatePositiveIntOrPercent(v intstr.IntOrString, p *field.Path) field.ErrorList {
+// validatePositiveIntOrPercent is apps validation's ValidatePositiveIntOrPercent, and with
+// atMost100 its IsNotMoreThan100Percent.
+func validatePositiveIntOrPercent(v intstr.IntOrString, p *field.Path, atMost100 bool) field.ErrorList {
 	switch v.Type {
 	case intstr.String:
 		var errs field.ErrorList
 		for _, msg := range utilvalidation.IsValidPercent(v.StrVal) {
 			errs = append(errs, field.Invalid(p, v, msg))
 		}
-		if len(errs) == 0 {
+		if len(errs) == 0 && atMost100 {
 			if n, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, false); err == nil && n > 100 {
 				errs = append(errs, field.Invalid(p, v, "must not be greater than 100%"))
 			}

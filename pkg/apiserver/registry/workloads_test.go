@@ -280,6 +280,12 @@ func TestWorkloadValidation(t *testing.T) {
 			"spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in ReplicaSet is not Supported"},
 		{"deploy bad strategy", "apps", "deployments", func(o runtime.Object) { o.(*appsv1.Deployment).Spec.Strategy.Type = "Sometimes" },
 			"spec.strategy.type", `Unsupported value: "Sometimes"`},
+		{"deploy maxUnavailable and maxSurge 0", "apps", "deployments", func(o runtime.Object) {
+			o.(*appsv1.Deployment).Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromInt32(0)), MaxSurge: ptr(intstr.FromString("0%"))}
+		}, "spec.strategy.rollingUpdate.maxUnavailable", "may not be 0 when `maxSurge` is 0"},
+		{"deploy maxUnavailable over 100%", "apps", "deployments", func(o runtime.Object) {
+			o.(*appsv1.Deployment).Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxUnavailable: ptr(intstr.FromString("120%"))}
+		}, "spec.strategy.rollingUpdate.maxUnavailable", "must not be greater than 100%"},
 		{"sts name not a DNS label", "apps", "statefulsets", func(o runtime.Object) { o.(*appsv1.StatefulSet).Name = "a.b" },
 			"metadata.name", "must not contain dots"},
 		{"sts empty selector", "apps", "statefulsets", func(o runtime.Object) { o.(*appsv1.StatefulSet).Spec.Selector = &metav1.LabelSelector{} },
