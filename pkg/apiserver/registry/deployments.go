@@ -1,17 +1,12 @@
 package registry
 
 import (
-	"context"
-	"fmt"
+	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/labels"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -23,10 +18,23 @@ func deploymentsKind() *Kind {
 		New:     func() runtime.Object { return &appsv1.Deployment{} },
 		NewList: func() runtime.Object { return &appsv1.DeploymentList{} },
 		Status:  true,
+		Scale: &ScaleAccessor{
+			Replicas:       func(obj runtime.Object) int32 { return replicasOr1(obj.(*appsv1.Deployment).Spec.Replicas) },
+			SetReplicas:    func(obj runtime.Object, n int32) { obj.(*appsv1.Deployment).Spec.Replicas = &n },
+			StatusReplicas: func(obj runtime.Object) int32 { return obj.(*appsv1.Deployment).Status.Replicas },
+			Selector:       func(obj runtime.Object) string { return labelSelectorString(obj.(*appsv1.Deployment).Spec.Selector) },
+		},
 		Strategy: Strategy{
 			GenerationOnSpec: true,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{}
+			},
+			// Upstream bumps a deployment's generation on annotation changes too (rollbacks).
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
+				if !apiequality.Semantic.DeepEqual(d.Annotations, oldD.Annotations) {
+					d.Generation = oldD.Generation + 1
+				}
 			},
 			Default: func(obj runtime.Object) {
 				d := obj.(*appsv1.Deployment)
@@ -58,22 +66,36 @@ func deploymentsKind() *Kind {
 			Validate: func(obj runtime.Object) field.ErrorList {
 				d := obj.(*appsv1.Deployment)
 				p := field.NewPath("spec")
-				var errs field.ErrorList
-				if d.Spec.Replicas != nil && *d.Spec.Replicas < 0 {
-					errs = append(errs, field.Invalid(p.Child("replicas"), *d.Spec.Replicas, "must be greater than or equal to 0"))
-				}
-				if d.Spec.Selector == nil {
-					errs = append(errs, field.Required(p.Child("selector"), ""))
-				} else {
-					errs = append(errs, metav1validation.ValidateLabelSelector(d.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, p.Child("selector"))...)
-					if len(d.Spec.Selector.MatchLabels)+len(d.Spec.Selector.MatchExpressions) == 0 {
-						errs = append(errs, field.Invalid(p.Child("selector"), d.Spec.Selector, "empty selector is invalid for deployment"))
-					} else if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-						errs = append(errs, field.Invalid(p.Child("template", "metadata", "labels"), d.Spec.Template.Labels, "`selector` does not match template `labels`"))
+				errs := validateNonnegative(d.Spec.Replicas, p.Child("replicas"))
+				sel, selErrs := validateWorkloadSelector(d.Spec.Selector, p.Child("selector"), "deployment")
+				errs = append(errs, selErrs...)
+				errs = append(errs, validatePodTemplate(&d.Spec.Template, sel, p.Child("template"))...)
+				errs = append(errs, validateAlwaysRestartTemplate(&d.Spec.Template, "ReplicaSet", p.Child("template"))...)
+				errs = append(errs, validateNonnegative(&d.Spec.MinReadySeconds, p.Child("minReadySeconds"))...)
+				errs = append(errs, validateNonnegative(d.Spec.RevisionHistoryLimit, p.Child("revisionHistoryLimit"))...)
+				if d.Spec.ProgressDeadlineSeconds != nil {
+					errs = append(errs, validateNonnegative(d.Spec.ProgressDeadlineSeconds, p.Child("progressDeadlineSeconds"))...)
+					if *d.Spec.ProgressDeadlineSeconds <= d.Spec.MinReadySeconds {
+						errs = append(errs, field.Invalid(p.Child("progressDeadlineSeconds"), d.Spec.ProgressDeadlineSeconds, "must be greater than minReadySeconds"))
 					}
 				}
-				errs = append(errs, metav1validation.ValidateLabels(d.Spec.Template.Labels, p.Child("template", "metadata", "labels"))...)
-				errs = append(errs, validatePodSpec(&d.Spec.Template.Spec, p.Child("template", "spec"))...)
+				switch d.Spec.Strategy.Type {
+				case appsv1.RecreateDeploymentStrategyType:
+					if d.Spec.Strategy.RollingUpdate != nil {
+						errs = append(errs, field.Forbidden(p.Child("strategy", "rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"))
+					}
+				case appsv1.RollingUpdateDeploymentStrategyType:
+					if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil && ru.MaxSurge != nil {
+						rp := p.Child("strategy", "rollingUpdate")
+						errs = append(errs, validatePositiveIntOrPercent(*ru.MaxUnavailable, rp.Child("maxUnavailable"), true)...)
+						errs = append(errs, validatePositiveIntOrPercent(*ru.MaxSurge, rp.Child("maxSurge"), false)...)
+						if intOrPercentValue(*ru.MaxUnavailable) == 0 && intOrPercentValue(*ru.MaxSurge) == 0 {
+							errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), ru.MaxUnavailable, "may not be 0 when `maxSurge` is 0"))
+						}
+					}
+				default:
+					errs = append(errs, field.NotSupported(p.Child("strategy", "type"), d.Spec.Strategy.Type, []string{string(appsv1.RecreateDeploymentStrategyType), string(appsv1.RollingUpdateDeploymentStrategyType)}))
+				}
 				return errs
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
@@ -83,72 +105,11 @@ func deploymentsKind() *Kind {
 	}
 }
 
-// ScaleStore serves deployments/scale as autoscaling/v1 Scale.
-type ScaleStore struct{ deployments *Store }
-
-func (s *ScaleStore) New() runtime.Object { return &autoscalingv1.Scale{} }
-func (s *ScaleStore) Kind() schema.GroupVersionKind {
-	return autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-}
-
-func scaleOf(d *appsv1.Deployment) *autoscalingv1.Scale {
-	sel := ""
-	if d.Spec.Selector != nil {
-		if s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
-			sel = s.String()
-		}
+// intOrPercentValue is upstream's getIntOrPercentValue: the number, with or without "%".
+func intOrPercentValue(v intstr.IntOrString) int {
+	if v.Type == intstr.Int {
+		return v.IntValue()
 	}
-	var replicas int32
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	return &autoscalingv1.Scale{
-		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, UID: d.UID,
-			ResourceVersion: d.ResourceVersion, CreationTimestamp: d.CreationTimestamp},
-		Spec:   autoscalingv1.ScaleSpec{Replicas: replicas},
-		Status: autoscalingv1.ScaleStatus{Replicas: d.Status.Replicas, Selector: sel},
-	}
-}
-
-func (s *ScaleStore) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
-	obj, err := s.deployments.Get(ctx, ns, name, opts)
-	if err != nil {
-		return nil, err
-	}
-	return scaleOf(obj.(*appsv1.Deployment)), nil
-}
-
-func (s *ScaleStore) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	obj, _, err := s.deployments.Update(ctx, ns, name, func(ctx context.Context, cur runtime.Object) (runtime.Object, error) {
-		if cur == nil {
-			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, name)
-		}
-		d := cur.(*appsv1.Deployment)
-		newObj, err := transform(ctx, scaleOf(d))
-		if err != nil {
-			return nil, err
-		}
-		scale, ok := newObj.(*autoscalingv1.Scale)
-		if !ok {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("expected Scale, got %T", newObj))
-		}
-		if scale.Name != name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, name))
-		}
-		if scale.Spec.Replicas < 0 {
-			return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, name,
-				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
-		}
-		if scale.ResourceVersion != "" && scale.ResourceVersion != d.ResourceVersion {
-			return nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
-		}
-		r := scale.Spec.Replicas
-		d.Spec.Replicas = &r
-		return d, nil
-	}, opts)
-	if err != nil {
-		return nil, false, err
-	}
-	return scaleOf(obj.(*appsv1.Deployment)), false, nil
+	n, _ := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	return n
 }

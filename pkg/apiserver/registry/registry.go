@@ -81,6 +81,9 @@ func Kinds() []*Kind {
 		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
 		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
 		leasesKind(), deploymentsKind(),
+		replicaSetsKind(), statefulSetsKind(), daemonSetsKind(), controllerRevisionsKind(),
+		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
+		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
 	}
 }
 
@@ -99,18 +102,33 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 		cfg.StorageMediaType = StorageProtobuf
 	}
 	for _, k := range Kinds() {
-		codec, err := newStorageCodec(cfg.StorageMediaType, k.GVK(), k.New)
-		if err != nil { // not reached: the media type is checked above; storage then writes JSON
-			cfg.Logger.Error("registry: no storage codec", "kind", k.GVK(), "err", err)
+		newFunc, gvk := k.New, k.GVK()
+		if k.StorageOf != nil {
+			newFunc = k.StorageOf.StorageNew
+			if gvks, _, err := Scheme.ObjectKinds(newFunc()); err == nil {
+				gvk = gvks[0]
+			}
 		}
-		st := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		codec, err := newStorageCodec(cfg.StorageMediaType, gvk, newFunc)
+		if err != nil { // not reached: the media type is checked above; storage then writes JSON
+			cfg.Logger.Error("registry: no storage codec", "kind", gvk, "err", err)
+		}
+		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		if k.StorageOf != nil {
+			st = &convertingStorage{inner: st, conv: k.StorageOf}
+		}
 		s := &Store{kind: k, storage: st}
 		res := &Resource{Store: s, Subresources: map[string]Storage{}}
 		if k.Status {
 			res.Subresources["status"] = &StatusStore{store: s}
 		}
+		if k.Scale != nil {
+			res.Subresources["scale"] = &ScaleStore{store: s, access: k.Scale}
+		}
 		r.Resources = append(r.Resources, res)
-		r.byGR[k.GroupResource()] = res
+		if r.byGR[k.GroupResource()] == nil { // the stored version; others convert
+			r.byGR[k.GroupResource()] = res
+		}
 	}
 	ns := r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
 	ns.onTerminate = r.terminateNamespace
@@ -121,9 +139,6 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	pods := r.byGR[schema.GroupResource{Resource: "pods"}]
 	pods.Subresources["binding"] = &BindingStore{pods: pods.Store}
-	deploy := r.byGR[schema.GroupResource{Group: "apps", Resource: "deployments"}]
-	deploy.Subresources["scale"] = &ScaleStore{deployments: deploy.Store}
-
 	ranges := cfg.ServiceRanges
 	if ranges.ClusterIPRange == "" {
 		ranges.ClusterIPRange = DefaultServiceClusterIPRange

@@ -64,6 +64,11 @@ type Kind struct {
 	Strategy Strategy
 	// Status adds the status subresource; the main resource then ignores status changes.
 	Status bool
+	// Scale, when set, adds the scale subresource (autoscaling/v1 Scale).
+	Scale *ScaleAccessor
+	// StorageOf, when set, serves this kind from another kind's storage by conversion
+	// (autoscaling/v1 HorizontalPodAutoscalers live in etcd as autoscaling/v2).
+	StorageOf *Conversion
 }
 
 // Store is the generic store of one kind on top of storage.Interface.

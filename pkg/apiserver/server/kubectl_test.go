@@ -144,7 +144,12 @@ func TestKubectlSession(t *testing.T) {
 		if out != "nginx:1.28 busybox:1.36" {
 			t.Fatalf("images after apply: %q", out)
 		}
-		contains(t, k.ok("-n", "demo", "get", "deployment", "web", "-o", "jsonpath={.metadata.generation}"), "2")
+		// create 1; the first apply adds its last-applied annotation 2 (a deployment's
+		// annotations bump its generation, as upstream: they are copied to its replica sets);
+		// the new image 3.
+		if gen := k.ok("-n", "demo", "get", "deployment", "web", "-o", "jsonpath={.metadata.generation}"); gen != "3" {
+			t.Fatalf("generation after create and two applies: %s, want 3", gen)
+		}
 	})
 
 	t.Run("patch", func(t *testing.T) {

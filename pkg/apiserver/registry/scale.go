@@ -1,0 +1,118 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ScaleAccessor reads and writes the replica count of one kind, for its scale subresource.
+type ScaleAccessor struct {
+	// Replicas is the desired count (spec.replicas, its default when unset).
+	Replicas func(obj runtime.Object) int32
+	// SetReplicas sets spec.replicas.
+	SetReplicas func(obj runtime.Object, n int32)
+	// StatusReplicas is status.replicas.
+	StatusReplicas func(obj runtime.Object) int32
+	// Selector is the pod selector in label-selector string form, "" if it has none.
+	Selector func(obj runtime.Object) string
+}
+
+// labelSelectorString renders a selector as the Scale's status.selector, "" if invalid.
+func labelSelectorString(sel *metav1.LabelSelector) string {
+	if sel == nil {
+		return ""
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return ""
+	}
+	return s.String()
+}
+
+// mapSelectorString renders a replication controller's map selector.
+func mapSelectorString(sel map[string]string) string {
+	return labels.SelectorFromSet(sel).String()
+}
+
+func replicasOr1(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+// ScaleStore serves the scale subresource of any kind with a ScaleAccessor as
+// autoscaling/v1 Scale, as upstream does for deployments, replica sets, stateful sets and
+// replication controllers.
+type ScaleStore struct {
+	store  *Store
+	access *ScaleAccessor
+}
+
+func (s *ScaleStore) New() runtime.Object { return &autoscalingv1.Scale{} }
+func (s *ScaleStore) Kind() schema.GroupVersionKind {
+	return autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+}
+
+func (s *ScaleStore) scaleOf(obj runtime.Object) *autoscalingv1.Scale {
+	a, _ := meta.Accessor(obj)
+	return &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: a.GetName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
+			ResourceVersion: a.GetResourceVersion(), CreationTimestamp: a.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: s.access.Replicas(obj)},
+		Status: autoscalingv1.ScaleStatus{Replicas: s.access.StatusReplicas(obj), Selector: s.access.Selector(obj)},
+	}
+}
+
+func (s *ScaleStore) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := s.store.Get(ctx, ns, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.scaleOf(obj), nil
+}
+
+// Update sets spec.replicas from the Scale the transform makes of the current one; the
+// object's own validation then runs as on any update.
+func (s *ScaleStore) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	obj, _, err := s.store.Update(ctx, ns, name, func(ctx context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(s.store.gr(), name)
+		}
+		rv := s.scaleOf(cur).ResourceVersion
+		newObj, err := transform(ctx, s.scaleOf(cur))
+		if err != nil {
+			return nil, err
+		}
+		scale, ok := newObj.(*autoscalingv1.Scale)
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("expected Scale, got %T", newObj))
+		}
+		if scale.Name != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, name))
+		}
+		if scale.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, name,
+				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		if scale.ResourceVersion != "" && scale.ResourceVersion != rv {
+			return nil, apierrors.NewConflict(s.store.gr(), name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		s.access.SetReplicas(cur, scale.Spec.Replicas)
+		return cur, nil
+	}, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.scaleOf(obj), false, nil
+}
