@@ -31,6 +31,9 @@ type Registry struct {
 	byGR      map[schema.GroupResource]*Resource
 	log       *slog.Logger
 
+	// Views are served resources without storage of their own (see View).
+	Views []*View
+
 	mu          sync.Mutex
 	terminating map[string]bool // namespaces being emptied by this process
 	wg          sync.WaitGroup
@@ -62,11 +65,11 @@ type Config struct {
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
 func Kinds() []*Kind {
-	return []*Kind{
+	return append([]*Kind{
 		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
 		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
 		leasesKind(), deploymentsKind(),
-	}
+	}, nonWorkloadKinds()...)
 }
 
 // New builds the stores of every built-in kind on one etcd client.
@@ -100,6 +103,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	pods.Subresources["binding"] = &BindingStore{pods: pods.Store}
 	deploy := r.byGR[schema.GroupResource{Group: "apps", Resource: "deployments"}]
 	deploy.Subresources["scale"] = &ScaleStore{deployments: deploy.Store}
+	r.addNonWorkload()
 	return r
 }
 
@@ -143,6 +147,9 @@ func (r *Registry) Start(ctx context.Context) error {
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("registry: create namespace %s: %w", name, err)
 		}
+	}
+	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
+		return err
 	}
 	r.wg.Add(2)
 	go r.watchNamespaces(ctx)

@@ -45,6 +45,9 @@ type Strategy struct {
 	AllowCreateOnUpdate bool
 	// MarkDeleting changes an object being deleted gracefully (namespace: phase Terminating).
 	MarkDeleting func(obj runtime.Object)
+	// CheckDelete refuses a deletion before anything is read (upstream's admission rules,
+	// e.g. the standard namespaces may not be deleted).
+	CheckDelete func(ns, name string) error
 }
 
 // Kind defines a resource: a built-in one is one small file filling this in.
@@ -493,6 +496,11 @@ func dryRunOf(opts *metav1.UpdateOptions) []string {
 func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if err := s.checkName(name); err != nil {
 		return nil, false, err
+	}
+	if s.kind.Strategy.CheckDelete != nil {
+		if err := s.kind.Strategy.CheckDelete(ns, name); err != nil {
+			return nil, false, err
+		}
 	}
 	var precond *storage.Preconditions
 	if opts != nil && opts.Preconditions != nil {
