@@ -41,7 +41,7 @@ func sample(resource, name string) runtime.Object {
 	case "deployments":
 		return deployment(name)
 	}
-	return nil
+	return sampleNonWorkload(resource, om)
 }
 
 // twoRegistries starts two apiservers' registries on one etcd; stopA ends the first one (its
