@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -115,10 +117,13 @@ func immutableField(newVal, oldVal any, p *field.Path) field.ErrorList {
 const maxDataBytes = corev1.MaxSecretSize
 
 // validateDataSize reports data over 1 MiB in total, as upstream does for ConfigMaps and
-// Secrets ("Too long: must have at most 1048576 bytes").
+// Secrets. kube-apiserver 1.33 says "Too long: must have at most 1048576 bytes"; the
+// apimachinery in go.mod words TooLong differently, so the detail is upstream's.
 func validateDataSize(total int, p *field.Path) field.ErrorList {
 	if total > maxDataBytes {
-		return field.ErrorList{field.TooLong(p, "", maxDataBytes)}
+		e := field.TooLong(p, "", maxDataBytes)
+		e.Detail = fmt.Sprintf("must have at most %d bytes", maxDataBytes)
+		return field.ErrorList{e}
 	}
 	return nil
 }
