@@ -5,67 +5,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Webhook configurations are stored and served; calling the webhooks is admission's job.
-func mutatingWebhookConfigurationsKind() *Kind {
-	return &Kind{
-		Names: Names{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration", ListKind: "MutatingWebhookConfigurationList",
-			Plural: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration", Categories: []string{"api-extensions"}},
-		New:     func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
-		NewList: func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
-		Strategy: Strategy{
-			GenerationOnSpec: true,
-			Default: func(obj runtime.Object) {
-				for i := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
-					w := &obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]
-					defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules, &w.ClientConfig)
-					setDefault(&w.ReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)
-				}
-			},
-			Validate: func(obj runtime.Object) field.ErrorList {
-				var errs field.ErrorList
-				names := map[string]bool{}
-				for i, w := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
-					p := field.NewPath("webhooks").Index(i)
-					errs = append(errs, validateWebhook(w.Name, names, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, p)...)
-					if w.ReinvocationPolicy != nil {
-						errs = append(errs, oneOf(*w.ReinvocationPolicy, p.Child("reinvocationPolicy"), admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)...)
-					}
-				}
-				return errs
-			},
-		},
-	}
-}
-
-func validatingWebhookConfigurationsKind() *Kind {
-	return &Kind{
-		Names: Names{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", ListKind: "ValidatingWebhookConfigurationList",
-			Plural: "validatingwebhookconfigurations", Singular: "validatingwebhookconfiguration", Categories: []string{"api-extensions"}},
-		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
-		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
-		Strategy: Strategy{
-			GenerationOnSpec: true,
-			Default: func(obj runtime.Object) {
-				for i := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
-					w := &obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]
-					defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules, &w.ClientConfig)
-				}
-			},
-			Validate: func(obj runtime.Object) field.ErrorList {
-				var errs field.ErrorList
-				names := map[string]bool{}
-				for i, w := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
-					errs = append(errs, validateWebhook(w.Name, names, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, field.NewPath("webhooks").Index(i))...)
-				}
-				return errs
-			},
-		},
-	}
-}
+// Defaulting and validation shared by mutating and validating webhook configurations.
 
 // defaultWebhook is upstream's SetDefaults_{Validating,Mutating}Webhook, _Rule and _ServiceReference.
 func defaultWebhook(fp **admissionregistrationv1.FailurePolicyType, mp **admissionregistrationv1.MatchPolicyType, ns, objSel **metav1.LabelSelector,
