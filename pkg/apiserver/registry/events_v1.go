@@ -29,7 +29,6 @@ func (e *EventsV1Store) NewList() runtime.Object { return &eventsv1.EventList{} 
 func (e *EventsV1Store) Kind() schema.GroupVersionKind {
 	return eventsV1Names.GVK()
 }
-func (e *EventsV1Store) gr() schema.GroupResource { return eventsV1Names.GroupResource() }
 
 func (e *EventsV1Store) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	obj, err := e.core.Get(ctx, ns, name, opts)
