@@ -36,12 +36,12 @@ func withPDBs(r *Registry) *Store {
 // disruption; each eviction takes one (429 after), a terminal pod ignores the budget.
 func TestEvictionRespectsBudgets(t *testing.T) {
 	r := New(etcdtest.Client(t), Config{})
+	pdbs := withPDBs(r) // before Start: the registry's maps are not written while it serves
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); r.Wait() })
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pdbs := withPDBs(r)
 	pods := r.byGR[schema.GroupResource{Resource: "pods"}]
 	evict := pods.Subresources["eviction"].(Creater)
 

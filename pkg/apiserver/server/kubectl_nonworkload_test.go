@@ -145,6 +145,23 @@ spec:
 		k.fails("Too long: must have at most 1048576 bytes", "-n", "shop", "create", "configmap", "big", "--from-file="+big)
 	})
 
+	t.Run("drain evicts", func(t *testing.T) {
+		k.ok("apply", "-f", k.file("node.yaml", `apiVersion: v1
+kind: Node
+metadata: {name: n1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bound, namespace: shop}
+spec:
+  nodeName: n1
+  containers: [{name: c, image: nginx:1.27}]
+`))
+		contains(t, k.ok("drain", "n1", "--force", "--ignore-daemonsets", "--timeout=60s"), "evicting pod shop/bound", "node/n1 drained")
+		k.fails(`pods "bound" not found`, "-n", "shop", "get", "pod", "bound")
+		contains(t, k.ok("get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"), "true")
+	})
+
 	t.Run("proxy subresources", func(t *testing.T) {
 		k.ok("-n", "shop", "run", "p", "--image=nginx:1.27")
 		k.fails("does not have a host assigned", "-n", "shop", "logs", "p")
