@@ -44,6 +44,23 @@ func Verbs(s registry.Storage) []string {
 	if _, ok := s.(registry.Watcher); ok {
 		v = append(v, "watch")
 	}
+	if c, ok := s.(registry.Connecter); ok {
+		return connectVerbs(c.ConnectMethods())
+	}
+	return v
+}
+
+// connectVerbs are the verbs of a proxy-type subresource's methods, in upstream's order.
+func connectVerbs(methods []string) []string {
+	byMethod := map[string]string{http.MethodPost: "create", http.MethodDelete: "delete", http.MethodGet: "get", http.MethodPatch: "patch", http.MethodPut: "update"}
+	var v []string
+	for _, verb := range []string{"create", "delete", "get", "patch", "update"} {
+		for _, m := range methods {
+			if byMethod[m] == verb {
+				v = append(v, verb)
+			}
+		}
+	}
 	return v
 }
 
@@ -166,6 +183,18 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 		st := r.Subresources[name]
 		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop}
 		path := item + "/" + name
+		if c, ok := st.(registry.Connecter); ok {
+			for _, m := range c.ConnectMethods() {
+				// The proxy subresources take a path after them; the router has no
+				// catch-all, so one extra segment is routed.
+				for _, p := range []string{path, path + "/{path}"} {
+					route(m, p, func(w http.ResponseWriter, req *restful.Request) {
+						writeError(w, req.Request, c.Connect(req.Request.Context(), ns(req), param(req, "name")))
+					})
+				}
+			}
+			continue
+		}
 		if _, ok := st.(registry.Getter); ok {
 			route("GET", path, func(w http.ResponseWriter, req *restful.Request) {
 				sub.get(w, req.Request, ns(req), param(req, "name"))

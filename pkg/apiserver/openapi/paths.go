@@ -8,6 +8,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -161,8 +162,14 @@ func subresourceSchema(r Resource, sub string) (schemaFunc, schema.GroupVersionK
 	case "binding":
 		bgvk := corev1.SchemeGroupVersion.WithKind("Binding")
 		return objectSchema(&corev1.Binding{}, bgvk, "", false, nil), bgvk, nil
+	case "eviction":
+		egvk := policyv1.SchemeGroupVersion.WithKind("Eviction")
+		return objectSchema(&policyv1.Eviction{}, egvk, "", false, nil), egvk, nil
+	case "approval", "finalize", "ephemeralcontainers", "resize":
+		// Writes of part of the object, in the object's own shape.
+		return objectSchema(r.Object, gvk, r.ListKind, false, r.Schema), gvk, nil
 	}
-	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale or binding)", r.Plural, sub)
+	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale, binding, eviction, approval, finalize, ephemeralcontainers or resize)", r.Plural, sub)
 }
 
 // resourcePaths adds the paths of r to paths, keyed by URL path.
@@ -263,7 +270,7 @@ func resourcePaths(paths map[string]*pathItem, r Resource) error {
 		}
 		path := item + "/" + sub
 		title := strings.ToUpper(sub[:1]) + sub[1:]
-		if sub == "binding" {
+		if sub == "binding" || sub == "eviction" {
 			add(path, itemParams, operation{method: "post", id: "create" + gvID + ns + r.Kind + title, desc: "create " + sub + " of a " + r.Kind,
 				action: "post", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
 				resps: []response{{200, "OK", body}, {201, "Created", body}, {202, "Accepted", body}, {401, "Unauthorized", nil}}})

@@ -28,7 +28,9 @@ func configMapsKind() *Kind {
 						errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(k), k, "duplicate of key present in data"))
 					}
 				}
-				return append(errs, validateDataKeys(keys, field.NewPath("binaryData"))...)
+				errs = append(errs, validateDataKeys(keys, field.NewPath("binaryData"))...)
+				// The whole object is meant: upstream reports the empty path.
+				return append(errs, validateDataSize(configMapSize(cm), field.NewPath(""))...)
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				cm, oldCM := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
@@ -42,4 +44,17 @@ func configMapsKind() *Kind {
 			},
 		},
 	}
+}
+
+// configMapSize is what upstream counts against the 1 MiB limit: the values of data and
+// binaryData.
+func configMapSize(cm *corev1.ConfigMap) int {
+	n := 0
+	for _, v := range cm.Data {
+		n += len(v)
+	}
+	for _, v := range cm.BinaryData {
+		n += len(v)
+	}
+	return n
 }

@@ -49,6 +49,9 @@ func interpret(err error, gr schema.GroupResource, name string) error {
 	case storage.ErrCodeUnknownOutcome:
 		// What upstream answers when etcd leaves a write's outcome open.
 		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+se.Error(), 0)
+	case storage.ErrCodeTooLarge:
+		// upstream: 413 with etcd's message
+		return apierrors.NewRequestEntityTooLargeError(se.Error())
 	case storage.ErrCodeUnreachable:
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusServiceUnavailable, Reason: metav1.StatusReasonServiceUnavailable,

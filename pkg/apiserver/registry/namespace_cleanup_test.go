@@ -41,7 +41,10 @@ func sample(resource, name string) runtime.Object {
 	case "deployments":
 		return deployment(name)
 	}
-	return workloadSample(resource, name)
+	if obj := workloadSample(resource, name); obj != nil {
+		return obj
+	}
+	return sampleNonWorkload(resource, om)
 }
 
 // twoRegistries starts two apiservers' registries on one etcd; stopA ends the first one (its

@@ -34,6 +34,7 @@ func namespacesKind() *Kind {
 			Fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 			},
+			CheckDelete: refuseStandardNamespaceDelete,
 		},
 	}
 }

@@ -32,6 +32,9 @@ type Registry struct {
 	byGR      map[schema.GroupResource]*Resource
 	log       *slog.Logger
 
+	// Views are served resources without storage of their own (see View).
+	Views []*View
+
 	mu          sync.Mutex
 	terminating map[string]bool // namespaces being emptied by this process
 	wg          sync.WaitGroup
@@ -77,14 +80,14 @@ type Config struct {
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
 func Kinds() []*Kind {
-	return []*Kind{
+	return append([]*Kind{
 		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
 		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
 		leasesKind(), deploymentsKind(),
 		replicaSetsKind(), statefulSetsKind(), daemonSetsKind(), controllerRevisionsKind(),
 		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
 		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
-	}
+	}, nonWorkloadKinds()...)
 }
 
 // New builds the stores of every built-in kind on one etcd client.
@@ -161,6 +164,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	r.serviceAlloc = alloc
 	r.byGR[servicesGR].Store.alloc = alloc
+	r.addNonWorkload()
 	return r
 }
 
@@ -210,6 +214,9 @@ func (r *Registry) Start(ctx context.Context) error {
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("registry: create namespace %s: %w", name, err)
 		}
+	}
+	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
+		return err
 	}
 	r.wg.Add(2)
 	go r.watchNamespaces(ctx)

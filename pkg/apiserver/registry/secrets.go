@@ -29,10 +29,12 @@ func secretsKind() *Kind {
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				var keys []string
-				for k := range obj.(*corev1.Secret).Data {
+				size := 0
+				for k, v := range obj.(*corev1.Secret).Data {
 					keys = append(keys, k)
+					size += len(v)
 				}
-				return validateDataKeys(keys, field.NewPath("data"))
+				return append(validateDataKeys(keys, field.NewPath("data")), validateDataSize(size, field.NewPath("data"))...)
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				return immutable(obj.(*corev1.Secret).Type, old.(*corev1.Secret).Type, field.NewPath("type"))

@@ -52,6 +52,9 @@ type Strategy struct {
 	// GracePeriod is how many seconds the deletion of obj waits for whoever runs it to
 	// confirm (a pod's node agent); 0 or nil: deleted at once unless finalizers hold it.
 	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
+	// CheckDelete refuses a deletion before anything is read (upstream's admission rules,
+	// e.g. the standard namespaces may not be deleted).
+	CheckDelete func(ns, name string) error
 }
 
 // Kind defines a resource: a built-in one is one small file filling this in.
@@ -547,6 +550,11 @@ func dryRunOf(opts *metav1.UpdateOptions) []string {
 func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if err := s.checkName(name); err != nil {
 		return nil, false, err
+	}
+	if s.kind.Strategy.CheckDelete != nil {
+		if err := s.kind.Strategy.CheckDelete(ns, name); err != nil {
+			return nil, false, err
+		}
 	}
 	var precond *storage.Preconditions
 	if opts != nil && opts.Preconditions != nil {

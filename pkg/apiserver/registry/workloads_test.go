@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-func ptr[T any](v T) *T { return &v }
 
 // podTemplate is a minimal template: one container, the given labels.
 func podTemplate(lbl map[string]string, restart corev1.RestartPolicy) corev1.PodTemplateSpec {

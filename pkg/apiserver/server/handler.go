@@ -29,6 +29,9 @@ func Resources(reg *registry.Registry) []endpoints.Resource {
 	for _, r := range reg.Resources {
 		out = append(out, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
 	}
+	for _, v := range reg.Views {
+		out = append(out, endpoints.Resource{Names: &v.Names, Storage: v.Storage, Subresources: v.Subresources})
+	}
 	return out
 }
 
@@ -44,7 +47,10 @@ func OpenAPIResources(res []endpoints.Resource) []openapi.Resource {
 		if l, ok := r.Storage.(registry.Lister); ok {
 			o.List = l.NewList()
 		}
-		for s := range r.Subresources {
+		for s, st := range r.Subresources {
+			if _, proxy := st.(registry.Connecter); proxy {
+				continue // upstream's OpenAPI describes these with connect operations; hacp does not serve them
+			}
 			o.Subresources = append(o.Subresources, s)
 		}
 		sort.Strings(o.Subresources)

@@ -19,6 +19,7 @@ const (
 	ErrCodeUnreachable                       // etcd did not answer
 	ErrCodeTimeout                           // the caller's deadline passed
 	ErrCodeUnknownOutcome                    // a write may or may not have been applied
+	ErrCodeTooLarge                          // the request is over etcd's (or its client's) size limit
 )
 
 // Error is returned by every storage operation that fails for a reason the caller may act on.

@@ -129,6 +129,10 @@ func wrapEtcdErr(key string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
+	// Over etcd's --max-request-bytes, or over the client's send limit: never retryable.
+	if errors.Is(err, rpctypes.ErrRequestTooLarge) || status.Code(err) == codes.ResourceExhausted {
+		return &Error{Code: ErrCodeTooLarge, Key: key, Msg: err.Error()}
+	}
 	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 		return &Error{Code: ErrCodeTimeout, Key: key, Msg: "the request did not complete in time: " + err.Error()}
 	}

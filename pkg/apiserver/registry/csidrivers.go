@@ -1,0 +1,59 @@
+package registry
+
+import (
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func csiDriversKind() *Kind {
+	return &Kind{
+		Names: Names{Group: "storage.k8s.io", Version: "v1", Kind: "CSIDriver", ListKind: "CSIDriverList", Plural: "csidrivers",
+			Singular: "csidriver"},
+		New:     func() runtime.Object { return &storagev1.CSIDriver{} },
+		NewList: func() runtime.Object { return &storagev1.CSIDriverList{} },
+		Strategy: Strategy{
+			Default: func(obj runtime.Object) {
+				s := &obj.(*storagev1.CSIDriver).Spec
+				setDefault(&s.AttachRequired, true)
+				setDefault(&s.PodInfoOnMount, false)
+				setDefault(&s.StorageCapacity, false)
+				setDefault(&s.FSGroupPolicy, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)
+				if len(s.VolumeLifecycleModes) == 0 {
+					s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+				}
+				setDefault(&s.RequiresRepublish, false)
+				setDefault(&s.SELinuxMount, false)
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				d := obj.(*storagev1.CSIDriver)
+				p := field.NewPath("spec")
+				var errs field.ErrorList
+				if len(d.Name) > 63 {
+					errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), d.Name, 63))
+				}
+				if d.Spec.AttachRequired == nil {
+					errs = append(errs, field.Required(p.Child("attachedRequired"), ""))
+				}
+				if d.Spec.PodInfoOnMount == nil {
+					errs = append(errs, field.Required(p.Child("podInfoOnMount"), ""))
+				}
+				if d.Spec.FSGroupPolicy != nil {
+					errs = append(errs, oneOf(*d.Spec.FSGroupPolicy, p.Child("fsGroupPolicy"), storagev1.FileFSGroupPolicy, storagev1.NoneFSGroupPolicy, storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)...)
+				}
+				for i, m := range d.Spec.VolumeLifecycleModes {
+					errs = append(errs, oneOf(m, p.Child("volumeLifecycleModes").Index(i), storagev1.VolumeLifecycleEphemeral, storagev1.VolumeLifecyclePersistent)...)
+				}
+				return errs
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				d, o := obj.(*storagev1.CSIDriver), old.(*storagev1.CSIDriver)
+				p := field.NewPath("spec")
+				var errs field.ErrorList
+				errs = append(errs, immutableField(d.Spec.AttachRequired, o.Spec.AttachRequired, p.Child("attachRequired"))...)
+				errs = append(errs, immutableField(d.Spec.FSGroupPolicy, o.Spec.FSGroupPolicy, p.Child("fsGroupPolicy"))...)
+				return append(errs, immutableField(d.Spec.VolumeLifecycleModes, o.Spec.VolumeLifecycleModes, p.Child("volumeLifecycleModes"))...)
+			},
+		},
+	}
+}

@@ -1,0 +1,114 @@
+package registry
+
+import (
+	"net/url"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Defaulting and validation shared by mutating and validating webhook configurations.
+
+// defaultWebhook is upstream's SetDefaults_{Validating,Mutating}Webhook, _Rule and _ServiceReference.
+func defaultWebhook(fp **admissionregistrationv1.FailurePolicyType, mp **admissionregistrationv1.MatchPolicyType, ns, objSel **metav1.LabelSelector,
+	timeout **int32, rules []admissionregistrationv1.RuleWithOperations, cc *admissionregistrationv1.WebhookClientConfig) {
+	setDefault(fp, admissionregistrationv1.Fail)
+	setDefault(mp, admissionregistrationv1.Equivalent)
+	setDefault(ns, metav1.LabelSelector{})
+	setDefault(objSel, metav1.LabelSelector{})
+	setDefault(timeout, 10)
+	for i := range rules {
+		setDefault(&rules[i].Scope, admissionregistrationv1.AllScopes)
+	}
+	if cc.Service != nil {
+		setDefault(&cc.Service.Port, 443)
+	}
+}
+
+func validateWebhook(name string, names map[string]bool, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
+	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass,
+	timeout *int32, reviewVersions []string, nsSel, objSel *metav1.LabelSelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	} else {
+		errs = append(errs, validateQualifiedName(name, p.Child("name"))...)
+		if names[name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), name))
+		}
+		names[name] = true
+	}
+	cp := p.Child("clientConfig")
+	switch {
+	case cc.URL == nil && cc.Service == nil:
+		errs = append(errs, field.Required(cp, "exactly one of url or service is required"))
+	case cc.URL != nil && cc.Service != nil:
+		errs = append(errs, field.Required(cp, "exactly one of url or service is required"))
+	case cc.URL != nil:
+		u, err := url.Parse(*cc.URL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, field.Invalid(cp.Child("url"), *cc.URL, "'https' is the only allowed URL scheme"))
+		}
+	default:
+		errs = append(errs, requiredString(cc.Service.Namespace, cp.Child("service", "namespace"))...)
+		errs = append(errs, requiredString(cc.Service.Name, cp.Child("service", "name"))...)
+		if cc.Service.Port != nil {
+			errs = append(errs, validatePortNumber(*cc.Service.Port, cp.Child("service", "port"))...)
+		}
+	}
+	for i, r := range rules {
+		rp := p.Child("rules").Index(i)
+		if len(r.Operations) == 0 {
+			errs = append(errs, field.Required(rp.Child("operations"), ""))
+		}
+		for j, op := range r.Operations {
+			errs = append(errs, oneOf(op, rp.Child("operations").Index(j), admissionregistrationv1.OperationAll, admissionregistrationv1.Create,
+				admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.Connect)...)
+		}
+		if len(r.APIGroups) == 0 {
+			errs = append(errs, field.Required(rp.Child("apiGroups"), ""))
+		}
+		if len(r.APIVersions) == 0 {
+			errs = append(errs, field.Required(rp.Child("apiVersions"), ""))
+		}
+		if len(r.Resources) == 0 {
+			errs = append(errs, field.Required(rp.Child("resources"), ""))
+		}
+		if r.Scope != nil {
+			errs = append(errs, oneOf(*r.Scope, rp.Child("scope"), admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope, admissionregistrationv1.AllScopes)...)
+		}
+	}
+	if fp != nil {
+		errs = append(errs, oneOf(*fp, p.Child("failurePolicy"), admissionregistrationv1.Fail, admissionregistrationv1.Ignore)...)
+	}
+	if mp != nil {
+		errs = append(errs, oneOf(*mp, p.Child("matchPolicy"), admissionregistrationv1.Equivalent, admissionregistrationv1.Exact)...)
+	}
+	if se == nil {
+		errs = append(errs, field.Required(p.Child("sideEffects"), "must specify one of None, NoneOnDryRun"))
+	} else {
+		errs = append(errs, oneOf(*se, p.Child("sideEffects"), admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun)...)
+	}
+	if timeout != nil && (*timeout < 1 || *timeout > 30) {
+		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *timeout, "the timeout value must be between 1 and 30 seconds"))
+	}
+	if len(reviewVersions) == 0 {
+		errs = append(errs, field.Required(p.Child("admissionReviewVersions"), "must specify one of v1, v1beta1"))
+	} else {
+		known := false
+		for _, v := range reviewVersions {
+			known = known || v == "v1" || v == "v1beta1"
+		}
+		if !known {
+			errs = append(errs, field.Invalid(p.Child("admissionReviewVersions"), reviewVersions, "must include at least one of v1, v1beta1"))
+		}
+	}
+	if nsSel != nil {
+		errs = append(errs, validateSelector(nsSel, p.Child("namespaceSelector"))...)
+	}
+	if objSel != nil {
+		errs = append(errs, validateSelector(objSel, p.Child("objectSelector"))...)
+	}
+	return errs
+}
