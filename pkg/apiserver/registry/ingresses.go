@@ -14,6 +14,7 @@ func ingressesKind() *Kind {
 	return &Kind{
 		Names: Names{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", ListKind: "IngressList", Plural: "ingresses", Singular: "ingress",
 			ShortNames: []string{"ing"}, Namespaced: true},
+		KeyRoot: "ingress", // upstream's key (kept from extensions/v1beta1)
 		New:     func() runtime.Object { return &networkingv1.Ingress{} },
 		NewList: func() runtime.Object { return &networkingv1.IngressList{} },
 		Status:  true,
