@@ -136,7 +136,8 @@ func (e *e2e) playbook(name string, extra ...string) (map[string]recap, time.Dur
 	args = append(args, extra...)
 	cmd := exec.Command("ip", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0")
+	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0",
+		"ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks") // per-task times in the log
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)

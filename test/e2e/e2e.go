@@ -29,6 +29,7 @@ type e2e struct {
 	plays     int
 	report    []string
 	maxSteps  int
+	resume    int
 }
 
 func (e *e2e) progress(format string, args ...any) {
@@ -50,6 +51,9 @@ func (e *e2e) printReport() {
 }
 
 func (e *e2e) run(ctx context.Context) error {
+	if e.resume > 0 {
+		return e.runSteps(ctx)
+	}
 	for _, d := range []string{filepath.Join(e.out, "pki"), filepath.Join(e.out, "backups"), filepath.Join(e.out, "logs")} {
 		if err := os.RemoveAll(d); err != nil {
 			return err
@@ -59,6 +63,10 @@ func (e *e2e) run(ctx context.Context) error {
 		return err
 	}
 	removeLeftovers()
+	return e.runSteps(ctx)
+}
+
+func (e *e2e) runSteps(ctx context.Context) error {
 	steps := []struct {
 		name string
 		fn   func(context.Context) error
@@ -75,7 +83,18 @@ func (e *e2e) run(ctx context.Context) error {
 		{"add-master.yml, then lose each master in turn", e.addMaster},
 		{"remove-master.yml", e.removeMaster},
 	}
+	if e.resume > 0 {
+		for i := 1; i <= 4; i++ {
+			if _, err := e.adopt(i); err != nil && i <= 3 {
+				return err
+			}
+		}
+		e.progress("resuming at step %d on %d running hosts", e.resume, len(e.hosts))
+	}
 	for i, s := range steps {
+		if i+1 < e.resume {
+			continue
+		}
 		if e.maxSteps > 0 && i >= e.maxSteps {
 			e.progress("stopping after %d steps (-steps)", e.maxSteps)
 			return nil

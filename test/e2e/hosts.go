@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +27,8 @@ type host struct {
 	Port     string // the veth end in the bridge namespace
 	Dir      string // the container's root file system (a copy of the cached rootfs)
 
-	nspawn *exec.Cmd
-	done   chan struct{}
+	pid  int           // systemd-nspawn's, while it runs
+	done chan struct{} // closed when that nspawn has exited
 }
 
 func ip(args ...string) error {
@@ -85,14 +86,7 @@ func (e *e2e) addNS(ns, addr, port string) error {
 // newHost makes master number i (1-based): its namespace and a fresh copy of the rootfs
 // that accepts the suite's SSH key.
 func (e *e2e) newHost(i int) (*host, error) {
-	h := &host{
-		Name:     fmt.Sprintf("m%d", i),
-		NS:       fmt.Sprintf("%sm%d", prefix, i),
-		Addr:     fmt.Sprintf("%s.%d", subnet, 10+i),
-		Priority: 102 - i,
-		Port:     fmt.Sprintf("p-m%d", i),
-		Dir:      filepath.Join(e.out, "hosts", fmt.Sprintf("m%d", i)),
-	}
+	h := e.hostSpec(i)
 	if err := e.addNS(h.NS, h.Addr, h.Port); err != nil {
 		return nil, err
 	}
@@ -123,6 +117,44 @@ func (e *e2e) newHost(i int) (*host, error) {
 	return h, nil
 }
 
+// hostSpec names master number i (1-based) and places it in the subnet.
+func (e *e2e) hostSpec(i int) *host {
+	return &host{
+		Name:     fmt.Sprintf("m%d", i),
+		NS:       fmt.Sprintf("%sm%d", prefix, i),
+		Addr:     fmt.Sprintf("%s.%d", subnet, 10+i),
+		Priority: 102 - i,
+		Port:     fmt.Sprintf("p-m%d", i),
+		Dir:      filepath.Join(e.out, "hosts", fmt.Sprintf("m%d", i)),
+	}
+}
+
+// adopt finds the running container of master i that an earlier run left with --keep.
+func (e *e2e) adopt(i int) (*host, error) {
+	h := e.hostSpec(i)
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 0 && filepath.Base(args[0]) == "systemd-nspawn" && slices.Contains(args, "--machine="+h.NS) {
+			h.pid, h.done = pid, make(chan struct{})
+			go func() {
+				for syscall.Kill(pid, 0) == nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+				close(h.done)
+			}()
+			e.hosts = append(e.hosts, h)
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("no running container for %s (run with --keep first)", h.Name)
+}
+
 // boot starts the container: nsenter into the namespace first (ip netns exec would hide
 // the cgroup file system nspawn needs), and --private-network with the namespace path so
 // that the container may set its network sysctls and keeps CAP_NET_ADMIN.
@@ -144,7 +176,7 @@ func (e *e2e) boot(h *host) error {
 		logf.Close()
 		return fmt.Errorf("boot %s: %w", h.Name, err)
 	}
-	h.nspawn, h.done = cmd, make(chan struct{})
+	h.pid, h.done = cmd.Process.Pid, make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
@@ -187,7 +219,7 @@ func (e *e2e) ssh(h *host, command string) (string, error) {
 
 // pids returns the nspawn process and every process of its container (its descendants).
 func (h *host) pids() []int {
-	if h.nspawn == nil || h.nspawn.Process == nil {
+	if h.pid == 0 {
 		return nil
 	}
 	children := map[int][]int{}
@@ -210,7 +242,7 @@ func (h *host) pids() []int {
 		ppid, _ := strconv.Atoi(f[1])
 		children[ppid] = append(children[ppid], pid)
 	}
-	out := []int{h.nspawn.Process.Pid}
+	out := []int{h.pid}
 	for i := 0; i < len(out); i++ {
 		out = append(out, children[out[i]]...)
 	}

@@ -36,14 +36,15 @@ const (
 func main() {
 	keep := flag.Bool("keep", false, "leave the hosts running at the end (for debugging; the next run removes them)")
 	steps := flag.Int("steps", 0, "run only the first N steps (debugging; 0: all)")
+	resume := flag.Int("resume", 0, "start at step N on the hosts a --keep run left (debugging; 0: from scratch)")
 	flag.Parse()
-	if err := run(*keep, *steps); err != nil {
+	if err := run(*keep, *steps, *resume); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(keep bool, steps int) error {
+func run(keep bool, steps, resume int) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func run(keep bool, steps int) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	e := &e2e{root: root, out: filepath.Join(root, "_output", "e2e"), start: time.Now(), maxSteps: steps}
+	e := &e2e{root: root, out: filepath.Join(root, "_output", "e2e"), start: time.Now(), maxSteps: steps, resume: resume}
 	defer func() {
 		if keep {
 			e.progress("--keep: hosts left running (the next run removes them)")
