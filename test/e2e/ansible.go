@@ -138,10 +138,19 @@ func (e *e2e) playbook(name string, extra ...string) (map[string]recap, time.Dur
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_FORCE_COLOR=0",
 		"ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks") // per-task times in the log
+	logf, err := os.Create(logPath) // written as it runs: tail -f it to follow a slow run
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	err = cmd.Run()
 	took := time.Since(start)
-	_ = os.WriteFile(logPath, out, 0o600)
+	logf.Close()
+	out, rerr := os.ReadFile(logPath)
+	if rerr != nil {
+		return nil, took, rerr
+	}
 	rc := parseRecap(string(out))
 	if err != nil {
 		return rc, took, fmt.Errorf("ansible-playbook %s failed: %v (log %s):\n%s", name, err, logPath, tail(string(out), 4000))
