@@ -7,12 +7,17 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build run test test-race test-stress lint bench drill upstream clean
+.PHONY: all build etcd-tools run test test-race test-stress lint lint-ansible bench drill upstream e2e clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/apiserver ./cmd/vipd ./cmd/lbproxy
+
+# etcdctl and etcdutl v3.7.3 (the etcd of the apiserver) for the Ansible rollout's health
+# checks, member changes, snapshots and restores: built from a pinned scratch module.
+etcd-tools:
+	cd deploy/ansible/etcd-tools && $(GO) build -o $(CURDIR)/bin/ go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3
 
 run: build
 	bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
@@ -43,11 +48,22 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
+# The playbooks: syntax check and ansible-lint's production profile.
+lint-ansible:
+	cd deploy/ansible && for p in *.yml; do ansible-playbook -i inventory.example.ini --syntax-check $$p || exit 1; done
+	cd deploy/ansible && ansible-lint --profile production
+
 bench: build
 	@set -e; for d in test/bench/*/; do echo "== $$d"; $(GO) run ./$$d; done
 
 drill: build
 	$(GO) run ./test/drill
+
+# The Ansible rollout onto three booted systemd-nspawn hosts and the day-2 playbooks
+# (test/e2e, root; about 15 minutes). E2E_FLAGS=--keep leaves the hosts running.
+E2E_FLAGS ?=
+e2e: build etcd-tools
+	flock -o /tmp/hacp-netns.lock $(GO) run ./test/e2e $(E2E_FLAGS)
 
 clean:
 	rm -rf bin _output
