@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -161,8 +162,11 @@ func subresourceSchema(r Resource, sub string) (schemaFunc, schema.GroupVersionK
 	case "binding":
 		bgvk := corev1.SchemeGroupVersion.WithKind("Binding")
 		return objectSchema(&corev1.Binding{}, bgvk, "", false, nil), bgvk, nil
+	case "token":
+		tgvk := authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+		return objectSchema(&authenticationv1.TokenRequest{}, tgvk, "", false, nil), tgvk, nil
 	}
-	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale or binding)", r.Plural, sub)
+	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale, binding or token)", r.Plural, sub)
 }
 
 // resourcePaths adds the paths of r to paths, keyed by URL path.
@@ -263,7 +267,7 @@ func resourcePaths(paths map[string]*pathItem, r Resource) error {
 		}
 		path := item + "/" + sub
 		title := strings.ToUpper(sub[:1]) + sub[1:]
-		if sub == "binding" {
+		if sub == "binding" || sub == "token" {
 			add(path, itemParams, operation{method: "post", id: "create" + gvID + ns + r.Kind + title, desc: "create " + sub + " of a " + r.Kind,
 				action: "post", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
 				resps: []response{{200, "OK", body}, {201, "Created", body}, {202, "Accepted", body}, {401, "Unauthorized", nil}}})
