@@ -55,7 +55,7 @@ func TestDiscovery(t *testing.T) {
 			if err := json.Unmarshal(body, &list); err != nil {
 				t.Fatal(err)
 			}
-			if list.APIVersion != "apidiscovery.k8s.io/"+v || len(list.Items) != 2 {
+			if list.APIVersion != "apidiscovery.k8s.io/"+v || len(list.Items) != 3 { // coordination.k8s.io, apps, authentication.k8s.io
 				t.Fatalf("groups: %s", body)
 			}
 			etag := resp.Header.Get("ETag")
