@@ -55,11 +55,12 @@ func KeySet(keys []*PublicKey) JWKS {
 		case *rsa.PublicKey:
 			j.Kty, j.N, j.E = "RSA", b64(p.N.Bytes()), b64(big.NewInt(int64(p.E)).Bytes())
 		case *ecdsa.PublicKey:
-			n := (p.Curve.Params().BitSize + 7) / 8
-			x, y := make([]byte, n), make([]byte, n)
-			p.X.FillBytes(x)
-			p.Y.FillBytes(y)
-			j.Kty, j.Crv, j.X, j.Y = "EC", p.Curve.Params().Name, b64(x), b64(y)
+			pt, err := p.Bytes() // 0x04 || X || Y
+			if err != nil {
+				continue
+			}
+			n := (len(pt) - 1) / 2
+			j.Kty, j.Crv, j.X, j.Y = "EC", p.Curve.Params().Name, b64(pt[1:1+n]), b64(pt[1+n:])
 		}
 		set.Keys = append(set.Keys, j)
 	}

@@ -392,7 +392,10 @@ func TestAuthnClientGo(t *testing.T) {
 		jwk := set.Keys[0]
 		x, _ := base64.RawURLEncoding.DecodeString(jwk.X)
 		y, _ := base64.RawURLEncoding.DecodeString(jwk.Y)
-		pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			t.Fatalf("jwk %+v: %v", jwk, err)
+		}
 		der, _ := x509.MarshalPKIXPublicKey(pub)
 		sum := sha256.Sum256(der)
 		if jwk.Kid != base64.RawURLEncoding.EncodeToString(sum[:]) || jwk.Alg != "ES256" || jwk.Use != "sig" || jwk.Kty != "EC" || jwk.Crv != "P-256" {
