@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,7 +193,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}
-		if err != nil || u == nil || (u.Name == request.Anonymous && !publicPath(r.URL.Path)) {
+		if err != nil || u == nil || (slices.Contains(u.Groups, request.AllUnauthenticated) && !publicPath(r.URL.Path)) {
 			endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
