@@ -250,5 +250,26 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 
 var errUnchanged = errors.New("unchanged")
 
+// keepClientCAPublished publishes the client CA now and then checks it every minute (as
+// upstream's controller resyncs), so a deleted or edited ConfigMap comes back, until ctx ends.
+func (s *Server) keepClientCAPublished(ctx context.Context) {
+	every := s.clientCAResync
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := s.publishClientCA(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // ensure the types stay what registry.Creater expects.
 var _ registry.Creater = (*authn.TokenRequests)(nil)

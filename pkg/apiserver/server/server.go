@@ -40,7 +40,8 @@ type Server struct {
 	listener net.Listener
 	handler  http.Handler
 
-	authnState *authnState
+	authnState     *authnState
+	clientCAResync time.Duration // how often the client CA ConfigMap is checked; 0: a minute
 
 	metrics     *metrics
 	metricsHTTP *http.Server
@@ -95,9 +96,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
-	if err := s.publishClientCA(regCtx); err != nil {
-		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
-	}
+	go s.keepClientCAPublished(regCtx)
 	h, err := s.buildHandler()
 	if err != nil {
 		cancel()
