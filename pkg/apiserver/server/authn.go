@@ -250,9 +250,10 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 
 var errUnchanged = errors.New("unchanged")
 
-// keepClientCAPublished publishes the client CA now and then checks it every minute (as
-// upstream's controller resyncs), so a deleted or edited ConfigMap comes back, until ctx ends.
+// keepClientCAPublished checks the published client CA every minute (as upstream's
+// controller resyncs), so a deleted or edited ConfigMap comes back, until ctx ends.
 func (s *Server) keepClientCAPublished(ctx context.Context) {
+	defer s.background.Done()
 	every := s.clientCAResync
 	if every <= 0 {
 		every = time.Minute
@@ -260,13 +261,13 @@ func (s *Server) keepClientCAPublished(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if err := s.publishClientCA(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if err := s.publishClientCA(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
 		}
 	}
 }

@@ -41,7 +41,8 @@ type Server struct {
 	handler  http.Handler
 
 	authnState     *authnState
-	clientCAResync time.Duration // how often the client CA ConfigMap is checked; 0: a minute
+	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
+	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
 
 	metrics     *metrics
 	metricsHTTP *http.Server
@@ -96,7 +97,9 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
-	go s.keepClientCAPublished(regCtx)
+	if err := s.publishClientCA(regCtx); err != nil {
+		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
+	}
 	h, err := s.buildHandler()
 	if err != nil {
 		cancel()
@@ -127,6 +130,8 @@ func (s *Server) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	s.background.Add(1)
+	go s.keepClientCAPublished(regCtx)
 	if s.cfg.MetricsBindAddress != "" {
 		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
 		if err != nil {
@@ -325,6 +330,7 @@ func (s *Server) Shutdown() error {
 		if s.regCtx != nil {
 			s.regCtx()
 			s.registry.Wait()
+			s.background.Wait()
 		}
 		s.closeEtcd()
 		s.log.Info("apiserver stopped")
