@@ -22,8 +22,10 @@ endpoints, configmaps, secrets, serviceaccounts, events; coordination.k8s.io/v1 
 apps/v1 deployments) with discovery, OpenAPI, Table output, patch and watch, over etcd.
 By default it runs an etcd member in-process (data in --data-dir/etcd); --etcd-servers uses
 an external cluster. It serves HTTPS on --bind-address:--secure-port, authenticates clients
-by certificate (CN = user, O = groups), generates a CA, serving and admin certificates in
---data-dir/pki on first start and writes --data-dir/admin.kubeconfig.
+by certificate (CN = user, O = groups), static token (--token-auth-file) or ServiceAccount
+token (kubectl create token), generates a CA, serving and admin certificates and a
+ServiceAccount signing key in --data-dir/pki on first start and writes
+--data-dir/admin.kubeconfig.
 
 Example: apiserver --data-dir _data && kubectl --kubeconfig _data/admin.kubeconfig get ns`,
 	Version: version.Version,

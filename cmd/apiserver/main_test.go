@@ -53,6 +53,16 @@ func TestConfig(t *testing.T) {
 	if err := os.WriteFile(unknown, []byte("secure-port: 6443\nsecure-prot: 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("t1,alice,1,\"dev,ops\"\n\nt2,bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caPEM := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.crt")
 	tests := []struct {
 		name string
 		args []string
@@ -65,6 +75,11 @@ func TestConfig(t *testing.T) {
 		{"unknown key", []string{"--config", unknown}, 2, []string{unknown + ":2:", "secure-prot"}},
 		{"bad flag", []string{"--secure-port", "70000", "--check-config"}, 2, []string{"secure-port"}},
 		{"election timeout below 5 heartbeats", []string{"--etcd-heartbeat-interval", "100ms", "--etcd-election-timeout", "300ms", "--check-config"}, 2, []string{"flag --etcd-election-timeout: must be at least 5 heartbeat intervals"}},
+		{"bad token file line names file:line", []string{"--token-auth-file", tokens, "--check-config"}, 2, []string{"flag --token-auth-file: " + tokens + ":3: want at least 3 columns"}},
+		{"tls-cert-file without client-ca-file", []string{"--tls-cert-file", caPEM, "--tls-private-key-file", caPEM, "--check-config"}, 2, []string{"flag --tls-cert-file: needs client-ca-file", "flag --tls-cert-file: load serving certificate and key"}},
+		{"unreadable serving certificate", []string{"--tls-cert-file", missing, "--tls-private-key-file", missing, "--client-ca-file", missing, "--check-config"}, 2, []string{"flag --tls-cert-file: load serving certificate and key: open " + missing, "flag --client-ca-file: open " + missing}},
+		{"client CA without certificates", []string{"--client-ca-file", caPEM, "--check-config"}, 2, []string{"flag --client-ca-file: " + caPEM + ": no PEM certificate"}},
+		{"unreadable signing key", []string{"--service-account-signing-key-file", missing, "--check-config"}, 2, []string{"flag --service-account-signing-key-file: open " + missing}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

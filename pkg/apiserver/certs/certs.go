@@ -33,6 +33,8 @@ const (
 	ServingKeyFile  = "serving.key"
 	AdminCertFile   = "admin.crt"
 	AdminKeyFile    = "admin.key"
+	// ServiceAccountKeyFile signs ServiceAccount tokens (kubeadm's sa.key).
+	ServiceAccountKeyFile = "sa.key"
 )
 
 // Default lifetimes.
@@ -69,6 +71,8 @@ type Bundle struct {
 	CACert, CAKey           string
 	ServingCert, ServingKey string
 	AdminCert, AdminKey     string
+	// ServiceAccountKey is the ECDSA P-256 key that signs ServiceAccount tokens.
+	ServiceAccountKey string
 
 	// CAPEM is the CA certificate in PEM form (for kubeconfigs).
 	CAPEM []byte
@@ -131,6 +135,8 @@ func Ensure(dir string, o Options) (*Bundle, error) {
 		ServingKey:  filepath.Join(dir, ServingKeyFile),
 		AdminCert:   filepath.Join(dir, AdminCertFile),
 		AdminKey:    filepath.Join(dir, AdminKeyFile),
+
+		ServiceAccountKey: filepath.Join(dir, ServiceAccountKeyFile),
 	}
 	now := time.Now()
 
@@ -176,7 +182,40 @@ func Ensure(dir string, o Options) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.ensureServiceAccountKey(); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// ensureServiceAccountKey creates the ServiceAccount signing key when it does not exist.
+// Like the CA it is never replaced: a new key would end every token issued so far.
+func (b *Bundle) ensureServiceAccountKey() error {
+	data, err := os.ReadFile(b.ServiceAccountKey)
+	if err == nil {
+		if blk, _ := pem.Decode(data); blk == nil || blk.Type != "EC PRIVATE KEY" {
+			return fmt.Errorf("certs: %s is not an EC PRIVATE KEY in PEM form; remove it to generate a new one (tokens signed with it stop working)", b.ServiceAccountKey)
+		} else if _, err := x509.ParseECPrivateKey(blk.Bytes); err != nil {
+			return fmt.Errorf("certs: %s: %w", b.ServiceAccountKey, err)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("certs: read %s: %w", b.ServiceAccountKey, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(b.ServiceAccountKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	b.Generated = append(b.Generated, ServiceAccountKeyFile)
+	return nil
 }
 
 // ensureCA loads the CA or creates it when neither file exists.

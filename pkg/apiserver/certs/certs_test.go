@@ -46,7 +46,7 @@ func TestEnsureGenerates(t *testing.T) {
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("dir mode = %v, want 0700", fi.Mode().Perm())
 	}
-	for _, f := range []string{CAKeyFile, ServingKeyFile, AdminKeyFile} {
+	for _, f := range []string{CAKeyFile, ServingKeyFile, AdminKeyFile, ServiceAccountKeyFile} {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -55,8 +55,8 @@ func TestEnsureGenerates(t *testing.T) {
 			t.Errorf("%s mode = %v, want 0600", f, fi.Mode().Perm())
 		}
 	}
-	if len(b.Generated) != 6 {
-		t.Errorf("Generated = %v, want all six files", b.Generated)
+	if len(b.Generated) != 7 {
+		t.Errorf("Generated = %v, want all seven files", b.Generated)
 	}
 
 	serving := b.ServingTLS.Leaf

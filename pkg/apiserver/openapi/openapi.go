@@ -30,7 +30,8 @@ type Resource struct {
 	// Verbs served: get list create update patch delete deletecollection watch.
 	Verbs []string
 	// Subresources served: "status", "scale" (autoscaling/v1 Scale) and
-	// "binding" (core/v1 Binding, create only).
+	// "binding" (core/v1 Binding, create only) and "token" (authentication/v1
+	// TokenRequest, create only).
 	Subresources []string
 	// Object and List are zero values of the Go types, e.g. &corev1.Pod{}
 	// and &corev1.PodList{}. *unstructured.Unstructured and

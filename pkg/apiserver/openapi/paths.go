@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -168,8 +169,11 @@ func subresourceSchema(r Resource, sub string) (schemaFunc, schema.GroupVersionK
 	case "approval", "finalize", "ephemeralcontainers", "resize":
 		// Writes of part of the object, in the object's own shape.
 		return objectSchema(r.Object, gvk, r.ListKind, false, r.Schema), gvk, nil
+	case "token":
+		tgvk := authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+		return objectSchema(&authenticationv1.TokenRequest{}, tgvk, "", false, nil), tgvk, nil
 	}
-	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale, binding, eviction, approval, finalize, ephemeralcontainers or resize)", r.Plural, sub)
+	return nil, gvk, fmt.Errorf("openapi: %s: unsupported subresource %q (want status, scale, binding, eviction, approval, finalize, ephemeralcontainers, resize or token)", r.Plural, sub)
 }
 
 // resourcePaths adds the paths of r to paths, keyed by URL path.
@@ -270,7 +274,7 @@ func resourcePaths(paths map[string]*pathItem, r Resource) error {
 		}
 		path := item + "/" + sub
 		title := strings.ToUpper(sub[:1]) + sub[1:]
-		if sub == "binding" || sub == "eviction" {
+		if sub == "binding" || sub == "eviction" || sub == "token" {
 			add(path, itemParams, operation{method: "post", id: "create" + gvID + ns + r.Kind + title, desc: "create " + sub + " of a " + r.Kind,
 				action: "post", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
 				resps: []response{{200, "OK", body}, {201, "Created", body}, {202, "Accepted", body}, {401, "Unauthorized", nil}}})

@@ -61,6 +61,15 @@ type Config struct {
 	AdvertiseAddress      string `yaml:"advertise-address"`
 	ServiceClusterIPRange string `yaml:"service-cluster-ip-range"`
 	ServiceNodePortRange  string `yaml:"service-node-port-range"`
+	// Authentication (pkg/apiserver/authn).
+	AnonymousAuth                    bool          `yaml:"anonymous-auth"`
+	TokenAuthFile                    string        `yaml:"token-auth-file"`
+	ServiceAccountSigningKeyFile     string        `yaml:"service-account-signing-key-file"`
+	ServiceAccountKeyFiles           []string      `yaml:"service-account-key-file"`
+	ServiceAccountIssuers            []string      `yaml:"service-account-issuer"`
+	ServiceAccountJWKSURI            string        `yaml:"service-account-jwks-uri"`
+	ServiceAccountMaxTokenExpiration time.Duration `yaml:"service-account-max-token-expiration"`
+	APIAudiences                     []string      `yaml:"api-audiences"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -88,6 +97,8 @@ func DefaultConfig() *Config {
 		RequestTimeout:              time.Minute,
 		ServiceClusterIPRange:       registry.DefaultServiceClusterIPRange,
 		ServiceNodePortRange:        registry.DefaultServiceNodePortRange,
+		AnonymousAuth:               true,
+		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
 	}
 }
 
@@ -137,6 +148,15 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ServiceClusterIPRange, "service-cluster-ip-range", c.ServiceClusterIPRange, "`CIDR` Service ClusterIPs are given from (the first address goes to the kubernetes Service)")
 	fs.StringVar(&c.ServiceNodePortRange, "service-node-port-range", c.ServiceNodePortRange, "`range` of NodePorts, first-last")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "serve Prometheus /metrics over plain HTTP on this `host:port` (off when empty)")
+
+	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "requests without credentials are user system:anonymous (group system:unauthenticated); when false they get 401. Bad credentials are 401 either way")
+	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "static bearer tokens: CSV `file` of token,user,uid[,\"group1,group2\"] lines")
+	fs.StringVar(&c.ServiceAccountSigningKeyFile, "service-account-signing-key-file", c.ServiceAccountSigningKeyFile, "PEM RSA or ECDSA private key `file` that signs ServiceAccount tokens (TokenRequest); default with generated certificates: cert-dir/sa.key")
+	config.StringList(fs, &c.ServiceAccountKeyFiles, "service-account-key-file", "PEM `file` of public keys (or certificates, or private keys) that verify ServiceAccount tokens (repeatable: list the old and the new key to rotate); default: the signing key")
+	config.StringList(fs, &c.ServiceAccountIssuers, "service-account-issuer", "ServiceAccount token issuer (`iss`; repeatable: the first issues, all are accepted)")
+	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", c.ServiceAccountJWKSURI, "jwks_uri `URL` in /.well-known/openid-configuration (default: the issuer's host with /openid/v1/jwks)")
+	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
+	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
 }
 
 // Validate checks the settings; errors name the key.
@@ -214,5 +234,6 @@ func (c *Config) Validate() error {
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
 	}
+	errs = append(errs, c.validateAuthn()...)
 	return errors.Join(errs...)
 }

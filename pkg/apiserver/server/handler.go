@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -75,6 +74,7 @@ func VersionInfo() apiversion.Info {
 
 func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
+	res = append(res, s.authnResources()...)
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
@@ -100,6 +100,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		mux.Handle("GET "+p, health)
 		mux.Handle("GET "+p+"/", health)
 	}
+	s.installAuthn(mux)
 	mux.Handle("/", container)
 	var h http.Handler = mux
 	h = withTimeout(h, s.cfg.RequestTimeout)
@@ -119,22 +120,6 @@ func publicPath(p string) bool {
 		return true
 	}
 	return false
-}
-
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
-			cert := r.TLS.PeerCertificates[0]
-			u := &request.User{Name: cert.Subject.CommonName, Groups: append(append([]string{}, cert.Subject.Organization...), request.AllAuthenticated)}
-			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
-			return
-		}
-		if publicPath(r.URL.Path) {
-			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}})))
-			return
-		}
-		endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
-	})
 }
 
 func recoverPanics(next http.Handler) http.Handler {

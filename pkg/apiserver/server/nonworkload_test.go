@@ -93,8 +93,18 @@ func TestNonWorkloadOverHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// p is on a node: the eviction deletes it gracefully, and it stays until its node
+		// agent confirms, as upstream.
+		got, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		if err != nil || got.DeletionTimestamp == nil {
+			t.Fatalf("evicted pod on a node: %v, deletionTimestamp %v; want it being deleted", err, got.DeletionTimestamp)
+		}
+		zero := int64(0)
+		if err := cs.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := cs.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("evicted pod: %v", err)
+			t.Fatalf("evicted pod after its node agent's confirmation: %v", err)
 		}
 	})
 

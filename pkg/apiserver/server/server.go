@@ -40,6 +40,10 @@ type Server struct {
 	listener net.Listener
 	handler  http.Handler
 
+	authnState     *authnState
+	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
+	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
+
 	metrics     *metrics
 	metricsHTTP *http.Server
 	metricsAddr string
@@ -91,6 +95,14 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
+	if err := s.setupAuthn(); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
+	if err := s.publishClientCA(regCtx); err != nil {
+		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
+	}
 	h, err := s.buildHandler()
 	if err != nil {
 		cancel()
@@ -105,15 +117,24 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return fmt.Errorf("apiserver: listen on %s: %w", addr, err)
 	}
+	tlsCfg, err := s.tlsConfig()
+	if err != nil {
+		ln.Close()
+		cancel()
+		s.closeEtcd()
+		return err
+	}
 	s.listener = ln
 	s.http = &http.Server{
 		Handler:           h,
-		TLSConfig:         s.tlsConfig(),
+		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	s.background.Add(1)
+	go s.keepClientCAPublished(regCtx)
 	if s.cfg.MetricsBindAddress != "" {
 		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
 		if err != nil {
@@ -283,31 +304,33 @@ func (s *Server) startTLS() error {
 	return nil
 }
 
-func (s *Server) tlsConfig() *tls.Config {
+func (s *Server) tlsConfig() (*tls.Config, error) {
 	if s.bundle != nil && s.cfg.TLSCertFile == "" && s.cfg.ClientCAFile == "" {
-		return s.bundle.ServerTLSConfig()
+		return s.bundle.ServerTLSConfig(), nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"h2", "http/1.1"}}
 	if s.cfg.TLSCertFile != "" {
+		// Validate loaded the pair already; a file changed since is still an error.
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
-		if err == nil {
-			cfg.Certificates = []tls.Certificate{cert}
-		} else {
-			s.log.Error("load serving certificate", "err", err)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: --tls-cert-file: %w", err)
 		}
+		cfg.Certificates = []tls.Certificate{cert}
 	} else if s.bundle != nil {
 		cfg.Certificates = []tls.Certificate{s.bundle.ServingTLS}
 	}
 	pool := x509.NewCertPool()
 	if s.cfg.ClientCAFile != "" {
-		if data, err := os.ReadFile(s.cfg.ClientCAFile); err == nil {
-			pool.AppendCertsFromPEM(data)
+		p, err := readCAPool(s.cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
 		}
+		pool = p
 	} else if s.bundle != nil {
 		pool = s.bundle.CAPool
 	}
 	cfg.ClientCAs = pool
-	return cfg
+	return cfg, nil
 }
 
 // Shutdown drains: readiness fails first, then after ShutdownDelay the
@@ -333,6 +356,7 @@ func (s *Server) Shutdown() error {
 		if s.regCtx != nil {
 			s.regCtx()
 			s.registry.Wait()
+			s.background.Wait()
 		}
 		s.closeEtcd()
 		s.log.Info("apiserver stopped")

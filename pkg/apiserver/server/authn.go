@@ -1,0 +1,276 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/authn"
+	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	"github.com/hacp/hacp/pkg/config"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DefaultServiceAccountIssuer is the issuer when --service-account-issuer is not given
+// (kubeadm's).
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// authnState is what authentication needs while serving.
+type authnState struct {
+	authn         *authn.Authenticator
+	oidc, jwks    http.Handler // nil when issuer discovery is off
+	tokenRequests *authn.TokenRequests
+}
+
+// validateAuthn checks the authentication settings and reads every file they name, so that
+// an unreadable certificate, key or token file stops the start with the flag's name.
+func (c *Config) validateAuthn() []error {
+	var errs []error
+	if c.TLSCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile); err != nil {
+			errs = append(errs, config.FieldErrorf("tls-cert-file", "load serving certificate and key: %v", err))
+		}
+		if c.ClientCAFile == "" && c.TokenAuthFile == "" {
+			errs = append(errs, config.FieldErrorf("tls-cert-file", "needs client-ca-file (or token-auth-file): without a client CA no client certificate verifies and nobody can authenticate"))
+		}
+	}
+	if c.ClientCAFile != "" {
+		if _, err := readCAPool(c.ClientCAFile); err != nil {
+			errs = append(errs, config.FieldErrorf("client-ca-file", "%v", err))
+		}
+	}
+	if c.TokenAuthFile != "" {
+		if _, err := authn.ReadTokenFile(c.TokenAuthFile); err != nil {
+			errs = append(errs, config.FieldErrorf("token-auth-file", "%v", err))
+		}
+	}
+	if c.ServiceAccountSigningKeyFile != "" {
+		if _, err := authn.ReadPrivateKey(c.ServiceAccountSigningKeyFile); err != nil {
+			errs = append(errs, config.FieldErrorf("service-account-signing-key-file", "%v", err))
+		}
+	}
+	for _, f := range c.ServiceAccountKeyFiles {
+		if _, err := authn.ReadPublicKeys(f); err != nil {
+			errs = append(errs, config.FieldErrorf("service-account-key-file", "%v", err))
+		}
+	}
+	if len(c.ServiceAccountIssuers) == 0 {
+		errs = append(errs, config.FieldErrorf("service-account-issuer", "must not be empty"))
+	}
+	for _, iss := range c.ServiceAccountIssuers {
+		if strings.Contains(iss, ":") {
+			if _, err := url.Parse(iss); err != nil {
+				errs = append(errs, config.FieldErrorf("service-account-issuer", "%q contained a ':' but was not a valid URL: %v", iss, err))
+			}
+		}
+	}
+	if c.ServiceAccountJWKSURI != "" {
+		if u, err := url.Parse(c.ServiceAccountJWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, config.FieldErrorf("service-account-jwks-uri", "%q is not an https URL", c.ServiceAccountJWKSURI))
+		}
+	}
+	if m := c.ServiceAccountMaxTokenExpiration; m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
+		errs = append(errs, config.FieldErrorf("service-account-max-token-expiration", "must be between 1 hour and 2^32 seconds, not %v", m))
+	}
+	return errs
+}
+
+func readCAPool(path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
+// setupAuthn builds the authenticators from the configuration and adds the token
+// subresource to serviceaccounts when a signing key is configured (or generated).
+func (s *Server) setupAuthn() error {
+	cfg := s.cfg
+	a := &authn.Authenticator{Anonymous: cfg.AnonymousAuth, APIAudiences: cfg.APIAudiences}
+	if len(a.APIAudiences) == 0 {
+		a.APIAudiences = cfg.ServiceAccountIssuers
+	}
+	if cfg.TokenAuthFile != "" {
+		t, err := authn.ReadTokenFile(cfg.TokenAuthFile)
+		if err != nil {
+			return fmt.Errorf("apiserver: --token-auth-file: %w", err)
+		}
+		a.Tokens = t
+	}
+	signingFile := cfg.ServiceAccountSigningKeyFile
+	if signingFile == "" && s.bundle != nil {
+		signingFile = s.bundle.ServiceAccountKey
+	}
+	var signer *authn.Signer
+	if signingFile != "" {
+		key, err := authn.ReadPrivateKey(signingFile)
+		if err != nil {
+			return fmt.Errorf("apiserver: --service-account-signing-key-file: %w", err)
+		}
+		if signer, err = authn.NewSigner(key); err != nil {
+			return fmt.Errorf("apiserver: --service-account-signing-key-file: %w", err)
+		}
+	}
+	var keys []*authn.PublicKey
+	for _, f := range cfg.ServiceAccountKeyFiles {
+		k, err := authn.ReadPublicKeys(f)
+		if err != nil {
+			return fmt.Errorf("apiserver: --service-account-key-file: %w", err)
+		}
+		keys = append(keys, k...)
+	}
+	if len(keys) == 0 && signer != nil {
+		keys = []*authn.PublicKey{signer.Public()}
+	}
+	st := &authnState{authn: a}
+	if len(keys) > 0 {
+		a.ServiceAccounts = &authn.ServiceAccounts{Issuers: cfg.ServiceAccountIssuers, Keys: keys, Audiences: a.APIAudiences, Get: s.getObject}
+		var err error
+		st.oidc, st.jwks, err = authn.DiscoveryHandlers(cfg.ServiceAccountIssuers[0], cfg.ServiceAccountJWKSURI, keys)
+		if err != nil {
+			return fmt.Errorf("apiserver: --service-account-jwks-uri: %w", err)
+		}
+	}
+	if signer != nil {
+		st.tokenRequests = &authn.TokenRequests{Signer: signer, Issuer: cfg.ServiceAccountIssuers[0], Audiences: a.APIAudiences,
+			MaxExpiry: cfg.ServiceAccountMaxTokenExpiration, Get: s.getObject}
+		s.registry.Resource(schema.GroupResource{Resource: "serviceaccounts"}).Subresources["token"] = st.tokenRequests
+	}
+	s.authnState = st
+	return nil
+}
+
+// getObject reads a core/v1 object through the registry, for the token authenticator.
+func (s *Server) getObject(ctx context.Context, resource, ns, name string) (runtime.Object, error) {
+	res := s.registry.Resource(schema.GroupResource{Resource: resource})
+	if res == nil {
+		return nil, fmt.Errorf("no resource %q", resource)
+	}
+	return res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
+}
+
+// authnResources are the authentication.k8s.io/v1 reviews: served, not stored.
+func (s *Server) authnResources() []endpoints.Resource {
+	return []endpoints.Resource{
+		{Names: authn.TokenReviewNames, Storage: &authn.TokenReviews{Authenticator: s.authnState.authn}},
+		{Names: authn.SelfSubjectReviewNames, Storage: authn.SelfSubjectReviews{}},
+	}
+}
+
+// installAuthn serves the ServiceAccount issuer discovery documents.
+func (s *Server) installAuthn(mux *http.ServeMux) {
+	if s.authnState.oidc != nil {
+		mux.Handle("GET "+authn.OpenIDConfigPath, s.authnState.oidc)
+		mux.Handle("GET "+authn.JWKSPath, s.authnState.jwks)
+	}
+}
+
+// authenticate sets the request's user (request.WithUser). Bad credentials are 401 always;
+// no credentials are 401 unless anonymous access is on, and anonymous requests reach only
+// the public paths until authorization decides for them.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authnState.authn.AuthenticateRequest(r)
+		if err != nil {
+			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
+		}
+		if err != nil || u == nil || (slices.Contains(u.Groups, request.AllUnauthenticated) && !publicPath(r.URL.Path)) {
+			endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
+	})
+}
+
+// AuthenticationConfigMap is where kube-apiserver publishes its client CA for delegated
+// authentication (controller-manager, scheduler, extension apiservers).
+const AuthenticationConfigMap = "extension-apiserver-authentication"
+
+// publishClientCA writes the client CA into kube-system/extension-apiserver-authentication,
+// as kube-apiserver's cluster-authentication-trust controller does. Without a request-header
+// CA, upstream writes no requestheader-* keys, and neither does this.
+func (s *Server) publishClientCA(ctx context.Context) error {
+	var ca []byte
+	switch {
+	case s.cfg.ClientCAFile != "":
+		data, err := os.ReadFile(s.cfg.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		ca = data
+	case s.bundle != nil:
+		ca = s.bundle.CAPEM
+	default:
+		return nil
+	}
+	cms := s.registry.Resource(schema.GroupResource{Resource: "configmaps"}).Store
+	_, err := cms.Create(ctx, metav1.NamespaceSystem, "", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: AuthenticationConfigMap, Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{"client-ca-file": string(ca)}}, &metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	_, _, err = cms.Update(ctx, metav1.NamespaceSystem, AuthenticationConfigMap, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		cm, ok := cur.(*corev1.ConfigMap)
+		if !ok {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, AuthenticationConfigMap)
+		}
+		if cm.Data["client-ca-file"] == string(ca) {
+			return nil, errUnchanged
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["client-ca-file"] = string(ca)
+		return cm, nil
+	}, &metav1.UpdateOptions{})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// keepClientCAPublished checks the published client CA every minute (as upstream's
+// controller resyncs), so a deleted or edited ConfigMap comes back, until ctx ends.
+func (s *Server) keepClientCAPublished(ctx context.Context) {
+	defer s.background.Done()
+	every := s.clientCAResync
+	if every <= 0 {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.publishClientCA(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
+		}
+	}
+}
+
+// ensure the types stay what registry.Creater expects.
+var _ registry.Creater = (*authn.TokenRequests)(nil)
