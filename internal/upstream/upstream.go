@@ -43,8 +43,24 @@ func Root() string {
 	if d := os.Getenv("HACP_UPSTREAM_DIR"); d != "" {
 		return d
 	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "_output", "upstream")
+	return filepath.Join(repoRoot(), "_output", "upstream")
+}
+
+// repoRoot is the hacp checkout this package was compiled from or, when the binary was built
+// with -trimpath, the nearest directory above the working directory holding hacp's go.mod.
+func repoRoot() string {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..")
+	}
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module github.com/hacp/hacp\n")) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
 }
 
 // Binary returns the path of the named upstream program (one of Kubernetes, or Kwok), building

@@ -1,0 +1,40 @@
+package upstream
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestStagingReplace: the staging modules are read from k8s.io/kubernetes's replace block.
+func TestStagingReplace(t *testing.T) {
+	gomod := "module k8s.io/kubernetes\n\nreplace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n" +
+		"\tk8s.io/cri-client => ./staging/src/k8s.io/cri-client\n\tgithub.com/x/y => github.com/x/z v1.0.0\n)\n"
+	var got []string
+	for _, m := range stagingReplace.FindAllStringSubmatch(gomod, -1) {
+		got = append(got, m[1])
+	}
+	if want := []string{"k8s.io/api", "k8s.io/cri-client"}; !slices.Equal(got, want) {
+		t.Fatalf("staging modules %v, want %v", got, want)
+	}
+}
+
+func TestBuildUnknownProgram(t *testing.T) {
+	if _, err := Build(context.Background(), t.TempDir(), "kubelet-nope"); err == nil || !strings.Contains(err.Error(), "unknown program") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBinary: each upstream program is built (or found in the cache) and runs.
+func TestBinary(t *testing.T) {
+	for _, name := range append(slices.Clone(Kubernetes), Kwok) {
+		t.Run(name, func(t *testing.T) {
+			out, err := exec.Command(Binary(t, name), "--help").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "Usage") {
+				t.Fatalf("%s --help: %v\n%.500s", name, err, out)
+			}
+		})
+	}
+}
