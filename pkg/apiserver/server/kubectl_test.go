@@ -144,11 +144,10 @@ func TestKubectlSession(t *testing.T) {
 		if out != "nginx:1.28 busybox:1.36" {
 			t.Fatalf("images after apply: %q", out)
 		}
-		// create 1; the first apply adds its last-applied annotation 2 (a deployment's
-		// annotations bump its generation, as upstream: they are copied to its replica sets);
-		// the new image 3.
+		// 1 at create; the first apply adds the last-applied annotation, and a deployment's
+		// annotation change bumps its generation as upstream; the second changes the image.
 		if gen := k.ok("-n", "demo", "get", "deployment", "web", "-o", "jsonpath={.metadata.generation}"); gen != "3" {
-			t.Fatalf("generation after create and two applies: %s, want 3", gen)
+			t.Fatalf("generation after create, apply, apply with a new image: %s, want 3", gen)
 		}
 	})
 
