@@ -66,6 +66,7 @@ func Kinds() []*Kind {
 		namespacesKind(), podsKind(), nodesKind(), servicesKind(), endpointsKind(),
 		configMapsKind(), secretsKind(), serviceAccountsKind(), eventsKind(),
 		leasesKind(), deploymentsKind(),
+		rolesKind(), roleBindingsKind(), clusterRolesKind(), clusterRoleBindingsKind(),
 	}
 }
 

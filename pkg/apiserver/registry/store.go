@@ -67,7 +67,14 @@ type Store struct {
 	namespaces func(ctx context.Context, ns string) error
 	// afterDelete is told about real deletions (namespace cleanup uses it).
 	onTerminate func(ctx context.Context, obj runtime.Object)
+	// admit, when set, may refuse a validated create or update (SetAdmit).
+	admit AdmitFunc
 }
+
+// SetAdmit installs a check run after validation on every create and update (before
+// storage); the authorizer uses it for RBAC's escalation and bind checks. Call it before
+// serving.
+func (s *Store) SetAdmit(fn AdmitFunc) { s.admit = fn }
 
 // Kind returns the group/version/kind served.
 func (s *Store) Kind() schema.GroupVersionKind { return s.kind.GVK() }
@@ -335,6 +342,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if errs := s.validateCreate(obj); len(errs) > 0 {
 		return nil, s.invalid(a.GetName(), errs)
 	}
+	if s.admit != nil {
+		if err := s.admit(ctx, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	s.setKind(obj)
 	if opts != nil && DryRun(opts.DryRun) {
 		if err := s.storage.Get(ctx, s.key(ns, a.GetName()), storage.GetOptions{}, s.kind.New()); err == nil {
@@ -445,6 +457,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 		if len(errs) > 0 {
 			return nil, s.invalid(name, errs)
+		}
+		if s.admit != nil && !statusOnly {
+			if err := s.admit(ctx, newObj, current); err != nil {
+				return nil, err
+			}
 		}
 		s.setKind(newObj)
 		if dry {

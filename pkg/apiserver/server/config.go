@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/config"
 )
 
@@ -53,6 +54,8 @@ type Config struct {
 	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
 	RequestTimeout              time.Duration `yaml:"request-timeout"`
 	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
+
+	AuthorizationMode string `yaml:"authorization-mode"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -77,6 +80,7 @@ func DefaultConfig() *Config {
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		RequestTimeout:              time.Minute,
+		AuthorizationMode:           "Node,RBAC",
 	}
 }
 
@@ -121,7 +125,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest time a non-watch request may take before 504")
-	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "serve Prometheus /metrics over plain HTTP on this `host:port` (off when empty)")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
+	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 }
 
 // Validate checks the settings; errors name the key.
@@ -181,6 +186,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsBindAddress); err != nil {
 			errs = append(errs, config.FieldErrorf("metrics-bind-address", "%q is not host:port", c.MetricsBindAddress))
 		}
+	}
+	if _, err := authz.ParseModes(c.AuthorizationMode); err != nil {
+		errs = append(errs, config.FieldErrorf("authorization-mode", "%v", err))
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

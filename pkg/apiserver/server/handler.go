@@ -68,7 +68,7 @@ func VersionInfo() apiversion.Info {
 }
 
 func (s *Server) buildHandler() (http.Handler, error) {
-	res := Resources(s.registry)
+	res := append(Resources(s.registry), s.authz.Resources()...)
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
@@ -94,17 +94,20 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		mux.Handle("GET "+p, health)
 		mux.Handle("GET "+p+"/", health)
 	}
+	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("/", container)
 	var h http.Handler = mux
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
+	h = s.authorize(h)
+	h = s.impersonate(h)
 	h = s.authenticate(h)
 	h = s.metrics.instrument(h)
 	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
 }
 
-// publicPaths are served without a client certificate, as upstream's
-// system:public-info-viewer role allows for anonymous users.
+// publicPath reports the health and version paths, which the in-flight limit does not
+// count. (Who may read them is RBAC's: system:public-info-viewer, bound to everyone.)
 func publicPath(p string) bool {
 	switch {
 	case p == "/version", p == "/livez", p == "/readyz", p == "/healthz":
@@ -123,11 +126,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 			return
 		}
-		if publicPath(r.URL.Path) {
-			next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}})))
-			return
-		}
-		endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+		// No credentials: the anonymous user, whom the authorizers judge (upstream's
+		// --anonymous-auth default).
+		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}})))
 	})
 }
 
