@@ -1,3 +1,7 @@
+// Ported from Kubernetes v1.33.13, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy_namespaces.go
+// (Copyright The Kubernetes Authors, Apache License 2.0): the same rule builders with the
+// feature gates resolved to their v1.33 defaults (policy_gates.go).
+
 package authz
 
 import (

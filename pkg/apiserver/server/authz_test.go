@@ -445,3 +445,66 @@ func TestAuthorizationTwoServers(t *testing.T) {
 		return err
 	})
 }
+
+// TestRBACValidation: the RBAC kinds are validated as upstream's (422 with field paths),
+// and a binding's roleRef cannot change.
+func TestRBACValidation(t *testing.T) {
+	s := servertest.New(t, nil)
+	ctx := context.Background()
+	admin := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
+	invalid := func(err error, fields ...string) {
+		t.Helper()
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("got %v, want 422 Invalid", err)
+		}
+		st := err.(apierrors.APIStatus).Status()
+		var got []string
+		for _, c := range st.Details.Causes {
+			got = append(got, c.Field)
+		}
+		if strings.Join(got, ",") != strings.Join(fields, ",") {
+			t.Fatalf("causes %q, want %q (%v)", got, fields, err)
+		}
+	}
+	_, err := admin.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Rules: []rbacv1.PolicyRule{
+		{Resources: []string{"pods"}},
+		{Verbs: []string{"get"}, NonResourceURLs: []string{"/x"}},
+	}}, metav1.CreateOptions{})
+	invalid(err, "rules[0].verbs", "rules[0].apiGroups", "rules[1].nonResourceURLs")
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "c"}, AggregationRule: &rbacv1.AggregationRule{}}, metav1.CreateOptions{})
+	invalid(err, "aggregationRule.clusterRoleSelectors")
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "sa"}, {Kind: "Robot", Name: "r2"}}}, metav1.CreateOptions{})
+	invalid(err, "roleRef.kind", "subjects[0].namespace", "subjects[1].kind")
+	if !strings.Contains(err.Error(), `roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole"`) {
+		t.Fatalf("message: %v", err)
+	}
+	rb, err := admin.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "u"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Subjects[0].APIGroup != rbacv1.GroupName {
+		t.Fatalf("subject apiGroup not defaulted: %+v", rb.Subjects[0])
+	}
+	rb.RoleRef.Name = "edit"
+	_, err = admin.RbacV1().RoleBindings("default").Update(ctx, rb, metav1.UpdateOptions{})
+	invalid(err, "roleRef")
+	if !strings.Contains(err.Error(), "cannot change roleRef") {
+		t.Fatalf("message: %v", err)
+	}
+	// The bootstrap policy is there, as upstream's reconciliation leaves it.
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:node", "system:controller:namespace-controller", "system:public-info-viewer"} {
+		if _, err := admin.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("clusterrole %s: %v", name, err)
+		}
+	}
+	if _, err := admin.RbacV1().RoleBindings("kube-system").Get(ctx, "system::leader-locking-kube-scheduler", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	}
+	view, err := admin.RbacV1().ClusterRoles().Get(ctx, "view", metav1.GetOptions{})
+	if err != nil || len(view.Rules) == 0 {
+		t.Fatalf("view is not aggregated: %v %v", view, err)
+	}
+}
