@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
@@ -22,7 +23,7 @@ import (
 func (z *Authz) Resources() []endpoints.Resource {
 	names := func(kind, plural string, namespaced bool) *registry.Names {
 		return &registry.Names{Group: authorizationv1.GroupName, Version: "v1", Kind: kind, ListKind: kind + "List", Plural: plural,
-			Singular: "", Namespaced: namespaced}
+			Singular: strings.ToLower(kind), Namespaced: namespaced}
 	}
 	return []endpoints.Resource{
 		{Names: names("LocalSubjectAccessReview", "localsubjectaccessreviews", true), Storage: &review{z: z, kind: "LocalSubjectAccessReview"}},

@@ -273,7 +273,7 @@ func TestAuthorizationRBAC(t *testing.T) {
 			t.Fatalf("SAR default: %+v %v", got.Status, err)
 		}
 		_, err = admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "alice"}}, metav1.CreateOptions{})
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified") {
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified") {
 			t.Fatalf("SAR without attributes: %v", err)
 		}
 		// alice may not ask about others, but may ask about herself.

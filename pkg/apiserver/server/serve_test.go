@@ -55,7 +55,7 @@ func TestDiscovery(t *testing.T) {
 			if err := json.Unmarshal(body, &list); err != nil {
 				t.Fatal(err)
 			}
-			if list.APIVersion != "apidiscovery.k8s.io/"+v || len(list.Items) != 2 {
+			if list.APIVersion != "apidiscovery.k8s.io/"+v || len(list.Items) != 4 {
 				t.Fatalf("groups: %s", body)
 			}
 			etag := resp.Header.Get("ETag")
@@ -230,9 +230,13 @@ func TestHealthAndShutdown(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "[+]etcd ok") || !strings.Contains(string(body), "[+]shutdown ok") {
 		t.Fatalf("verbose: %d %s", resp.StatusCode, body)
 	}
-	resp, _ = e.do(e.anonymous, "GET", "/healthz/etcd", "", nil, nil)
+	resp, _ = e.do(e.admin, "GET", "/healthz/etcd", "", nil, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("/healthz/etcd: %d", resp.StatusCode)
+	}
+	// system:public-info-viewer has /healthz, not the single checks (as upstream).
+	if resp, _ = e.do(e.anonymous, "GET", "/healthz/etcd", "", nil, nil); resp.StatusCode != 403 {
+		t.Fatalf("anonymous /healthz/etcd: %d", resp.StatusCode)
 	}
 
 	// A watch is open when shutdown starts; readiness fails first, then the watch ends cleanly.
