@@ -65,10 +65,6 @@ func newRoleBinding(role, ns string) *bindingBuilder {
 	return &bindingBuilder{name: role, ns: ns, ref: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}}
 }
 
-func newRoleBindingForClusterRole(role, ns string) *bindingBuilder {
-	return &bindingBuilder{name: role, ns: ns, ref: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
-}
-
 func (b *bindingBuilder) Groups(g ...string) *bindingBuilder {
 	b.subjects.add(rbacv1.GroupKind, rbacv1.GroupName, "", g)
 	return b

@@ -78,14 +78,12 @@ func addClusterRoleLabel(roles []rbacv1.ClusterRole) {
 	for i := range roles {
 		addDefaultMetadata(&roles[i])
 	}
-	return
 }
 
 func addClusterRoleBindingLabel(rolebindings []rbacv1.ClusterRoleBinding) {
 	for i := range rolebindings {
 		addDefaultMetadata(&rolebindings[i])
 	}
-	return
 }
 
 func viewRules() []rbacv1.PolicyRule {
@@ -676,26 +674,4 @@ func bootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	addClusterRoleBindingLabel(rolebindings)
 
 	return rolebindings
-}
-
-// ClusterRolesToAggregate maps from previous clusterrole name to the new clusterrole name
-func clusterRolesToAggregate() map[string]string {
-	return map[string]string{
-		"admin": "system:aggregate-to-admin",
-		"edit":  "system:aggregate-to-edit",
-		"view":  "system:aggregate-to-view",
-	}
-}
-
-// ClusterRoleBindingsToSplit returns a map of Names of source ClusterRoleBindings
-// to copy Subjects, Annotations, and Labels to destination ClusterRoleBinding templates.
-func clusterRoleBindingsToSplit() map[string]rbacv1.ClusterRoleBinding {
-	bindingsToSplit := map[string]rbacv1.ClusterRoleBinding{}
-	for _, defaultClusterRoleBinding := range bootstrapClusterRoleBindings() {
-		switch defaultClusterRoleBinding.Name {
-		case "system:public-info-viewer":
-			bindingsToSplit["system:discovery"] = defaultClusterRoleBinding
-		}
-	}
-	return bindingsToSplit
 }

@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
@@ -318,6 +317,3 @@ func (r *RBAC) applyClusterRoleBinding(t watch.EventType, o runtime.Object) {
 		r.indexCRB(x, true)
 	}
 }
-
-// describe is for errors.
-func describe(u *request.User) string { return fmt.Sprintf("user %q (groups=%q)", u.Name, u.Groups) }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,7 +20,7 @@ var rbacNames = func(kind, plural, singular string, namespaced bool) Names {
 }
 
 // rbacName is upstream's ValidateRBACName: any name that is a valid path segment.
-func rbacName(name string, _ bool) []string { return path.IsValidPathSegmentName(name) }
+func rbacName(name string, _ bool) []string { return content.IsPathSegmentName(name) }
 
 func rolesKind() *Kind {
 	return &Kind{
