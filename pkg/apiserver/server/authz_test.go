@@ -508,3 +508,76 @@ func TestRBACValidation(t *testing.T) {
 		t.Fatalf("view is not aggregated: %v %v", view, err)
 	}
 }
+
+// TestBootstrapReconcileOnRestart: a restart puts back what was taken out of the bootstrap
+// policy, except from objects annotated autoupdate=false, and keeps what was added.
+func TestBootstrapReconcileOnRestart(t *testing.T) {
+	cfg, err := servertest.Config(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := servertest.Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
+	crs := cs.RbacV1().ClusterRoles()
+	extra := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	// system:discovery: rules replaced by another one; system:basic-user: emptied and pinned.
+	d, err := crs.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := d.Rules
+	d.Rules = []rbacv1.PolicyRule{extra}
+	if _, err := crs.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := crs.Get(ctx, "system:basic-user", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Rules = []rbacv1.PolicyRule{extra}
+	b.Annotations[rbacv1.AutoUpdateAnnotationKey] = "false"
+	if _, err := crs.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, "system:monitoring", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = servertest.Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+	cs = kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
+	crs = cs.RbacV1().ClusterRoles()
+	d, err = crs.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As upstream's reconciliation: the missing permissions are appended one per rule.
+	if len(want) != 1 || len(d.Rules) != 1+len(want[0].NonResourceURLs) || d.Rules[0].Resources[0] != "configmaps" {
+		t.Fatalf("system:discovery after restart: %v, want the added rule and %v", d.Rules, want)
+	}
+	for i, u := range want[0].NonResourceURLs {
+		if r := d.Rules[1+i]; len(r.NonResourceURLs) != 1 || r.NonResourceURLs[0] != u || r.Verbs[0] != "get" {
+			t.Fatalf("system:discovery rule %d: %v, want get %s", 1+i, r, u)
+		}
+	}
+	b, err = crs.Get(ctx, "system:basic-user", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Rules) != 1 || b.Rules[0].Resources[0] != "configmaps" {
+		t.Fatalf("system:basic-user (autoupdate=false) was changed: %v", b.Rules)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:monitoring", metav1.GetOptions{}); err != nil {
+		t.Fatalf("deleted bootstrap binding not recreated: %v", err)
+	}
+}
