@@ -420,3 +420,31 @@ func sameStrings(have, want []string) bool {
 	slices.Sort(have)
 	return slices.Equal(have, want)
 }
+
+// IssueClient signs a client certificate for user (CN) in groups (O) with the bundle's CA
+// and returns it and its key in PEM form, for other users than admin (tests, operators
+// handing out credentials RBAC then limits). Nothing is written to disk.
+func (b *Bundle) IssueClient(user string, groups []string, validFor time.Duration) (certPEM, keyPEM []byte, err error) {
+	pair, certs, err := loadPair(b.CACert, b.CAKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certs: load CA: %w", err)
+	}
+	caKey, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("certs: CA key %s cannot sign", b.CAKey)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certs: generate key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validFor),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+	}
+	return sign(tmpl, certs[0], key, caKey)
+}

@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,10 @@ func sample(resource, name string) runtime.Object {
 		return &coordinationv1.Lease{ObjectMeta: om}
 	case "deployments":
 		return deployment(name)
+	case "roles":
+		return &rbacv1.Role{ObjectMeta: om}
+	case "rolebindings":
+		return &rbacv1.RoleBinding{ObjectMeta: om, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}
 	}
 	if obj := workloadSample(resource, name); obj != nil {
 		return obj

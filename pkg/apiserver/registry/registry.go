@@ -87,6 +87,7 @@ func Kinds() []*Kind {
 		replicaSetsKind(), statefulSetsKind(), daemonSetsKind(), controllerRevisionsKind(),
 		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
 		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
+		rolesKind(), roleBindingsKind(), clusterRolesKind(), clusterRoleBindingsKind(),
 	}, nonWorkloadKinds()...)
 }
 

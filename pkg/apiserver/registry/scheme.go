@@ -10,6 +10,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +38,8 @@ func init() {
 	utilruntime.Must(autoscalingv2.AddToScheme(Scheme))
 	utilruntime.Must(batchv1.AddToScheme(Scheme))
 	utilruntime.Must(policyv1.AddToScheme(Scheme))
+	utilruntime.Must(rbacv1.AddToScheme(Scheme))
+	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	metav1.AddMetaToScheme(Scheme)
 }

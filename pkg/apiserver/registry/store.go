@@ -84,6 +84,8 @@ type Store struct {
 	onTerminate func(ctx context.Context, obj runtime.Object)
 	// alloc reserves what objects take from cluster-wide pools (Service IPs and ports).
 	alloc allocator
+	// admit, when set, may refuse a validated create or update (SetAdmit).
+	admit AdmitFunc
 }
 
 // removed is called with each object the store deleted for good.
@@ -92,6 +94,11 @@ func (s *Store) removed(ctx context.Context, obj runtime.Object) {
 		s.alloc.Release(ctx, nil, obj)
 	}
 }
+
+// SetAdmit installs a check run after validation on every create and update (before
+// storage); the authorizer uses it for RBAC's escalation and bind checks. Call it before
+// serving.
+func (s *Store) SetAdmit(fn AdmitFunc) { s.admit = fn }
 
 // Kind returns the group/version/kind served.
 func (s *Store) Kind() schema.GroupVersionKind { return s.kind.GVK() }
@@ -359,6 +366,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if errs := s.validateCreate(obj); len(errs) > 0 {
 		return nil, s.invalid(a.GetName(), errs)
 	}
+	if s.admit != nil {
+		if err := s.admit(ctx, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	s.setKind(obj)
 	dry := opts != nil && DryRun(opts.DryRun)
 	undo := func() {}
@@ -487,6 +499,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 		if len(errs) > 0 {
 			return nil, s.invalid(name, errs)
+		}
+		if s.admit != nil && !statusOnly {
+			if err := s.admit(ctx, newObj, current); err != nil {
+				return nil, err
+			}
 		}
 		s.setKind(newObj)
 		if s.alloc != nil && !statusOnly {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +104,13 @@ func readCAPool(path string) (*x509.CertPool, error) {
 // subresource to serviceaccounts when a signing key is configured (or generated).
 func (s *Server) setupAuthn() error {
 	cfg := s.cfg
-	a := &authn.Authenticator{Anonymous: cfg.AnonymousAuth, APIAudiences: cfg.APIAudiences}
+	anonymous := cfg.AnonymousAuth
+	if anonymous && strings.TrimSpace(cfg.AuthorizationMode) == "AlwaysAllow" {
+		// As kube-apiserver: anonymous requests would be allowed everything.
+		s.log.Warn("anonymous-auth is not allowed with the AlwaysAllow authorizer: turning it off; use another authorization mode")
+		anonymous = false
+	}
+	a := &authn.Authenticator{Anonymous: anonymous, APIAudiences: cfg.APIAudiences}
 	if len(a.APIAudiences) == 0 {
 		a.APIAudiences = cfg.ServiceAccountIssuers
 	}
@@ -185,15 +190,15 @@ func (s *Server) installAuthn(mux *http.ServeMux) {
 }
 
 // authenticate sets the request's user (request.WithUser). Bad credentials are 401 always;
-// no credentials are 401 unless anonymous access is on, and anonymous requests reach only
-// the public paths until authorization decides for them.
+// no credentials are 401 unless anonymous access is on; what an anonymous user may do is
+// the authorizers' to decide (RBAC grants system:public-info-viewer to everyone), as upstream.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.authnState.authn.AuthenticateRequest(r)
 		if err != nil {
 			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}
-		if err != nil || u == nil || (slices.Contains(u.Groups, request.AllUnauthenticated) && !publicPath(r.URL.Path)) {
+		if err != nil || u == nil {
 			endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,7 +93,9 @@ func isUnauthorized(t *testing.T, err error) {
 // their pod or ServiceAccount.
 func TestAuthnKubectl(t *testing.T) {
 	testenv.RequireCommand(t, "kubectl")
-	s := servertest.New(t, func(c *server.Config) { c.TokenAuthFile = writeTokenFile(t) })
+	// Authentication alone: AlwaysAllow, which (as upstream) also turns anonymous access off,
+	// so that a request's fate is its credentials'.
+	s := servertest.New(t, func(c *server.Config) { c.TokenAuthFile = writeTokenFile(t); c.AuthorizationMode = "AlwaysAllow" })
 	admin := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
 
 	t.Run("whoami", func(t *testing.T) {
@@ -213,6 +216,15 @@ func TestAuthnClientGo(t *testing.T) {
 	s := servertest.New(t, func(c *server.Config) { c.TokenAuthFile = writeTokenFile(t) })
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
+	// Every authenticated user may do anything here (RBAC), so that what a request meets
+	// is decided by its credentials: 401 without good ones, 403 for the anonymous user.
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-authenticated-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -231,9 +243,14 @@ func TestAuthnClientGo(t *testing.T) {
 		}
 	})
 	t.Run("no credentials and bad token", func(t *testing.T) {
-		for _, tok := range []string{"", "nope", "a.b.c"} {
+		for _, tok := range []string{"nope", "a.b.c"} {
 			_, err := kubernetes.NewForConfigOrDie(tokenConfig(t, s, tok)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 			isUnauthorized(t, err)
+		}
+		// No credentials: the anonymous user, whom RBAC refuses (upstream's 403).
+		_, err := kubernetes.NewForConfigOrDie(tokenConfig(t, s, "")).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:anonymous" cannot list resource "namespaces"`) {
+			t.Fatalf("anonymous list: %v, want 403 for system:anonymous", err)
 		}
 	})
 	t.Run("expired token", func(t *testing.T) {
@@ -437,6 +454,7 @@ func TestAuthnKeyRotation(t *testing.T) {
 		c.ServiceAccountKeyFiles = []string{writeKey(t, dir, "old.pub", oldKey, true), c.ServiceAccountSigningKeyFile}
 		c.ServiceAccountIssuers = []string{"https://new.example", "https://old.example"}
 		c.AnonymousAuth = false
+		c.AuthorizationMode = "AlwaysAllow"
 	})
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/config"
 )
@@ -70,6 +71,7 @@ type Config struct {
 	ServiceAccountJWKSURI            string        `yaml:"service-account-jwks-uri"`
 	ServiceAccountMaxTokenExpiration time.Duration `yaml:"service-account-max-token-expiration"`
 	APIAudiences                     []string      `yaml:"api-audiences"`
+	AuthorizationMode                string        `yaml:"authorization-mode"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -99,6 +101,7 @@ func DefaultConfig() *Config {
 		ServiceNodePortRange:        registry.DefaultServiceNodePortRange,
 		AnonymousAuth:               true,
 		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
+		AuthorizationMode:           "Node,RBAC",
 	}
 }
 
@@ -147,7 +150,6 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AdvertiseAddress, "advertise-address", c.AdvertiseAddress, "IP `address` the kubernetes Service's endpoints list for this apiserver (default: --bind-address, or the first non-loopback IPv4 address when that is 0.0.0.0)")
 	fs.StringVar(&c.ServiceClusterIPRange, "service-cluster-ip-range", c.ServiceClusterIPRange, "`CIDR` Service ClusterIPs are given from (the first address goes to the kubernetes Service)")
 	fs.StringVar(&c.ServiceNodePortRange, "service-node-port-range", c.ServiceNodePortRange, "`range` of NodePorts, first-last")
-	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "serve Prometheus /metrics over plain HTTP on this `host:port` (off when empty)")
 
 	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "requests without credentials are user system:anonymous (group system:unauthenticated); when false they get 401. Bad credentials are 401 either way")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "static bearer tokens: CSV `file` of token,user,uid[,\"group1,group2\"] lines")
@@ -157,6 +159,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", c.ServiceAccountJWKSURI, "jwks_uri `URL` in /.well-known/openid-configuration (default: the issuer's host with /openid/v1/jwks)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
+	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 }
 
 // Validate checks the settings; errors name the key.
@@ -230,6 +234,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := registry.ParseNodePortRange(c.ServiceNodePortRange); err != nil {
 		errs = append(errs, config.FieldErrorf("service-node-port-range", "%v", err))
+	}
+	if _, err := authz.ParseModes(c.AuthorizationMode); err != nil {
+		errs = append(errs, config.FieldErrorf("authorization-mode", "%v", err))
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

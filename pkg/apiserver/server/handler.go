@@ -75,6 +75,7 @@ func VersionInfo() apiversion.Info {
 func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	res = append(res, s.authnResources()...)
+	res = append(res, s.authz.Resources()...)
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
@@ -101,17 +102,20 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		mux.Handle("GET "+p+"/", health)
 	}
 	s.installAuthn(mux)
+	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("/", container)
 	var h http.Handler = mux
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
+	h = s.authorize(h)
+	h = s.impersonate(h)
 	h = s.authenticate(h)
 	h = s.metrics.instrument(h)
 	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
 }
 
-// publicPaths are served without a client certificate, as upstream's
-// system:public-info-viewer role allows for anonymous users.
+// publicPath reports the health and version paths, which the in-flight limit does not
+// count. (Who may read them is RBAC's: system:public-info-viewer, bound to everyone.)
 func publicPath(p string) bool {
 	switch {
 	case p == "/version", p == "/livez", p == "/readyz", p == "/healthz":

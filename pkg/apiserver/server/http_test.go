@@ -143,8 +143,10 @@ func TestBadInput(t *testing.T) {
 		{name: "not acceptable", method: "GET", path: cms, header: map[string]string{"Accept": "text/html"}, code: 406, reason: metav1.StatusReasonNotAcceptable},
 		{name: "bad propagation policy", method: "DELETE", path: cms + "/existing?propagationPolicy=Sideways", code: 400, reason: metav1.StatusReasonBadRequest, message: "propagationPolicy"},
 		{name: "delete with stale precondition", method: "DELETE", path: cms + "/existing", contentType: "application/json", body: []byte(`{"preconditions":{"resourceVersion":"1"}}`), code: 409, reason: metav1.StatusReasonConflict},
-		{name: "anonymous", client: e.anonymous, method: "GET", path: cms, code: 401, reason: metav1.StatusReasonUnauthorized},
-		{name: "anonymous discovery", client: e.anonymous, method: "GET", path: "/api", code: 401, reason: metav1.StatusReasonUnauthorized},
+		{name: "anonymous", client: e.anonymous, method: "GET", path: cms, code: 403, reason: metav1.StatusReasonForbidden,
+			message: `configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`},
+		{name: "anonymous discovery", client: e.anonymous, method: "GET", path: "/api", code: 403, reason: metav1.StatusReasonForbidden,
+			message: `forbidden: User "system:anonymous" cannot get path "/api"`},
 		{name: "method not allowed", method: "PUT", path: cms, contentType: "application/json", body: cm("x"), code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 	}
 	for _, tc := range tests {

@@ -57,9 +57,9 @@ func TestDiscovery(t *testing.T) {
 			if err := json.Unmarshal(body, &list); err != nil {
 				t.Fatal(err)
 			}
-			// Every served group once: those of the built-in kinds, events.k8s.io (a view) and
-			// authentication.k8s.io (reviews, not stored).
-			want := map[string]bool{"events.k8s.io": true, "authentication.k8s.io": true}
+			// Every served group once: those of the built-in kinds, events.k8s.io (a view),
+			// authentication.k8s.io and authorization.k8s.io (reviews, not stored).
+			want := map[string]bool{"events.k8s.io": true, "authentication.k8s.io": true, "authorization.k8s.io": true}
 			for _, k := range registry.Kinds() {
 				if k.Group != "" {
 					want[k.Group] = true
@@ -244,9 +244,13 @@ func TestHealthAndShutdown(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "[+]etcd ok") || !strings.Contains(string(body), "[+]shutdown ok") {
 		t.Fatalf("verbose: %d %s", resp.StatusCode, body)
 	}
-	resp, _ = e.do(e.anonymous, "GET", "/healthz/etcd", "", nil, nil)
+	resp, _ = e.do(e.admin, "GET", "/healthz/etcd", "", nil, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("/healthz/etcd: %d", resp.StatusCode)
+	}
+	// system:public-info-viewer has /healthz, not the single checks (as upstream).
+	if resp, _ = e.do(e.anonymous, "GET", "/healthz/etcd", "", nil, nil); resp.StatusCode != 403 {
+		t.Fatalf("anonymous /healthz/etcd: %d", resp.StatusCode)
 	}
 
 	// A watch is open when shutdown starts; readiness fails first, then the watch ends cleanly.

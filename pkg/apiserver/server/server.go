@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
@@ -35,6 +36,7 @@ type Server struct {
 	etcd     *embedetcd.Server // nil with --etcd-servers
 	client   *clientv3.Client
 	registry *registry.Registry
+	authz    *authz.Authz
 	bundle   *certs.Bundle
 	http     *http.Server
 	listener net.Listener
@@ -96,6 +98,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.setupAuthn(); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
+	if err := s.startAuthz(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
@@ -173,6 +180,20 @@ func (s *Server) advertiseAddress() string {
 	}
 	return "127.0.0.1"
 }
+
+func (s *Server) startAuthz(ctx context.Context) error {
+	modes, err := authz.ParseModes(s.cfg.AuthorizationMode)
+	if err != nil {
+		return err
+	}
+	if s.authz, err = authz.New(authz.Config{Modes: modes, Registry: s.registry, Logger: s.log}); err != nil {
+		return err
+	}
+	return s.authz.Start(ctx)
+}
+
+// Authz returns the authorizer.
+func (s *Server) Authz() *authz.Authz { return s.authz }
 
 // Addr is the listening address (useful with port 0).
 func (s *Server) Addr() string { return s.listener.Addr().String() }
@@ -357,6 +378,9 @@ func (s *Server) Shutdown() error {
 			s.regCtx()
 			s.registry.Wait()
 			s.background.Wait()
+			if s.authz != nil {
+				s.authz.Wait()
+			}
 		}
 		s.closeEtcd()
 		s.log.Info("apiserver stopped")

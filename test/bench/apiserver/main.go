@@ -244,7 +244,7 @@ func main() {
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
-	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, process); all when empty")
+	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, rbac, process); all when empty")
 	flag.Parse()
 	want := func(row string) bool {
 		if *rowList == "" {
@@ -384,7 +384,14 @@ func main() {
 			rows = append(rows, watchLatency(ctx, cs, etcd, sample, conc, *n))
 		}
 	}
+	var rbac []pair
+	if want("rbac") {
+		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n)
+	}
 	printRows(rows, *fsync, *binary)
+	if len(rbac) > 0 {
+		printRBACRows(rbac)
+	}
 	stop()
 	if want("process") {
 		fmt.Println()

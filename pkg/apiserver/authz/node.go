@@ -1,0 +1,268 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Node authorizes kubelets (user system:node:NAME in group system:nodes) as upstream's
+// Node authorizer, with a smaller graph: for each node, the pods bound to it and what they
+// reference (secrets, configmaps, persistent volume claims, the service account). hacp serves
+// no PersistentVolumes yet, so the pvc -> pv edge is not kept. Beyond the graph a node may
+// change only its own Node and Lease and the status of its own pods (the part of upstream's
+// NodeRestriction admission that is about who, not what); anything else is decided by
+// upstream's node rules (bootstrappolicy.NodeRules), then falls through to RBAC.
+type Node struct {
+	mu sync.RWMutex
+	// pods: namespace/name -> the node and references of one bound pod.
+	pods map[string]*podRefs
+	// refs: node + "|" + kind + "|" + namespace/name -> how many of its pods reference it.
+	refs  map[string]int
+	rules []rbacv1.PolicyRule
+}
+
+type podRefs struct {
+	node string
+	keys []string // kind|namespace/name
+}
+
+func newNode() *Node {
+	return &Node{pods: map[string]*podRefs{}, refs: map[string]int{}, rules: nodeRules()}
+}
+
+// nodeIdentity is upstream's NodeIdentity: the node a user is, if any.
+func nodeIdentity(u *request.User) (string, bool) {
+	if u == nil || !strings.HasPrefix(u.Name, "system:node:") || !hasString(u.Groups, "system:nodes") {
+		return "", false
+	}
+	return strings.TrimPrefix(u.Name, "system:node:"), true
+}
+
+func podKeys(p *corev1.Pod) []string {
+	ns := p.Namespace
+	var keys []string
+	add := func(kind, name string) {
+		if name != "" {
+			keys = append(keys, kind+"|"+nsName(ns, name))
+		}
+	}
+	sa := p.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	add("serviceaccounts", sa)
+	for _, s := range p.Spec.ImagePullSecrets {
+		add("secrets", s.Name)
+	}
+	containers := append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...)
+	for _, c := range p.Spec.EphemeralContainers {
+		containers = append(containers, corev1.Container{Env: c.Env, EnvFrom: c.EnvFrom})
+	}
+	for _, c := range containers {
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				add("secrets", e.SecretRef.Name)
+			}
+			if e.ConfigMapRef != nil {
+				add("configmaps", e.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if f := e.ValueFrom; f != nil {
+				if f.SecretKeyRef != nil {
+					add("secrets", f.SecretKeyRef.Name)
+				}
+				if f.ConfigMapKeyRef != nil {
+					add("configmaps", f.ConfigMapKeyRef.Name)
+				}
+			}
+		}
+	}
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			add("secrets", v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			add("configmaps", v.ConfigMap.Name)
+		case v.PersistentVolumeClaim != nil:
+			add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			add("persistentvolumeclaims", p.Name+"-"+v.Name)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					add("secrets", s.Secret.Name)
+				}
+				if s.ConfigMap != nil {
+					add("configmaps", s.ConfigMap.Name)
+				}
+			}
+		}
+		for _, ref := range volumeSecretRefs(v) {
+			add("secrets", ref)
+		}
+	}
+	return keys
+}
+
+// volumeSecretRefs are the secrets of volume plugins that name one (CSI, flex, iSCSI...).
+func volumeSecretRefs(v corev1.Volume) []string {
+	var out []string
+	if v.CSI != nil && v.CSI.NodePublishSecretRef != nil {
+		out = append(out, v.CSI.NodePublishSecretRef.Name)
+	}
+	if v.FlexVolume != nil && v.FlexVolume.SecretRef != nil {
+		out = append(out, v.FlexVolume.SecretRef.Name)
+	}
+	if v.ISCSI != nil && v.ISCSI.SecretRef != nil {
+		out = append(out, v.ISCSI.SecretRef.Name)
+	}
+	if v.RBD != nil && v.RBD.SecretRef != nil {
+		out = append(out, v.RBD.SecretRef.Name)
+	}
+	if v.CephFS != nil && v.CephFS.SecretRef != nil {
+		out = append(out, v.CephFS.SecretRef.Name)
+	}
+	if v.AzureFile != nil {
+		out = append(out, v.AzureFile.SecretName)
+	}
+	return out
+}
+
+func (n *Node) setPodLocked(key string, p *corev1.Pod) {
+	if old := n.pods[key]; old != nil {
+		for _, k := range old.keys {
+			rk := old.node + "|" + k
+			if n.refs[rk]--; n.refs[rk] <= 0 {
+				delete(n.refs, rk)
+			}
+		}
+		delete(n.pods, key)
+	}
+	if p == nil || p.Spec.NodeName == "" {
+		return
+	}
+	pr := &podRefs{node: p.Spec.NodeName, keys: podKeys(p)}
+	n.pods[key] = pr
+	for _, k := range pr.keys {
+		n.refs[pr.node+"|"+k]++
+	}
+}
+
+func (n *Node) replacePods(items []runtime.Object) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pods, n.refs = map[string]*podRefs{}, map[string]int{}
+	for _, o := range items {
+		if p, ok := o.(*corev1.Pod); ok {
+			n.setPodLocked(nsName(p.Namespace, p.Name), p)
+		}
+	}
+}
+
+func (n *Node) applyPod(t watch.EventType, o runtime.Object) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t == watch.Deleted {
+		p = nil
+	}
+	n.setPodLocked(nsName(o.(*corev1.Pod).Namespace, o.(*corev1.Pod).Name), p)
+}
+
+func (n *Node) related(node, kind, ns, name string) bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if kind == "pods" {
+		p := n.pods[nsName(ns, name)]
+		return p != nil && p.node == node
+	}
+	return n.refs[node+"|"+kind+"|"+nsName(ns, name)] > 0
+}
+
+// Authorize implements Authorizer.
+func (n *Node) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
+	node, ok := nodeIdentity(a.User)
+	if !ok {
+		return NoOpinion, "", nil
+	}
+	if node == "" {
+		return NoOpinion, "unknown node", nil
+	}
+	noRelation := fmt.Sprintf("no relationship found between node '%s' and this object", node)
+	if a.ResourceRequest {
+		switch a.APIGroup + "/" + a.Resource {
+		case "/secrets", "/configmaps", "/persistentvolumeclaims":
+			switch a.Verb {
+			case "get", "list", "watch":
+			default:
+				return NoOpinion, "can only read resources of this type", nil
+			}
+			if a.Subresource != "" {
+				return NoOpinion, "cannot read subresource", nil
+			}
+			if a.Name == "" {
+				return NoOpinion, "No Object name found", nil
+			}
+			if n.related(node, a.Resource, a.Namespace, a.Name) {
+				return Allow, "", nil
+			}
+			return NoOpinion, noRelation, nil
+		case "/serviceaccounts":
+			if a.Subresource != "token" {
+				break
+			}
+			if a.Verb != "create" {
+				return NoOpinion, "can only create tokens for individual service accounts", nil
+			}
+			if a.Name != "" && n.related(node, a.Resource, a.Namespace, a.Name) {
+				return Allow, "", nil
+			}
+			return NoOpinion, noRelation, nil
+		case "/nodes":
+			// Writes to a Node: only its own (NodeRestriction's rule).
+			if isWrite(a.Verb) && a.Verb != "create" && a.Name != node {
+				return NoOpinion, fmt.Sprintf("node '%s' cannot modify node '%s'", node, a.Name), nil
+			}
+		case "coordination.k8s.io/leases":
+			if a.Namespace == "kube-node-lease" {
+				if a.Name != node && a.Verb != "list" && a.Verb != "watch" && a.Verb != "create" {
+					return NoOpinion, fmt.Sprintf("node '%s' cannot access lease '%s'", node, a.Name), nil
+				}
+				if a.Name == node || a.Verb == "create" {
+					return Allow, "", nil
+				}
+			}
+		case "/pods":
+			if a.Subresource == "status" && isWrite(a.Verb) {
+				if n.related(node, "pods", a.Namespace, a.Name) {
+					return Allow, "", nil
+				}
+				return NoOpinion, noRelation, nil
+			}
+		}
+	}
+	if rulesAllow(&a, n.rules) {
+		return Allow, "", nil
+	}
+	return NoOpinion, "", nil
+}
+
+func isWrite(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}

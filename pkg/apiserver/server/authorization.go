@@ -1,0 +1,74 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/hacp/hacp/pkg/apiserver/authz"
+	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// impersonate replaces the authenticated user with the one the Impersonate-* headers name,
+// when the authorizers allow the requestor to impersonate it (upstream's impersonation
+// filter); the headers are dropped either way.
+func (s *Server) impersonate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(authz.ImpersonateUser) == "" && len(r.Header.Values(authz.ImpersonateGroup)) == 0 && r.Header.Get(authz.ImpersonateUID) == "" && !hasExtraHeader(r.Header) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		requestor, _ := request.UserFrom(r.Context())
+		u, err := s.authz.Impersonate(r.Context(), requestor, r.Header)
+		if err != nil {
+			endpoints.WriteStatusError(w, r, err)
+			return
+		}
+		r = r.Clone(request.WithUser(r.Context(), u))
+		for k := range r.Header {
+			if k == authz.ImpersonateUser || k == authz.ImpersonateGroup || k == authz.ImpersonateUID || strings.HasPrefix(k, authz.ImpersonateExtraPrefix) {
+				r.Header.Del(k)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func hasExtraHeader(h http.Header) bool {
+	for k := range h {
+		if strings.HasPrefix(k, authz.ImpersonateExtraPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// authorize answers 403 with upstream's message unless the authorizers allow the request.
+func (s *Server) authorize(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _ := request.UserFrom(r.Context())
+		info, ok := request.InfoFrom(r.Context())
+		if !ok {
+			endpoints.WriteStatusError(w, r, apierrors.NewInternalError(errNoRequestInfo))
+			return
+		}
+		a := authz.FromRequest(u, info)
+		d, reason, err := s.authz.Authorize(r.Context(), a)
+		if d == authz.Allow {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err != nil {
+			endpoints.WriteStatusError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		endpoints.WriteStatusError(w, r, authz.ForbiddenError(a, reason))
+	})
+}
+
+type noRequestInfo struct{}
+
+func (noRequestInfo) Error() string { return "no request info on the request" }
+
+var errNoRequestInfo error = noRequestInfo{}

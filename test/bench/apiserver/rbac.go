@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// rbacRows compares, in the same run and alternating rounds, requests authorized by RBAC
+// (a user bound to the edit ClusterRole in its namespace, among 1000 bindings of other
+// users) with the same requests by the admin, whom system:masters allows before any mode is
+// asked: the cost of RBAC over AlwaysAllow. The pair's "etcd" side is the admin here.
+func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, pki string, n int) []pair {
+	b := &certs.Bundle{CACert: filepath.Join(pki, certs.CACertFile), CAKey: filepath.Join(pki, certs.CAKeyFile)}
+	certPEM, keyPEM, err := b.IssueClient("bench-user", []string{"bench-group"}, time.Hour)
+	must(err)
+	urc := rest.AnonymousClientConfig(rc)
+	urc.CertData, urc.KeyData = certPEM, keyPEM
+	user := kubernetes.NewForConfigOrDie(urc)
+
+	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+	must(err)
+	for i := range 1000 {
+		_, err := admin.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-%04d", i)},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: fmt.Sprintf("other-%04d", i)}}}, metav1.CreateOptions{})
+		must(err)
+	}
+	_, err = admin.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-edit"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "bench-group"}}}, metav1.CreateOptions{})
+	must(err)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := user.CoreV1().ConfigMaps("rbac").List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			must(fmt.Errorf("the bench user's binding did not take effect: %w", err))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	var rows []pair
+	for _, conc := range []int{1, 32} {
+		ops := n
+		if conc > 1 {
+			ops = n * 4
+		}
+		ucm, acm := user.CoreV1().ConfigMaps("rbac"), admin.CoreV1().ConfigMaps("rbac")
+		create := func(cms func(string) error, who string) func(int) error {
+			return func(i int) error { return cms(fmt.Sprintf("c%d-%s-%05d", conc, who, i)) }
+		}
+		mk := func(c interface {
+			Create(context.Context, *corev1.ConfigMap, metav1.CreateOptions) (*corev1.ConfigMap, error)
+		}) func(string) error {
+			return func(name string) error {
+				_, err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+				return err
+			}
+		}
+		rows = append(rows, measureOps("create", conc, ops, create(mk(ucm), "u"), create(mk(acm), "a")))
+		rows = append(rows, measureOps("get", conc, ops, func(i int) error {
+			_, err := ucm.Get(ctx, fmt.Sprintf("c%d-u-%05d", conc, i%ops), metav1.GetOptions{})
+			return err
+		}, func(i int) error {
+			_, err := acm.Get(ctx, fmt.Sprintf("c%d-a-%05d", conc, i%ops), metav1.GetOptions{})
+			return err
+		}))
+		lops := ops / 4
+		rows = append(rows, measureOps("list rv=0", conc, lops, func(int) error {
+			_, err := ucm.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 100})
+			return err
+		}, func(int) error {
+			_, err := acm.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 100})
+			return err
+		}))
+	}
+	return rows
+}
+
+// printRBACRows prints rbacRows' table.
+func printRBACRows(rows []pair) {
+	fmt.Println("\nauthorization: a user authorized by RBAC (1001 rolebindings in the namespace) vs the admin (system:masters, as AlwaysAllow), same run:")
+	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "rbac ops/s", "p50", "p99", "allow ops/s", "p50", "p99", "ratio")
+	for _, p := range rows {
+		fmt.Printf("%-18s %4d | %10.0f %9s %9s | %10.0f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
+			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
+			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
+	}
+}
