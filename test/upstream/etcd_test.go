@@ -80,6 +80,15 @@ func (k kind) key() string {
 // endpoints, replicationcontrollers and ingresses use upstream's key roots (Kind.KeyRoot).
 var keyMismatch = map[string]bool{}
 
+// interopCovered are the kinds this test takes across: the first eleven hacp served. The
+// kinds added since (issue 13) need sample manifests here first; until then their storage
+// format is covered by the registry's codec round-trip tests only.
+var interopCovered = map[string]bool{
+	"namespaces": true, "pods": true, "nodes": true, "services": true, "endpoints": true,
+	"configmaps": true, "secrets": true, "serviceaccounts": true, "events": true,
+	"leases": true, "deployments": true,
+}
+
 // updateGap lists kinds whose objects written by kube-apiserver hacp reads but refuses to
 // update (422), because hacp's defaulting is not upstream's yet (issue 13, part 2).
 var updateGap = map[string]bool{"pods": true}
@@ -87,6 +96,9 @@ var updateGap = map[string]bool{"pods": true}
 func kinds(t *testing.T) []kind {
 	var out []kind
 	for _, k := range registry.Kinds() {
+		if !interopCovered[k.Plural] {
+			continue
+		}
 		if keyMismatch[k.Plural] && k.Group == "" {
 			t.Logf("not shared yet (etcd key differs from kube-apiserver's): %s", k.Plural)
 			continue
