@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the kubernetes Service's core/v1 Endpoints are still written by kube-apiserver 1.33
+
 package registry
 
 import (

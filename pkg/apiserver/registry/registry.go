@@ -156,6 +156,7 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	rangeCodec, _ := newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("RangeAllocation"), newRange)
 	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: ipCodec, NewFunc: newIP, AttemptTimeout: cfg.AttemptTimeout})
 	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: rangeCodec, NewFunc: newRange, AttemptTimeout: cfg.AttemptTimeout})
+	//lint:ignore SA1019 the masterleases values are core/v1 Endpoints, as upstream writes them
 	r.endpointsCodec, _ = newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("Endpoints"), func() runtime.Object { return &corev1.Endpoints{} })
 	alloc, err := newServiceAllocator(ips, ports, "ipaddresses", "services/nodeports", ranges, r.log)
 	if err != nil {

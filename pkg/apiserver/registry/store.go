@@ -705,9 +705,14 @@ func ptrOr(p *int64, def int64) int64 {
 // policy of every v1 kind is Background, which adds neither).
 func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) ([]string, bool) {
 	orphan, foreground := slices.Contains(cur, metav1.FinalizerOrphanDependents), slices.Contains(cur, metav1.FinalizerDeleteDependents)
+	var orphanDependents *bool
+	if opts != nil {
+		//lint:ignore SA1019 old clients still send orphanDependents, and upstream honours it
+		orphanDependents = opts.OrphanDependents
+	}
 	switch {
-	case opts != nil && opts.OrphanDependents != nil:
-		orphan, foreground = *opts.OrphanDependents, false
+	case orphanDependents != nil:
+		orphan, foreground = *orphanDependents, false
 	case opts != nil && opts.PropagationPolicy != nil:
 		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
 		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -102,7 +102,7 @@ func Parse(r *http.Request) (*Info, error) {
 		}
 		if fs := q.Get("fieldSelector"); fs != "" {
 			if sel, err := fields.ParseSelector(fs); err == nil {
-				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(path.IsValidPathSegmentName(name)) == 0 {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(name)) == 0 {
 					info.Name = name
 				}
 			}
