@@ -9,16 +9,24 @@ import (
 	"sync"
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,16 +38,16 @@ import (
 var Scheme = runtime.NewScheme()
 
 func init() {
-	utilruntime.Must(corev1.AddToScheme(Scheme))
-	utilruntime.Must(appsv1.AddToScheme(Scheme))
-	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
-	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
-	utilruntime.Must(networkingv1.AddToScheme(Scheme))
-	utilruntime.Must(autoscalingv2.AddToScheme(Scheme))
-	utilruntime.Must(batchv1.AddToScheme(Scheme))
-	utilruntime.Must(policyv1.AddToScheme(Scheme))
-	utilruntime.Must(rbacv1.AddToScheme(Scheme))
-	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme,
+		autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme,
+		policyv1.AddToScheme, rbacv1.AddToScheme, authorizationv1.AddToScheme,
+		admissionregistrationv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
+		eventsv1.AddToScheme, flowcontrolv1.AddToScheme, networkingv1.AddToScheme,
+		nodev1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+	} {
+		utilruntime.Must(add(Scheme))
+	}
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	metav1.AddMetaToScheme(Scheme)
 }
