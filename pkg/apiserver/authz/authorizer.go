@@ -131,6 +131,11 @@ func (z *Authz) Start(ctx context.Context) error {
 	if err := z.reconcileBootstrap(ctx); err != nil {
 		return err
 	}
+	// Serve only once the caches hold the policy just written (their watches deliver it a
+	// moment later): until then even /healthz would be refused to anonymous callers.
+	if err := z.rbac.waitForPolicy(ctx, BootstrapPolicy()); err != nil {
+		return err
+	}
 	z.wg.Add(1)
 	go func() {
 		defer z.wg.Done()

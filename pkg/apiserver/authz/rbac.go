@@ -2,7 +2,9 @@ package authz
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -316,4 +318,45 @@ func (r *RBAC) applyClusterRoleBinding(t watch.EventType, o runtime.Object) {
 		r.crbs[x.Name] = x
 		r.indexCRB(x, true)
 	}
+}
+
+// waitForPolicy waits until the caches hold every object of p (by name), or ctx ends.
+func (r *RBAC) waitForPolicy(ctx context.Context, p Policy) error {
+	missing := func() string {
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		for _, cr := range p.ClusterRoles {
+			if r.clusterRoles[cr.Name] == nil {
+				return "clusterrole " + cr.Name
+			}
+		}
+		for _, b := range p.ClusterRoleBindings {
+			if r.crbs[b.Name] == nil {
+				return "clusterrolebinding " + b.Name
+			}
+		}
+		for ns, roles := range p.NamespaceRoles {
+			for _, role := range roles {
+				if r.roles[nsName(ns, role.Name)] == nil {
+					return "role " + ns + "/" + role.Name
+				}
+			}
+		}
+		for ns, bindings := range p.NamespaceRoleBindings {
+			for _, b := range bindings {
+				if r.rbs[nsName(ns, b.Name)] == nil {
+					return "rolebinding " + ns + "/" + b.Name
+				}
+			}
+		}
+		return ""
+	}
+	for what := missing(); what != ""; what = missing() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("authz: waiting for the bootstrap policy in the caches (%s): %w", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
