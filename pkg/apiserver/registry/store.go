@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -626,62 +627,44 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *storage.Preconditions, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	key := s.key(ns, name)
 	for {
-		current := s.kind.New()
-		if err := s.storage.Get(ctx, key, storage.GetOptions{}, current); err != nil {
-			return nil, false, interpret(err, s.gr(), name)
-		}
-		ca, _ := meta.Accessor(current)
-		if err := precond.Check(key, current); err != nil {
-			return nil, false, interpret(err, s.gr(), name)
-		}
-		finalizers, finalizersChanged := deletionFinalizers(ca.GetFinalizers(), opts)
-		var grace int64
-		if s.kind.Strategy.GracePeriod != nil {
-			grace = s.kind.Strategy.GracePeriod(current, opts)
-		}
-		// A deletion already under way may only be hurried, never delayed.
-		if old := ca.GetDeletionGracePeriodSeconds(); ca.GetDeletionTimestamp() != nil && (old == nil || *old <= grace) {
-			if old != nil {
-				grace = *old
+		// At once, unless the very read the deletion is conditioned on says it must wait: a
+		// finalizer added meanwhile makes it start over and see it.
+		out := s.kind.New()
+		err := s.storage.Delete(ctx, key, out, precond, func(_ context.Context, cur runtime.Object) error {
+			if _, _, now := s.deletion(cur, opts); !now {
+				return errMustMark
 			}
-			if grace > 0 && !finalizersChanged {
-				s.setKind(current)
-				return current, false, nil
-			}
-		}
-		if grace == 0 && len(finalizers) == 0 {
-			// Now, conditioned on the very read the decision came from: a finalizer added
-			// meanwhile makes the deletion start over and see it.
-			rv := ca.GetResourceVersion()
-			out := s.kind.New()
-			err := s.storage.Delete(ctx, key, out, &storage.Preconditions{ResourceVersion: &rv}, nil)
-			if storage.IsConflict(err) {
-				continue
-			}
-			if err != nil {
-				return nil, false, interpret(err, s.gr(), name)
-			}
+			return nil
+		})
+		if err == nil {
 			s.setKind(out)
 			s.removed(ctx, out)
 			return out, true, nil
 		}
-		// Mark it, on the same read.
-		now := time.Now()
-		if ca.GetDeletionTimestamp() == nil || grace < ptrOr(ca.GetDeletionGracePeriodSeconds(), grace+1) {
-			ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second))
-			ca.SetDeletionTimestamp(&ts)
-			ca.SetDeletionGracePeriodSeconds(&grace)
+		if !errors.Is(err, errMustMark) {
+			return nil, false, interpret(err, s.gr(), name)
 		}
-		ca.SetFinalizers(finalizers)
-		if s.kind.Strategy.MarkDeleting != nil {
-			s.kind.Strategy.MarkDeleting(current)
-		}
-		rv := ca.GetResourceVersion()
-		out := s.kind.New()
-		err := s.storage.GuaranteedUpdate(ctx, key, out, false, &storage.Preconditions{ResourceVersion: &rv}, func(runtime.Object) (runtime.Object, error) {
-			return current, nil
+		// Mark it: deletionTimestamp, grace period, the garbage collector's finalizers. An
+		// object already marked as asked is not written again.
+		out = s.kind.New()
+		err = s.storage.GuaranteedUpdate(ctx, key, out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
+			finalizers, grace, now := s.deletion(cur, opts)
+			if now {
+				return nil, errDeleteNow // what held it went meanwhile
+			}
+			ca, _ := meta.Accessor(cur)
+			if ca.GetDeletionTimestamp() == nil || grace < ptrOr(ca.GetDeletionGracePeriodSeconds(), grace+1) {
+				ts := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
+				ca.SetDeletionTimestamp(&ts)
+				ca.SetDeletionGracePeriodSeconds(&grace)
+			}
+			ca.SetFinalizers(finalizers)
+			if s.kind.Strategy.MarkDeleting != nil {
+				s.kind.Strategy.MarkDeleting(cur)
+			}
+			return cur, nil
 		})
-		if storage.IsConflict(err) {
+		if errors.Is(err, errDeleteNow) {
 			continue
 		}
 		if err != nil {
@@ -690,6 +673,26 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 		s.setKind(out)
 		return out, false, nil
 	}
+}
+
+var (
+	errMustMark  = errors.New("the deletion must wait for finalizers or a grace period")
+	errDeleteNow = errors.New("nothing holds the object being deleted any more")
+)
+
+// deletion decides what deleting cur with opts does: the finalizers that hold it and the grace
+// period it waits for; now when neither does. A deletion already under way may be hurried,
+// never delayed.
+func (s *Store) deletion(cur runtime.Object, opts *metav1.DeleteOptions) (finalizers []string, grace int64, now bool) {
+	ca, _ := meta.Accessor(cur)
+	finalizers = deletionFinalizers(ca.GetFinalizers(), opts)
+	if s.kind.Strategy.GracePeriod != nil {
+		grace = s.kind.Strategy.GracePeriod(cur, opts)
+	}
+	if old := ca.GetDeletionGracePeriodSeconds(); ca.GetDeletionTimestamp() != nil && old != nil && *old < grace {
+		grace = *old
+	}
+	return finalizers, grace, grace == 0 && len(finalizers) == 0
 }
 
 func ptrOr(p *int64, def int64) int64 {
@@ -703,7 +706,7 @@ func ptrOr(p *int64, def int64) int64 {
 // garbage collector's orphan or foregroundDeletion as the propagation policy asks, or as
 // the object already had (upstream's deletionFinalizersForGarbageCollection; the default
 // policy of every v1 kind is Background, which adds neither).
-func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) ([]string, bool) {
+func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) []string {
 	orphan, foreground := slices.Contains(cur, metav1.FinalizerOrphanDependents), slices.Contains(cur, metav1.FinalizerDeleteDependents)
 	var orphanDependents *bool
 	if opts != nil {
@@ -731,15 +734,10 @@ func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) ([]string, boo
 	if foreground {
 		out = append(out, metav1.FinalizerDeleteDependents)
 	}
-	changed := len(out) != len(cur)
-	if !changed {
-		for _, f := range out {
-			if !slices.Contains(cur, f) {
-				changed = true
-			}
-		}
+	if len(out) == len(cur) && !slices.ContainsFunc(out, func(f string) bool { return !slices.Contains(cur, f) }) {
+		return cur // the same set: keep its order, so that nothing needs writing
 	}
-	return out, changed
+	return out
 }
 
 // DeleteCollection deletes every object the list options select.

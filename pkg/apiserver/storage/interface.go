@@ -52,10 +52,6 @@ type Preconditions struct {
 	ResourceVersion *string
 }
 
-// Check returns a conflict (resourceVersion) or invalid-object (uid) error when obj, stored
-// at key, does not satisfy p; a nil p is always satisfied.
-func (p *Preconditions) Check(key string, obj runtime.Object) error { return p.check(key, obj) }
-
 func (p *Preconditions) check(key string, obj runtime.Object) error {
 	if p == nil {
 		return nil
