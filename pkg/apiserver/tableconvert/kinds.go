@@ -117,8 +117,14 @@ func registerCore() {
 		return []any{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp, now)}, nil
 	})
 
+	register(&corev1.EventList{}, eventColumns(), eventRow)
+}
+
+// eventColumns are the columns of core/v1 events, and of events.k8s.io/v1 events, which
+// print as the core events they are.
+func eventColumns() []metav1.TableColumnDefinition {
 	evDocs := corev1.Event{}.SwaggerDoc()
-	register(&corev1.EventList{}, []metav1.TableColumnDefinition{
+	return []metav1.TableColumnDefinition{
 		col("Last Seen", "string", evDocs["lastTimestamp"]),
 		col("Type", "string", evDocs["type"]),
 		col("Reason", "string", evDocs["reason"]),
@@ -129,7 +135,7 @@ func registerCore() {
 		wide("First Seen", "string", evDocs["firstTimestamp"]),
 		wide("Count", "string", evDocs["count"]),
 		{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: objectMetaDocs["name"]},
-	}, eventRow)
+	}
 }
 
 func registerApps() {

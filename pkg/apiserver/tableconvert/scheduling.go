@@ -36,19 +36,7 @@ func init() {
 	})
 
 	// events.k8s.io events print as the core events they are.
-	evDocs := corev1.Event{}.SwaggerDoc()
-	register(&eventsv1.EventList{}, []metav1.TableColumnDefinition{
-		col("Last Seen", "string", evDocs["lastTimestamp"]),
-		col("Type", "string", evDocs["type"]),
-		col("Reason", "string", evDocs["reason"]),
-		col("Object", "string", evDocs["involvedObject"]),
-		wide("Subobject", "string", corev1.ObjectReference{}.SwaggerDoc()["fieldPath"]),
-		wide("Source", "string", evDocs["source"]),
-		col("Message", "string", evDocs["message"]),
-		wide("First Seen", "string", evDocs["firstTimestamp"]),
-		wide("Count", "string", evDocs["count"]),
-		{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: objectMetaDocs["name"]},
-	}, func(ev *eventsv1.Event, now time.Time) ([]any, []metav1.TableRowCondition) {
+	register(&eventsv1.EventList{}, eventColumns(), func(ev *eventsv1.Event, now time.Time) ([]any, []metav1.TableRowCondition) {
 		core := &corev1.Event{
 			ObjectMeta: ev.ObjectMeta, InvolvedObject: ev.Regarding, Reason: ev.Reason, Message: ev.Note, Source: ev.DeprecatedSource,
 			FirstTimestamp: ev.DeprecatedFirstTimestamp, LastTimestamp: ev.DeprecatedLastTimestamp, Count: ev.DeprecatedCount, Type: ev.Type,
