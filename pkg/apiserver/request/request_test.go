@@ -44,3 +44,22 @@ func TestLongRunning(t *testing.T) {
 		})
 	}
 }
+
+func TestAnnotations(t *testing.T) {
+	AddAnnotation(context.Background(), "ignored", "x") // no set: a no-op, not a panic
+	ctx, a := WithAnnotations(context.Background())
+	if a.Map() != nil {
+		t.Fatalf("new set = %v, want nil", a.Map())
+	}
+	AddAnnotation(ctx, "authorization.k8s.io/decision", "allow")
+	AddAnnotation(ctx, "authorization.k8s.io/decision", "forbid")
+	AddAnnotation(ctx, "mutation.webhook.admission.k8s.io/round_0_index_0", "{}")
+	m := a.Map()
+	if len(m) != 2 || m["authorization.k8s.io/decision"] != "allow" {
+		t.Fatalf("Map = %v, want two keys with the first decision kept", m)
+	}
+	m["x"] = "y"
+	if _, ok := a.Map()["x"]; ok {
+		t.Fatal("Map returned the set itself, not a copy")
+	}
+}
