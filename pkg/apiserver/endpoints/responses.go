@@ -136,10 +136,15 @@ func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Through the accessor, so typed and unstructured objects give the same answer.
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
-	if om, ok := a.(*metav1.ObjectMeta); ok {
-		p.ObjectMeta = *om
-	}
+	m := &p.ObjectMeta
+	m.Name, m.GenerateName, m.Namespace = a.GetName(), a.GetGenerateName(), a.GetNamespace()
+	m.UID, m.ResourceVersion, m.Generation = a.GetUID(), a.GetResourceVersion(), a.GetGeneration()
+	m.CreationTimestamp, m.DeletionTimestamp = a.GetCreationTimestamp(), a.GetDeletionTimestamp()
+	m.DeletionGracePeriodSeconds = a.GetDeletionGracePeriodSeconds()
+	m.Labels, m.Annotations = a.GetLabels(), a.GetAnnotations()
+	m.OwnerReferences, m.Finalizers, m.ManagedFields = a.GetOwnerReferences(), a.GetFinalizers(), a.GetManagedFields()
 	return p, nil
 }
 
