@@ -32,7 +32,7 @@ func TestPartialObjectMetadata(t *testing.T) {
 	defer w.Stop()
 	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "m", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
-			Finalizers: []string{"example.com/keep"},
+			Finalizers:      []string{"example.com/keep"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "0a4b"}}},
 		Data: map[string]string{"k": "v"},
 	}, metav1.CreateOptions{})
