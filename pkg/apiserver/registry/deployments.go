@@ -29,6 +29,10 @@ func deploymentsKind() *Kind {
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{}
 			},
+			// /status may change annotations (the controller's revision) but not labels.
+			PrepareForStatusUpdate: func(obj, old runtime.Object) {
+				obj.(*appsv1.Deployment).Labels = old.(*appsv1.Deployment).Labels
+			},
 			// Upstream bumps a deployment's generation on annotation changes too (rollbacks).
 			PrepareForUpdate: func(obj, old runtime.Object) {
 				d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)

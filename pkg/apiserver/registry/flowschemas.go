@@ -14,8 +14,9 @@ func flowSchemasKind() *Kind {
 		NewList: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} },
 		Status:  true,
 		Strategy: Strategy{
-			GenerationOnSpec: true,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*flowcontrolv1.FlowSchema).Status = flowcontrolv1.FlowSchemaStatus{} },
+			PrepareForStatusUpdate: keepObjectMeta,
+			GenerationOnSpec:       true,
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*flowcontrolv1.FlowSchema).Status = flowcontrolv1.FlowSchemaStatus{} },
 			Default: func(obj runtime.Object) {
 				if fs := obj.(*flowcontrolv1.FlowSchema); fs.Spec.MatchingPrecedence == 0 {
 					fs.Spec.MatchingPrecedence = 1000

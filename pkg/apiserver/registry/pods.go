@@ -24,6 +24,11 @@ func podsKind() *Kind {
 		Status:  true,
 		Strategy: Strategy{
 			GracePeriod: podGracePeriod,
+			// Node agents write /status; they may not touch owner references (upstream: old
+			// kubelets corrupted them).
+			PrepareForStatusUpdate: func(obj, old runtime.Object) {
+				obj.(*corev1.Pod).OwnerReferences = old.(*corev1.Pod).OwnerReferences
+			},
 			PrepareForCreate: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
 				pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort}

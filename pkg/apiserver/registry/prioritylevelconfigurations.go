@@ -14,7 +14,8 @@ func priorityLevelConfigurationsKind() *Kind {
 		NewList: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
 		Status:  true,
 		Strategy: Strategy{
-			GenerationOnSpec: true,
+			PrepareForStatusUpdate: keepObjectMeta,
+			GenerationOnSpec:       true,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*flowcontrolv1.PriorityLevelConfiguration).Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
 			},

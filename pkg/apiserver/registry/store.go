@@ -36,6 +36,9 @@ type Strategy struct {
 	// PrepareForUpdate adjusts an update before defaults and validation, given the
 	// current object (e.g. carries over server-assigned values the request left out).
 	PrepareForUpdate func(obj, old runtime.Object)
+	// PrepareForStatusUpdate resets what a /status write may not change besides spec
+	// (a Deployment's labels, a pod's ownerReferences), as upstream's status strategies.
+	PrepareForStatusUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; metadata is checked by the store.
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update (immutable fields).
@@ -466,21 +469,28 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
 		}
 		if statusOnly {
-			// Only status (and nothing else) comes from the request.
+			// As upstream's status strategies: status and metadata come from the request
+			// (controllers record annotations such as a Deployment's revision through
+			// /status), every other field (spec) from the stored object.
 			merged := current.DeepCopyObject()
 			copyField(merged, newObj, "Status")
+			copyField(merged, newObj, "ObjectMeta")
 			newObj = merged
 			na, _ = meta.Accessor(newObj)
-		} else {
-			if s.kind.Status {
-				copyField(newObj, current, "Status")
+		} else if s.kind.Status {
+			copyField(newObj, current, "Status")
+		}
+		// Fields the server owns.
+		na.SetUID(ca.GetUID())
+		na.SetCreationTimestamp(ca.GetCreationTimestamp())
+		na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
+		na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
+		na.SetGeneration(ca.GetGeneration())
+		if statusOnly {
+			if s.kind.Strategy.PrepareForStatusUpdate != nil {
+				s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
 			}
-			// Fields the server owns.
-			na.SetUID(ca.GetUID())
-			na.SetCreationTimestamp(ca.GetCreationTimestamp())
-			na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
-			na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
-			na.SetGeneration(ca.GetGeneration())
+		} else {
 			if s.kind.Strategy.PrepareForUpdate != nil {
 				s.kind.Strategy.PrepareForUpdate(newObj, current)
 			}
@@ -816,4 +826,13 @@ func (s *StatusStore) Update(ctx context.Context, ns, name string, transform Tra
 // namespaces, when set, is asked whether a namespace accepts new objects.
 func NewStore(k *Kind, s storage.Interface, namespaces func(ctx context.Context, ns string) error) *Store {
 	return &Store{kind: k, storage: s, namespaces: namespaces}
+}
+
+// keepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
+// nothing but status (upstream resets all of metadata for them, managedFields aside).
+func keepObjectMeta(obj, old runtime.Object) {
+	a, _ := meta.Accessor(obj)
+	managed := a.GetManagedFields()
+	copyField(obj, old, "ObjectMeta")
+	a.SetManagedFields(managed)
 }

@@ -17,7 +17,8 @@ func validatingAdmissionPoliciesKind() *Kind {
 		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
 		Status:  true,
 		Strategy: Strategy{
-			GenerationOnSpec: true,
+			PrepareForStatusUpdate: keepObjectMeta,
+			GenerationOnSpec:       true,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{}
 			},

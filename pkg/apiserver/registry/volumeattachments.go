@@ -14,6 +14,7 @@ func volumeAttachmentsKind() *Kind {
 		NewList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
 		Status:  true,
 		Strategy: Strategy{
+			PrepareForStatusUpdate: keepObjectMeta,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
 			},
