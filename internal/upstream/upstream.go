@@ -198,6 +198,18 @@ func moveBins(dir, tmp string, names []string) error {
 
 // downloadGoMod fetches a module through the module proxy and returns its go.mod.
 func downloadGoMod(ctx context.Context, dir, modVersion string) ([]byte, error) {
+	info, err := downloadModule(ctx, modVersion)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(info.GoMod)
+}
+
+// module is what go mod download -json reports of a module.
+type module struct{ GoMod, Dir, Error string }
+
+// downloadModule fetches a module through the module proxy into the module cache.
+func downloadModule(ctx context.Context, modVersion string) (*module, error) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", modVersion)
 	cmd.Dir = os.TempDir() // outside any module: the download needs none
@@ -207,14 +219,61 @@ func downloadGoMod(ctx context.Context, dir, modVersion string) ([]byte, error) 
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go mod download %s: %w (%s)", modVersion, err, strings.TrimSpace(out.String()))
 	}
-	var info struct{ GoMod, Error string }
+	var info module
 	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
 		return nil, fmt.Errorf("go mod download %s: %w", modVersion, err)
 	}
 	if info.Error != "" {
 		return nil, fmt.Errorf("go mod download %s: %s", modVersion, info.Error)
 	}
-	return os.ReadFile(info.GoMod)
+	return &info, nil
+}
+
+// kwokStageDirs are the stage sets of kwok's "fast" profile (its kustomize/stage/fast): nodes
+// become Ready at once and heartbeat through their Lease, pods run and become Ready at once,
+// and a deleted pod is gone as soon as it has no finalizers.
+var kwokStageDirs = []string{"node/fast", "node/heartbeat-with-lease", "pod/fast"}
+
+// KwokStages returns a kwok configuration file holding the Stages of kwok's fast profile, as
+// its module publishes them (kwok runs no stage without configuration). The file is written
+// once under root from the module cache.
+func KwokStages(ctx context.Context, root string) (string, error) {
+	path := filepath.Join(root, "kwok-"+KwokVersion, "stages-fast.yaml")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	info, err := downloadModule(ctx, "sigs.k8s.io/kwok@"+KwokVersion)
+	if err != nil {
+		return "", err
+	}
+	var docs [][]byte
+	for _, d := range kwokStageDirs {
+		files, err := filepath.Glob(filepath.Join(info.Dir, "kustomize", "stage", d, "*.yaml"))
+		if err != nil {
+			return "", err
+		}
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return "", err
+			}
+			docs = append(docs, bytes.TrimSpace(b))
+		}
+	}
+	if len(docs) == 0 {
+		return "", fmt.Errorf("kwok %s: no stages under %s/kustomize/stage", KwokVersion, info.Dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(bytes.Join(docs, []byte("\n---\n")), '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
 }
 
 func goCmd(ctx context.Context, dir string, env []string, args ...string) error {

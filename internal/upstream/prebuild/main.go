@@ -20,4 +20,10 @@ func main() {
 		}
 		fmt.Println(path)
 	}
+	path, err := upstream.KwokStages(context.Background(), root)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "upstream: kwok stages: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Println(path)
 }
