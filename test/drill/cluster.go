@@ -39,6 +39,10 @@ type cluster struct {
 
 	stopInformer context.CancelFunc
 	writes       *kubernetes.Clientset // connection-per-request client through the VIP
+
+	// --control-plane: kwok on the client, and an admin client through the VIP.
+	kwok *proc
+	cp   *kubernetes.Clientset
 }
 
 func (d *drill) newCluster(spec stackSpec) (*cluster, error) {
@@ -85,6 +89,8 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 		"--tls-cert-file", b.ServingCert,
 		"--tls-private-key-file", b.ServingKey,
 		"--client-ca-file", b.CACert,
+		// One ServiceAccount key for the three, as a real HA control plane shares it.
+		"--service-account-signing-key-file", b.ServiceAccountKey,
 		"--write-kubeconfig", "-",
 		"--etcd-name", m.Name,
 		"--etcd-initial-cluster", strings.Join(initial, ","),
@@ -233,6 +239,9 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := poll(ctx, 30*time.Second, inf.HasSynced); err != nil {
 		return fmt.Errorf("%s: informer did not sync through the VIP: %w", c.spec.Name, err)
 	}
+	if c.withControlPlane() {
+		return c.startUpstream(ctx)
+	}
 	return nil
 }
 
@@ -241,6 +250,10 @@ func (c *cluster) start(ctx context.Context) error {
 func (c *cluster) stop() {
 	if c.stopInformer != nil {
 		c.stopInformer()
+	}
+	if c.kwok != nil {
+		c.kwok.signal(syscall.SIGKILL)
+		<-c.kwok.done
 	}
 	for _, m := range c.d.masters {
 		m.killAll()

@@ -41,6 +41,7 @@ type options struct {
 	etcdElection  time.Duration
 	shutdownDelay time.Duration
 	pin           bool
+	controlPlane  bool
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -79,6 +80,7 @@ func run() int {
 	flag.DurationVar(&o.etcdElection, "etcd-election-timeout", 500*time.Millisecond, "Raft election timeout of every embedded etcd member (all stacks): what a leader dying with its master costs")
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
+	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
 	var err error
@@ -174,6 +176,11 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	}()
 	if err := d.findBinaries(ctx); err != nil {
 		return 1, err
+	}
+	if d.opts.controlPlane {
+		if err := d.upstreamBinaries(ctx); err != nil {
+			return 1, err
+		}
 	}
 
 	d.progress("building hosts %s{br,m1,m2,m3,client} on %s.0/24, VIP %s", nsPrefix, subnet, vipAddr)

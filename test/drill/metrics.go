@@ -90,6 +90,12 @@ type metrics struct {
 	// rejoin only: how long the VIP sat on the rejoining master before its own apiserver
 	// was healthy (0: it waited, as it should).
 	VIPBeforeHealthyS *float64 `json:"vip_before_healthy_s,omitempty"`
+	// kill-master with --control-plane: seconds from the fault until the controller-manager's
+	// and the scheduler's Leases were acquired again (0: a survivor held it and it never
+	// lapsed), and how long a scale-up from 3 to 6 pods made after that took to be Running.
+	CMLeaseTakeoverS    *float64 `json:"cm_lease_takeover_s,omitempty"`
+	SchedLeaseTakeoverS *float64 `json:"scheduler_lease_takeover_s,omitempty"`
+	ScaleUpAfterFaultS  *float64 `json:"scale_up_after_fault_s,omitempty"`
 }
 
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

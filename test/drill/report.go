@@ -103,6 +103,9 @@ var reportRows = []reportRow{
 		return *m.VIPBeforeHealthyS, true
 	}, false},
 	{"client_arp_stale_s", func(m metrics) (float64, bool) { return m.ClientARPStaleS, true }, false},
+	{"cm_lease_takeover_s", optional(func(m metrics) *float64 { return m.CMLeaseTakeoverS }), false},
+	{"scheduler_lease_takeover_s", optional(func(m metrics) *float64 { return m.SchedLeaseTakeoverS }), false},
+	{"scale_up_after_fault_s", optional(func(m metrics) *float64 { return m.ScaleUpAfterFaultS }), false},
 	{"writes_acked", func(m metrics) (float64, bool) { return float64(m.WritesAcked), true }, false},
 	{"writes_lost", func(m metrics) (float64, bool) { return float64(m.WritesLost), true }, false},
 	{"isolated_writes_accepted", func(m metrics) (float64, bool) {
@@ -111,6 +114,16 @@ var reportRows = []reportRow{
 		}
 		return float64(*m.IsolatedWrites), true
 	}, false},
+}
+
+// optional reads a metric only some runs have.
+func optional(f func(metrics) *float64) func(metrics) (float64, bool) {
+	return func(m metrics) (float64, bool) {
+		if p := f(m); p != nil {
+			return *p, true
+		}
+		return 0, false
+	}
 }
 
 func formatValue(v float64) string {

@@ -267,6 +267,14 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		res.Leader = c.etcdLeader(ctx)
 	}
 	var isolated *isolatedProbe
+	var leasesBefore map[string]string
+	if name == scKillMaster && c.withControlPlane() {
+		var err error
+		if leasesBefore, err = c.leases(ctx); err != nil {
+			return nil, fmt.Errorf("%s: leases before the fault: %w", c.spec.Name, err)
+		}
+	}
+	faultAt := time.Now()
 	fault := d.clk.now()
 	var extra func() bool
 	switch name {
@@ -331,7 +339,11 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 	}
 	s.waitRecovered(ctx, fault, w, extra)
 	l := s.stop()
-	return c.finish(ctx, name, run, fault, l, res)
+	res, err := c.finish(ctx, name, run, fault, l, res)
+	if err == nil && leasesBefore != nil {
+		err = c.controlPlaneAfterFault(ctx, leasesBefore, faultAt, &res.Metrics)
+	}
+	return res, err
 }
 
 // finish reads the run's objects back from a surviving master and computes the metrics.
@@ -397,6 +409,11 @@ func (c *cluster) boot(m *host) error {
 	}
 	if err := c.startPlane(m); err != nil {
 		return err
+	}
+	if c.withControlPlane() {
+		if err := c.startUpstreamOn(m); err != nil {
+			return err
+		}
 	}
 	delete(c.down, m.Name)
 	return nil
