@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -38,10 +39,20 @@ func certificateSigningRequestsKind() *Kind {
 		Strategy: Strategy{
 			PrepareForCreate: func(obj runtime.Object) {
 				csr := obj.(*certificatesv1.CertificateSigningRequest)
-				// Upstream fills these from the authenticated caller; the strategy has no
-				// request context, so they are only cleared.
 				csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups, csr.Spec.Extra = "", "", nil, nil
 				csr.Status = certificatesv1.CertificateSigningRequestStatus{}
+			},
+			// The requester is the authenticated caller, as upstream.
+			SetCreator: func(obj runtime.Object, u *request.User) {
+				csr := obj.(*certificatesv1.CertificateSigningRequest)
+				csr.Spec.Username, csr.Spec.UID, csr.Spec.Groups = u.Name, u.UID, u.Groups
+				csr.Spec.Extra = nil
+				for k, v := range u.Extra {
+					if csr.Spec.Extra == nil {
+						csr.Spec.Extra = map[string]certificatesv1.ExtraValue{}
+					}
+					csr.Spec.Extra[k] = certificatesv1.ExtraValue(v)
+				}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateCSR(obj.(*certificatesv1.CertificateSigningRequest))

@@ -30,6 +30,10 @@ func persistentVolumesKind() *Kind {
 					pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 				}
 				setDefault(&pv.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
+				if hp := pv.Spec.HostPath; hp != nil && hp.Type == nil {
+					t := corev1.HostPathUnset
+					hp.Type = &t
+				}
 				if pv.Status.Phase == "" {
 					pv.Status.Phase = corev1.VolumePending
 				}

@@ -29,19 +29,24 @@ func podsKind() *Kind {
 			PrepareForStatusUpdate: func(obj, old runtime.Object) {
 				obj.(*corev1.Pod).OwnerReferences = old.(*corev1.Pod).OwnerReferences
 			},
+			GenerationOnSpec: true,
 			PrepareForCreate: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
-				pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort}
+				pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 			},
+			// The default ServiceAccount is the ServiceAccount admission plugin's, not a
+			// default: with the plugin off, upstream leaves serviceAccountName empty.
 			Default: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
 				defaultPodSpec(&pod.Spec)
-				if pod.Spec.ServiceAccountName == "" {
-					pod.Spec.ServiceAccountName = "default"
-				}
+				defaultRequestsFromLimits(pod.Spec.InitContainers)
+				defaultRequestsFromLimits(pod.Spec.Containers)
 				if pod.Spec.EnableServiceLinks == nil {
 					t := true
 					pod.Spec.EnableServiceLinks = &t
+				}
+				if pod.Status.QOSClass == "" {
+					pod.Status.QOSClass = podQOS(&pod.Spec)
 				}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
@@ -167,4 +172,21 @@ func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
 		return 0
 	}
 	return grace
+}
+
+// defaultRequestsFromLimits sets a pod's container requests to their limits where only the
+// limit is given, as upstream's SetDefaults_Pod (pods only, not templates).
+func defaultRequestsFromLimits(cs []corev1.Container) {
+	for i := range cs {
+		r := &cs[i].Resources
+		for name, q := range r.Limits {
+			if _, ok := r.Requests[name]; ok {
+				continue
+			}
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
 }

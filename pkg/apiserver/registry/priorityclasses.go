@@ -50,6 +50,9 @@ func priorityClassesKind() *Kind {
 		New:     func() runtime.Object { return &schedulingv1.PriorityClass{} },
 		NewList: func() runtime.Object { return &schedulingv1.PriorityClassList{} },
 		Strategy: Strategy{
+			// Upstream sets generation 1 on create and never bumps it (the class's value
+			// is immutable).
+			PrepareForCreate: func(obj runtime.Object) { obj.(*schedulingv1.PriorityClass).Generation = 1 },
 			CheckDelete: func(_, name string) error {
 				for _, b := range bootstrapPriorityClasses() {
 					if b.Name == name {

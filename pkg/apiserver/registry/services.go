@@ -37,6 +37,18 @@ func servicesKind() *Kind {
 				if svc.Spec.SessionAffinity == "" {
 					svc.Spec.SessionAffinity = corev1.ServiceAffinityNone
 				}
+				if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+					if svc.Spec.SessionAffinityConfig == nil {
+						svc.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{}
+					}
+					if svc.Spec.SessionAffinityConfig.ClientIP == nil {
+						svc.Spec.SessionAffinityConfig.ClientIP = &corev1.ClientIPConfig{}
+					}
+					if svc.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+						t := corev1.DefaultClientIPServiceAffinitySeconds
+						svc.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = &t
+					}
+				}
 				for i := range svc.Spec.Ports {
 					p := &svc.Spec.Ports[i]
 					if p.Protocol == "" {

@@ -83,6 +83,7 @@ func defaultStatefulSet(obj runtime.Object) {
 	}
 	defaultPodSpec(&s.Template.Spec)
 	for i := range s.VolumeClaimTemplates {
+		s.VolumeClaimTemplates[i].APIVersion, s.VolumeClaimTemplates[i].Kind = "v1", "PersistentVolumeClaim"
 		defaultPVCSpec(&s.VolumeClaimTemplates[i].Spec)
 		if s.VolumeClaimTemplates[i].Status.Phase == "" {
 			s.VolumeClaimTemplates[i].Status.Phase = "Pending"

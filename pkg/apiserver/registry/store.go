@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"reflect"
 	"slices"
 	"time"
@@ -36,6 +37,8 @@ type Strategy struct {
 	// PrepareForUpdate adjusts an update before defaults and validation, given the
 	// current object (e.g. carries over server-assigned values the request left out).
 	PrepareForUpdate func(obj, old runtime.Object)
+	// SetCreator records the authenticated caller in a new object (a CSR's requester).
+	SetCreator func(obj runtime.Object, u *request.User)
 	// PrepareForStatusUpdate resets what a /status write may not change besides spec
 	// (a Deployment's labels, a pod's ownerReferences), as upstream's status strategies.
 	PrepareForStatusUpdate func(obj, old runtime.Object)
@@ -363,6 +366,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	}
 	if s.kind.Strategy.PrepareForCreate != nil {
 		s.kind.Strategy.PrepareForCreate(obj)
+	}
+	if s.kind.Strategy.SetCreator != nil {
+		if u, ok := request.UserFrom(ctx); ok {
+			s.kind.Strategy.SetCreator(obj, u)
+		}
 	}
 	if s.kind.Strategy.Default != nil {
 		s.kind.Strategy.Default(obj)

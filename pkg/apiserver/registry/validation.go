@@ -87,6 +87,11 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
 	}
+	// v1's deprecated serviceAccount mirrors serviceAccountName (upstream's conversion).
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}
