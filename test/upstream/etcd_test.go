@@ -374,7 +374,7 @@ type kubeAPIServer struct {
 // startKubeAPIServer runs kube-apiserver on etcdURL with self-signed serving certificates,
 // a fresh service-account key, AlwaysAllow and a static token for the client, and waits for
 // /readyz. The test's cleanup kills it if the test did not stop it.
-func startKubeAPIServer(t *testing.T, bin, etcdURL string) *kubeAPIServer {
+func startKubeAPIServer(t *testing.T, bin, etcdURL string, extra ...string) *kubeAPIServer {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -388,7 +388,7 @@ func startKubeAPIServer(t *testing.T, bin, etcdURL string) *kubeAPIServer {
 	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
 	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub)
 	// AlwaysAllow turns kube-apiserver's anonymous authentication off: a static token.
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(`interop-token,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(`interop-token,admin,,"system:masters"`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -419,6 +419,7 @@ func startKubeAPIServer(t *testing.T, bin, etcdURL string) *kubeAPIServer {
 		// kube-controller-manager does not run here to create default ServiceAccounts.
 		"--disable-admission-plugins=ServiceAccount",
 	)
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
