@@ -17,6 +17,20 @@ func nodesKind() *Kind {
 		NewList: func() runtime.Object { return &corev1.NodeList{} },
 		Status:  true,
 		Strategy: Strategy{
+			Default: func(obj runtime.Object) {
+				n := obj.(*corev1.Node)
+				// v1's podCIDR is the first of podCIDRs (upstream's conversion).
+				if len(n.Spec.PodCIDRs) == 0 && n.Spec.PodCIDR != "" {
+					n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+				}
+				if len(n.Spec.PodCIDRs) > 0 {
+					n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
+				}
+				// Allocatable defaults to capacity (SetDefaults_NodeStatus).
+				if n.Status.Allocatable == nil && n.Status.Capacity != nil {
+					n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+				}
+			},
 			Fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"spec.unschedulable": strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)}
 			},
