@@ -268,6 +268,9 @@ func TestAuthorizationRBAC(t *testing.T) {
 		if err != nil || !got.Status.Allowed {
 			t.Fatalf("SAR team: %+v %v", got.Status, err)
 		}
+		if want := `RBAC: allowed by RoleBinding "alice-reads/team" of Role "pod-reader" to User "alice"`; got.Status.Reason != want {
+			t.Fatalf("SAR team reason %q, want upstream's %q", got.Status.Reason, want)
+		}
 		got, err = admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar("default"), metav1.CreateOptions{})
 		if err != nil || got.Status.Allowed || got.Status.Denied {
 			t.Fatalf("SAR default: %+v %v", got.Status, err)
@@ -283,6 +286,9 @@ func TestAuthorizationRBAC(t *testing.T) {
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}}}, metav1.CreateOptions{})
 		if err != nil || !self.Status.Allowed {
 			t.Fatalf("SSAR /healthz: %+v %v", self, err)
+		}
+		if want := `RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of ClusterRole "system:public-info-viewer" to Group "system:authenticated"`; self.Status.Reason != want {
+			t.Fatalf("SSAR /healthz reason %q, want upstream's %q", self.Status.Reason, want)
 		}
 		local, err := admin.AuthorizationV1().LocalSubjectAccessReviews("team").Create(ctx, &authorizationv1.LocalSubjectAccessReview{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team"},
