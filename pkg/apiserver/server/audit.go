@@ -33,9 +33,9 @@ func (c *AuditConfig) validate() []error {
 	var errs []error
 	switch {
 	case c.AuditPolicyFile != "" && c.AuditLogPath == "":
-		errs = append(errs, config.FieldErrorf("audit-log-path", "is required with audit-policy-file"))
+		errs = append(errs, config.FieldErrorf("audit-policy-file", "needs audit-log-path, where the events go"))
 	case c.AuditPolicyFile == "" && c.AuditLogPath != "":
-		errs = append(errs, config.FieldErrorf("audit-policy-file", "is required with audit-log-path"))
+		errs = append(errs, config.FieldErrorf("audit-log-path", "needs audit-policy-file, which picks what is logged"))
 	case c.AuditPolicyFile != "":
 		if _, err := audit.LoadPolicy(c.AuditPolicyFile); err != nil {
 			errs = append(errs, config.FieldErrorf("audit-policy-file", "%v", err))
