@@ -287,8 +287,11 @@ func TestAuthorizationRBAC(t *testing.T) {
 		if err != nil || !self.Status.Allowed {
 			t.Fatalf("SSAR /healthz: %+v %v", self, err)
 		}
-		if want := `RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of ClusterRole "system:public-info-viewer" to Group "system:authenticated"`; self.Status.Reason != want {
-			t.Fatalf("SSAR /healthz reason %q, want upstream's %q", self.Status.Reason, want)
+		// /apis is only in system:discovery (/healthz is in system:public-info-viewer too).
+		self, err = alice.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/apis", Verb: "get"}}}, metav1.CreateOptions{})
+		if want := `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`; err != nil || self.Status.Reason != want {
+			t.Fatalf("SSAR /apis reason %q (%v), want upstream's %q", self.Status.Reason, err, want)
 		}
 		local, err := admin.AuthorizationV1().LocalSubjectAccessReviews("team").Create(ctx, &authorizationv1.LocalSubjectAccessReview{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team"},
