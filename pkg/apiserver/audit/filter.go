@@ -167,8 +167,16 @@ func (a *Auditor) WithAudit(next http.Handler) http.Handler {
 		ctx, ann := request.WithAnnotations(r.Context())
 		st.ann = ann
 		ctx = context.WithValue(ctx, eventKey{}, st)
-		st.readRequest(r)
+		// As upstream, the RequestReceived event has neither the body nor a created object's
+		// name: the handler has not decoded it yet.
+		obj, name := st.readRequest(r)
 		st.emit(StageRequestReceived)
+		if name != "" && st.ev.ObjectRef.Name == "" {
+			st.ev.ObjectRef.Name = name
+		}
+		if !st.cfg.Level.Less(LevelRequest) {
+			st.ev.RequestObject = obj
+		}
 
 		long := st.info.LongRunning()
 		rw := &responseWriter{ResponseWriter: w, st: st, long: long,
@@ -186,43 +194,38 @@ func (a *Auditor) WithAudit(next http.Handler) http.Handler {
 	})
 }
 
-// readRequest reads the body of a write (and puts it back) to name the object it creates
-// and, at Request level and above, to record it.
-func (st *state) readRequest(r *http.Request) {
+// readRequest reads the body of a write (and puts it back): the object a create names, and
+// the body as JSON at Request level and above.
+func (st *state) readRequest(r *http.Request) (obj json.RawMessage, name string) {
 	if r.Body == nil || r.Body == http.NoBody || st.info == nil || !st.info.IsResourceRequest {
-		return
+		return nil, ""
 	}
 	switch st.info.Verb {
 	case "create", "update", "patch":
 	default:
-		return
+		return nil, ""
 	}
 	if st.cfg.Level.Less(LevelRequest) && st.info.Verb != "create" {
-		return
+		return nil, ""
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20+1))
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil || len(body) == 0 {
-		return
+		return nil, ""
 	}
-	obj := toJSON(body, r.Header.Get("Content-Type"), st.cfg.OmitManagedFields)
-	if obj == nil {
-		return
-	}
-	if st.info.Verb == "create" && st.ev.ObjectRef.Name == "" {
+	obj = toJSON(body, r.Header.Get("Content-Type"), st.cfg.OmitManagedFields)
+	if obj != nil && st.info.Verb == "create" {
 		var m struct {
 			Metadata struct {
 				Name string `json:"name"`
 			} `json:"metadata"`
 		}
 		if json.Unmarshal(obj, &m) == nil {
-			st.ev.ObjectRef.Name = m.Metadata.Name
+			name = m.Metadata.Name
 		}
 	}
-	if !st.cfg.Level.Less(LevelRequest) {
-		st.ev.RequestObject = obj
-	}
+	return obj, name
 }
 
 var protoSerializer = protobuf.NewSerializer(registry.Scheme, registry.Scheme)

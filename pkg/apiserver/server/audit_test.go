@@ -201,15 +201,21 @@ func TestAuditLog(t *testing.T) {
 		// The name of a created object comes from its body (the policy never sees it, as
 		// upstream's: a create of "meta-only" is not matched by resourceNames).
 		mustCreate(t, admin.CoreV1().ConfigMaps("meta").Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "in-meta"}, Data: map[string]string{"k": "meta-value"}})
-		evs := waitAudit(t, logPath, "metadata create", objectIs("configmaps", "meta", "in-meta", "create"), 2)
+		evs := waitAudit(t, logPath, "metadata create", complete(objectIs("configmaps", "meta", "in-meta", "create")), 1)
+		evs = waitAudit(t, logPath, "metadata create", byID(string(evs[0].AuditID)), 2)
 		if stagesOf(evs) != "RequestReceived,ResponseComplete" || evs[1].Level != audit.LevelMetadata || evs[1].RequestObject != nil || evs[1].ResponseObject != nil ||
 			evs[1].ResponseStatus.Code != 201 || evs[1].ObjectRef.APIVersion != "v1" {
 			t.Fatalf("Metadata events %+v", evs)
 		}
 		mustCreate(t, admin.CoreV1().ConfigMaps("default").Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "meta-only"}, Data: map[string]string{"k": "meta-value"}})
 		evs = waitAudit(t, logPath, "create meta-only", complete(objectIs("configmaps", "default", "meta-only", "create")), 1)
-		if evs[0].Level != audit.LevelRequestResponse || evs[0].ObjectRef.UID == "" || evs[0].ObjectRef.ResourceVersion == "" {
+		if evs[0].Level != audit.LevelRequestResponse || evs[0].ObjectRef.UID == "" || evs[0].ObjectRef.ResourceVersion == "" || evs[0].RequestObject == nil || evs[0].ResponseObject == nil {
 			t.Fatalf("create of meta-only: %+v %+v", evs[0], evs[0].ObjectRef)
+		}
+		// As upstream, RequestReceived comes before the body is decoded.
+		evs = waitAudit(t, logPath, "create meta-only", byID(string(evs[0].AuditID)), 2)
+		if evs[0].Stage != audit.StageRequestReceived || evs[0].RequestObject != nil || evs[0].ObjectRef.Name != "" {
+			t.Fatalf("RequestReceived of a create: %+v %+v", evs[0], evs[0].ObjectRef)
 		}
 
 		// A protobuf body is recorded as JSON.
