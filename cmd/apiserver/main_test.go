@@ -63,6 +63,15 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing.crt")
+	badPolicy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(badPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n- level: Loud\n  nonResourceURLs: [\"/a*b\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typoPolicy := filepath.Join(dir, "typo.yaml")
+	if err := os.WriteFile(typoPolicy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n  verb: [get]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(dir, "audit.log")
 	tests := []struct {
 		name string
 		args []string
@@ -80,6 +89,12 @@ func TestConfig(t *testing.T) {
 		{"unreadable serving certificate", []string{"--tls-cert-file", missing, "--tls-private-key-file", missing, "--client-ca-file", missing, "--check-config"}, 2, []string{"flag --tls-cert-file: load serving certificate and key: open " + missing, "flag --client-ca-file: open " + missing}},
 		{"client CA without certificates", []string{"--client-ca-file", caPEM, "--check-config"}, 2, []string{"flag --client-ca-file: " + caPEM + ": no PEM certificate"}},
 		{"unreadable signing key", []string{"--service-account-signing-key-file", missing, "--check-config"}, 2, []string{"flag --service-account-signing-key-file: open " + missing}},
+		{"example audit policy is valid", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--audit-log-path", auditLog, "--check-config"}, 0, []string{"is valid"}},
+		{"bad audit policy names file, line and key", []string{"--audit-policy-file", badPolicy, "--audit-log-path", auditLog, "--check-config"}, 2, []string{
+			"flag --audit-policy-file: " + badPolicy + ":5: rules.1.level: Unsupported value: \"Loud\"",
+			badPolicy + ":6: rules.1.nonResourceURLs.0: Invalid value: \"/a*b\": non-resource URL wildcards '*' must be the final character of the rule"}},
+		{"unknown key in audit policy", []string{"--audit-policy-file", typoPolicy, "--audit-log-path", auditLog, "--check-config"}, 2, []string{typoPolicy + ":5: verb: unknown key (did you mean \"verbs\"?)"}},
+		{"audit policy without a log", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--check-config"}, 2, []string{"flag --audit-policy-file: needs audit-log-path"}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

@@ -290,6 +290,10 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
+// LineOf returns the line in doc (as Load and Decode return it) of the value at a dotted key
+// path ("rules.2.level"), or of the deepest key on that path that exists; 0 when none does.
+func LineOf(doc *yaml.Node, key string) int { return lineOf(doc, key) }
+
 // lineOf returns the line of the value at a dotted key path ("instances.1.priority"), or of
 // the deepest key on that path that exists.
 func lineOf(doc *yaml.Node, key string) int {

@@ -74,26 +74,63 @@ func (r *RBAC) Authorize(_ context.Context, a Attributes) (Decision, string, err
 	if a.User == nil {
 		return NoOpinion, "", nil
 	}
+	var by binding
 	allowed := false
-	r.visit(a.User, a.Namespace, func(rules []rbacv1.PolicyRule) bool {
+	r.visit(a.User, a.Namespace, func(rules []rbacv1.PolicyRule, b binding) bool {
 		allowed = rulesAllow(&a, rules)
+		by = b
 		return !allowed
 	})
 	if allowed {
-		return Allow, "", nil
+		return Allow, "RBAC: allowed by " + by.describe(a.User), nil
 	}
 	return NoOpinion, "", nil
 }
 
+// binding is the ClusterRoleBinding or RoleBinding a rule came through.
+type binding struct {
+	crb *rbacv1.ClusterRoleBinding
+	rb  *rbacv1.RoleBinding
+}
+
+// describe names the binding as upstream's RBAC reason does: ClusterRoleBinding "x" of
+// ClusterRole "y" to User "z", or RoleBinding "x/ns" of Role "y" to Group "g".
+func (b binding) describe(u *request.User) string {
+	keys := userKeys(u)
+	subject := func(subjects []rbacv1.Subject, ns string) string {
+		for _, s := range subjects {
+			if !hasString(keys, subjectKey(s, ns)) {
+				continue
+			}
+			if s.Kind == rbacv1.ServiceAccountKind {
+				sns := s.Namespace
+				if sns == "" {
+					sns = ns
+				}
+				return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+sns)
+			}
+			return fmt.Sprintf("%s %q", s.Kind, s.Name)
+		}
+		return ""
+	}
+	if b.crb != nil {
+		return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", b.crb.Name, b.crb.RoleRef.Kind, b.crb.RoleRef.Name, subject(b.crb.Subjects, ""))
+	}
+	if b.rb != nil {
+		return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.rb.Name+"/"+b.rb.Namespace, b.rb.RoleRef.Kind, b.rb.RoleRef.Name, subject(b.rb.Subjects, b.rb.Namespace))
+	}
+	return ""
+}
+
 // visit calls fn with the rules of every role bound to u, cluster-wide and (if ns is set)
 // in ns, until fn returns false.
-func (r *RBAC) visit(u *request.User, ns string, fn func([]rbacv1.PolicyRule) bool) {
+func (r *RBAC) visit(u *request.User, ns string, fn func([]rbacv1.PolicyRule, binding) bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, k := range userKeys(u) {
 		for _, b := range r.crbIndex[k] {
 			if cr := r.clusterRoles[b.RoleRef.Name]; cr != nil && b.RoleRef.Kind == "ClusterRole" {
-				if !fn(cr.Rules) {
+				if !fn(cr.Rules, binding{crb: b}) {
 					return
 				}
 			}
@@ -104,7 +141,7 @@ func (r *RBAC) visit(u *request.User, ns string, fn func([]rbacv1.PolicyRule) bo
 	}
 	for _, k := range userKeys(u) {
 		for _, b := range r.rbIndex[ns+"|"+k] {
-			if rules, ok := r.refRulesLocked(b.RoleRef, ns); ok && !fn(rules) {
+			if rules, ok := r.refRulesLocked(b.RoleRef, ns); ok && !fn(rules, binding{rb: b}) {
 				return
 			}
 		}
@@ -129,7 +166,7 @@ func (r *RBAC) refRulesLocked(ref rbacv1.RoleRef, ns string) ([]rbacv1.PolicyRul
 // upstream's rule resolver does for escalation checks and SelfSubjectRulesReview.
 func (r *RBAC) RulesFor(u *request.User, ns string) []rbacv1.PolicyRule {
 	var out []rbacv1.PolicyRule
-	r.visit(u, ns, func(rules []rbacv1.PolicyRule) bool {
+	r.visit(u, ns, func(rules []rbacv1.PolicyRule, _ binding) bool {
 		out = append(out, rules...)
 		return true
 	})

@@ -192,18 +192,23 @@ func (s *Server) installAuthn(mux *http.ServeMux) {
 // authenticate sets the request's user (request.WithUser). Bad credentials are 401 always;
 // no credentials are 401 unless anonymous access is on; what an anonymous user may do is
 // the authorizers' to decide (RBAC grants system:public-info-viewer to everyone), as upstream.
-func (s *Server) authenticate(next http.Handler) http.Handler {
+func (s *Server) authenticate(next, failed http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.authnState.authn.AuthenticateRequest(r)
 		if err != nil {
 			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}
 		if err != nil || u == nil {
-			endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
+			failed.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
 	})
+}
+
+// unauthorized is the answer to a request without valid credentials.
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	endpoints.WriteStatusError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 }
 
 // AuthenticationConfigMap is where kube-apiserver publishes its client CA for delegated

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/request"
@@ -25,6 +26,7 @@ func (s *Server) impersonate(next http.Handler) http.Handler {
 			endpoints.WriteStatusError(w, r, err)
 			return
 		}
+		audit.LogImpersonatedUser(r.Context(), u)
 		r = r.Clone(request.WithUser(r.Context(), u))
 		for k := range r.Header {
 			if k == authz.ImpersonateUser || k == authz.ImpersonateGroup || k == authz.ImpersonateUID || strings.HasPrefix(k, authz.ImpersonateExtraPrefix) {
@@ -44,6 +46,12 @@ func hasExtraHeader(h http.Header) bool {
 	return false
 }
 
+// The audit annotations the authorization filter records, as upstream's.
+const (
+	DecisionAnnotation = "authorization.k8s.io/decision"
+	ReasonAnnotation   = "authorization.k8s.io/reason"
+)
+
 // authorize answers 403 with upstream's message unless the authorizers allow the request.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,14 +63,20 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		a := authz.FromRequest(u, info)
 		d, reason, err := s.authz.Authorize(r.Context(), a)
+		// As upstream's WithAuthorization: an authorizer may allow despite an error.
 		if d == authz.Allow {
+			request.AddAnnotation(r.Context(), DecisionAnnotation, "allow")
+			request.AddAnnotation(r.Context(), ReasonAnnotation, reason)
 			next.ServeHTTP(w, r)
 			return
 		}
 		if err != nil {
+			request.AddAnnotation(r.Context(), ReasonAnnotation, "internal error")
 			endpoints.WriteStatusError(w, r, apierrors.NewInternalError(err))
 			return
 		}
+		request.AddAnnotation(r.Context(), DecisionAnnotation, "forbid")
+		request.AddAnnotation(r.Context(), ReasonAnnotation, reason)
 		endpoints.WriteStatusError(w, r, authz.ForbiddenError(a, reason))
 	})
 }

@@ -268,6 +268,9 @@ func TestAuthorizationRBAC(t *testing.T) {
 		if err != nil || !got.Status.Allowed {
 			t.Fatalf("SAR team: %+v %v", got.Status, err)
 		}
+		if want := `RBAC: allowed by RoleBinding "alice-reads/team" of Role "pod-reader" to User "alice"`; got.Status.Reason != want {
+			t.Fatalf("SAR team reason %q, want upstream's %q", got.Status.Reason, want)
+		}
 		got, err = admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar("default"), metav1.CreateOptions{})
 		if err != nil || got.Status.Allowed || got.Status.Denied {
 			t.Fatalf("SAR default: %+v %v", got.Status, err)
@@ -283,6 +286,12 @@ func TestAuthorizationRBAC(t *testing.T) {
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}}}, metav1.CreateOptions{})
 		if err != nil || !self.Status.Allowed {
 			t.Fatalf("SSAR /healthz: %+v %v", self, err)
+		}
+		// /apis is only in system:discovery (/healthz is in system:public-info-viewer too).
+		self, err = alice.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/apis", Verb: "get"}}}, metav1.CreateOptions{})
+		if want := `RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"`; err != nil || self.Status.Reason != want {
+			t.Fatalf("SSAR /apis reason %q (%v), want upstream's %q", self.Status.Reason, err, want)
 		}
 		local, err := admin.AuthorizationV1().LocalSubjectAccessReviews("team").Create(ctx, &authorizationv1.LocalSubjectAccessReview{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team"},

@@ -72,6 +72,8 @@ type Config struct {
 	ServiceAccountMaxTokenExpiration time.Duration `yaml:"service-account-max-token-expiration"`
 	APIAudiences                     []string      `yaml:"api-audiences"`
 	AuthorizationMode                string        `yaml:"authorization-mode"`
+	// Audit (pkg/apiserver/audit).
+	AuditConfig `yaml:",inline"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -102,6 +104,7 @@ func DefaultConfig() *Config {
 		AnonymousAuth:               true,
 		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
 		AuthorizationMode:           "Node,RBAC",
+		AuditConfig:                 AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking"},
 	}
 }
 
@@ -160,6 +163,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
+	c.AuditConfig.addFlags(fs)
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 }
 
@@ -242,5 +246,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
 	}
 	errs = append(errs, c.validateAuthn()...)
+	errs = append(errs, c.AuditConfig.validate()...)
 	return errors.Join(errs...)
 }

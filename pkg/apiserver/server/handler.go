@@ -14,6 +14,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 	"github.com/hacp/hacp/internal/version"
+	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/openapi"
@@ -109,9 +110,10 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	h = s.authorize(h)
 	h = s.impersonate(h)
-	h = s.authenticate(h)
+	h = s.auditor.WithAudit(h)
+	h = s.authenticate(h, s.auditor.WithFailedAuthentication(http.HandlerFunc(unauthorized)))
 	h = s.metrics.instrument(h)
-	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
+	return withGrownStack(recoverPanics(audit.WithAuditID(withRequestInfo(h)))), nil
 }
 
 // publicPath reports the health and version paths, which the in-flight limit does not

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
@@ -45,6 +46,9 @@ type Server struct {
 	authnState     *authnState
 	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
 	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
+
+	auditor  *audit.Auditor // nil without --audit-policy-file
+	auditLog *audit.LogBackend
 
 	metrics     *metrics
 	metricsHTTP *http.Server
@@ -110,10 +114,16 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.publishClientCA(regCtx); err != nil {
 		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
 	}
+	if err := s.startAudit(); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
 	h, err := s.buildHandler()
 	if err != nil {
 		cancel()
 		s.closeEtcd()
+		s.closeAudit()
 		return err
 	}
 	s.handler = h
@@ -122,6 +132,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		cancel()
 		s.closeEtcd()
+		s.closeAudit()
 		return fmt.Errorf("apiserver: listen on %s: %w", addr, err)
 	}
 	tlsCfg, err := s.tlsConfig()
@@ -129,6 +140,7 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		cancel()
 		s.closeEtcd()
+		s.closeAudit()
 		return err
 	}
 	s.listener = ln
@@ -383,6 +395,7 @@ func (s *Server) Shutdown() error {
 			}
 		}
 		s.closeEtcd()
+		s.closeAudit()
 		s.log.Info("apiserver stopped")
 	})
 	return err

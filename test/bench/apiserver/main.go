@@ -89,17 +89,19 @@ const clockTicks = 100
 
 // startProcess starts the apiserver program exe with cfg's data dir, ports and fsync, and
 // waits until it is ready.
-func startProcess(exe string, cfg *server.Config) *exec.Cmd {
+func startProcess(exe string, cfg *server.Config, extra ...string) *exec.Cmd {
 	free, err := embedetcd.FreeLocalURL()
 	must(err)
 	secure := strings.TrimPrefix(free, "http://127.0.0.1:")
-	cmd := exec.Command(exe, "--data-dir", cfg.DataDir, "--secure-port", secure,
+	args := append([]string{"--data-dir", cfg.DataDir, "--secure-port", secure,
 		"--etcd-listen-client-url", cfg.EtcdListenClientURL, "--etcd-listen-peer-urls", cfg.EtcdListenPeerURL,
 		"--etcd-auto-compaction-retention", "0", "--shutdown-delay", "0s", "--log-level", "error",
-		fmt.Sprintf("--etcd-unsafe-no-fsync=%v", cfg.EtcdUnsafeNoFsync))
+		fmt.Sprintf("--etcd-unsafe-no-fsync=%v", cfg.EtcdUnsafeNoFsync)}, extra...)
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	must(cmd.Start())
-	onExit = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	prev := onExit
+	onExit = func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); prev() }
 	t0 := time.Now()
 	waitReady(secure, t0)
 	// The admin kubeconfig is written once the server serves.
@@ -386,7 +388,8 @@ func main() {
 	}
 	var rbac []pair
 	if want("rbac") {
-		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n)
+		allowKubeconfig, allowPKI, stopAllow := alwaysAllowServer(dir, *fsync, *binary)
+		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n, allowKubeconfig, allowPKI, stopAllow)
 	}
 	printRows(rows, *fsync, *binary)
 	if len(rbac) > 0 {

@@ -3,31 +3,69 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/certs"
+	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
-// rbacRows compares, in the same run and alternating rounds, requests authorized by RBAC
-// (a user bound to the edit ClusterRole in its namespace, among 1000 bindings of other
-// users) with the same requests by the admin, whom system:masters allows before any mode is
-// asked: the cost of RBAC over AlwaysAllow. The pair's "etcd" side is the admin here.
-func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, pki string, n int) []pair {
+// alwaysAllowServer starts a second apiserver, like the measured one but with
+// --authorization-mode=AlwaysAllow, and returns its admin kubeconfig, its PKI directory and
+// how to stop it.
+func alwaysAllowServer(dir string, fsync bool, binary string) (kubeconfig, pki string, stop func()) {
+	cfg, err := servertest.Config(filepath.Join(dir, "always-allow"))
+	must(err)
+	cfg.EtcdUnsafeNoFsync = !fsync
+	cfg.AuthorizationMode = "AlwaysAllow"
+	if binary != "" {
+		proc := startProcess(binary, cfg, "--authorization-mode", "AlwaysAllow")
+		return filepath.Join(cfg.DataDir, "admin.kubeconfig"), filepath.Join(cfg.DataDir, "pki"),
+			func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
+	}
+	s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	must(err)
+	return s.KubeconfigPath(), filepath.Join(cfg.DataDir, "pki"), func() { _ = s.Shutdown() }
+}
+
+// benchUser returns a client for user bench-user (group bench-group, not system:masters)
+// with a certificate from the CA in pki, for the server rc points at.
+func benchUser(rc *rest.Config, pki string) kubernetes.Interface {
 	b := &certs.Bundle{CACert: filepath.Join(pki, certs.CACertFile), CAKey: filepath.Join(pki, certs.CAKeyFile)}
 	certPEM, keyPEM, err := b.IssueClient("bench-user", []string{"bench-group"}, time.Hour)
 	must(err)
 	urc := rest.AnonymousClientConfig(rc)
 	urc.CertData, urc.KeyData = certPEM, keyPEM
-	user := kubernetes.NewForConfigOrDie(urc)
+	return kubernetes.NewForConfigOrDie(urc)
+}
 
-	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+// rbacRows compares, in the same run and alternating rounds, the same requests by the same
+// non-admin user (bench-user, group bench-group) on two apiservers: the measured one
+// (--authorization-mode Node,RBAC), where a RoleBinding to the edit ClusterRole in its
+// namespace allows them among 1000 RoleBindings of other users, and a second one with
+// --authorization-mode=AlwaysAllow: the cost of RBAC over AlwaysAllow. The pair's "etcd"
+// side is the AlwaysAllow server here.
+func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, pki string, n int, allowKubeconfig, allowPKI string, stopAllow func()) []pair {
+	defer stopAllow()
+	user := benchUser(rc, pki)
+	arc, err := clientcmd.BuildConfigFromFlags("", allowKubeconfig)
 	must(err)
+	arc.QPS, arc.Burst = 1e6, 1e6
+	allowUser := benchUser(arc, allowPKI)
+
+	for _, c := range []kubernetes.Interface{admin, allowUser} {
+		_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+		must(err)
+	}
 	for i := range 1000 {
 		_, err := admin.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-%04d", i)},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
@@ -53,7 +91,7 @@ func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, 
 		if conc > 1 {
 			ops = n * 4
 		}
-		ucm, acm := user.CoreV1().ConfigMaps("rbac"), admin.CoreV1().ConfigMaps("rbac")
+		ucm, acm := user.CoreV1().ConfigMaps("rbac"), allowUser.CoreV1().ConfigMaps("rbac")
 		create := func(cms func(string) error, who string) func(int) error {
 			return func(i int) error { return cms(fmt.Sprintf("c%d-%s-%05d", conc, who, i)) }
 		}
@@ -87,7 +125,7 @@ func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, 
 
 // printRBACRows prints rbacRows' table.
 func printRBACRows(rows []pair) {
-	fmt.Println("\nauthorization: a user authorized by RBAC (1001 rolebindings in the namespace) vs the admin (system:masters, as AlwaysAllow), same run:")
+	fmt.Println("\nauthorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, same run (ratio: rbac/allow):")
 	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "rbac ops/s", "p50", "p99", "allow ops/s", "p50", "p99", "ratio")
 	for _, p := range rows {
 		fmt.Printf("%-18s %4d | %10.0f %9s %9s | %10.0f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/hacp/hacp/pkg/apiserver/audit"
+	"github.com/hacp/hacp/pkg/config"
+)
+
+// AuditConfig is kube-apiserver's audit log settings.
+type AuditConfig struct {
+	AuditPolicyFile   string `yaml:"audit-policy-file"`
+	AuditLogPath      string `yaml:"audit-log-path"`
+	AuditLogFormat    string `yaml:"audit-log-format"`
+	AuditLogMaxAge    int    `yaml:"audit-log-maxage"`
+	AuditLogMaxBackup int    `yaml:"audit-log-maxbackup"`
+	AuditLogMaxSize   int    `yaml:"audit-log-maxsize"`
+	AuditLogMode      string `yaml:"audit-log-mode"`
+}
+
+func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.AuditPolicyFile, "audit-policy-file", c.AuditPolicyFile, "audit.k8s.io/v1 Policy `file` that picks what the audit log records (goes with --audit-log-path). Secrets, serviceaccounts/token and tokenreviews are recorded at Metadata at most, whatever it says")
+	fs.StringVar(&c.AuditLogPath, "audit-log-path", c.AuditLogPath, "write the audit log to this `file` (\"-\": standard output); off when empty")
+	fs.StringVar(&c.AuditLogFormat, "audit-log-format", c.AuditLogFormat, "audit log `format`: json (one audit.k8s.io/v1 Event per line) or legacy (one text line per event)")
+	fs.IntVar(&c.AuditLogMaxAge, "audit-log-maxage", c.AuditLogMaxAge, "remove rotated audit log files older than this many `days` (0: keep)")
+	fs.IntVar(&c.AuditLogMaxBackup, "audit-log-maxbackup", c.AuditLogMaxBackup, "keep at most this `number` of rotated audit log files (0: all)")
+	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", c.AuditLogMaxSize, "rotate the audit log before it grows past this many `megabytes` (0: 100)")
+	fs.StringVar(&c.AuditLogMode, "audit-log-mode", c.AuditLogMode, "blocking (a request writes its events before it goes on) or batch (a goroutine writes them; beyond 10000 waiting, events are dropped and logged)")
+}
+
+func (c *AuditConfig) validate() []error {
+	var errs []error
+	switch {
+	case c.AuditPolicyFile != "" && c.AuditLogPath == "":
+		errs = append(errs, config.FieldErrorf("audit-policy-file", "needs audit-log-path, where the events go"))
+	case c.AuditPolicyFile == "" && c.AuditLogPath != "":
+		errs = append(errs, config.FieldErrorf("audit-log-path", "needs audit-policy-file, which picks what is logged"))
+	case c.AuditPolicyFile != "":
+		if _, err := audit.LoadPolicy(c.AuditPolicyFile); err != nil {
+			errs = append(errs, config.FieldErrorf("audit-policy-file", "%v", err))
+		}
+	}
+	if c.AuditLogFormat != audit.FormatJSON && c.AuditLogFormat != audit.FormatLegacy {
+		errs = append(errs, config.FieldErrorf("audit-log-format", "must be json or legacy, not %q", c.AuditLogFormat))
+	}
+	if c.AuditLogMode != audit.ModeBlocking && c.AuditLogMode != audit.ModeBatch {
+		errs = append(errs, config.FieldErrorf("audit-log-mode", "must be blocking or batch, not %q", c.AuditLogMode))
+	}
+	for key, v := range map[string]int{"audit-log-maxage": c.AuditLogMaxAge, "audit-log-maxbackup": c.AuditLogMaxBackup, "audit-log-maxsize": c.AuditLogMaxSize} {
+		if v < 0 {
+			errs = append(errs, config.FieldErrorf(key, "must not be negative, not %d", v))
+		}
+	}
+	return errs
+}
+
+// startAudit loads the policy and opens the log; without --audit-policy-file nothing is
+// audited (s.auditor stays nil).
+func (s *Server) startAudit() error {
+	c := &s.cfg.AuditConfig
+	if c.AuditPolicyFile == "" {
+		return nil
+	}
+	p, err := audit.LoadPolicy(c.AuditPolicyFile)
+	if err != nil {
+		return fmt.Errorf("apiserver: --audit-policy-file: %w", err)
+	}
+	b, err := audit.NewLogBackend(audit.LogConfig{Path: c.AuditLogPath, Format: c.AuditLogFormat, MaxAgeDays: c.AuditLogMaxAge,
+		MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("apiserver: --audit-log-path: %w", err)
+	}
+	s.auditLog = b
+	s.auditor = audit.New(p, b)
+	return nil
+}
+
+func (s *Server) closeAudit() {
+	if s.auditLog != nil {
+		if err := s.auditLog.Close(); err != nil {
+			s.log.Warn("audit log close", "err", err)
+		}
+	}
+}
