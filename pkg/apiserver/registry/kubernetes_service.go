@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"net/netip"
 	"slices"
 	"time"
@@ -173,16 +174,71 @@ func (r *Registry) reconcileMasterEndpoints(ctx context.Context, port int) error
 		ep.Subsets = subsets
 		return ep, nil
 	}, &metav1.UpdateOptions{})
-	if err == errUnchanged {
-		return nil
-	}
-	if err != nil {
+	if err != nil && err != errUnchanged {
 		return fmt.Errorf("update endpoints default/kubernetes: %w", err)
+	}
+	return r.reconcileMasterEndpointSlice(ctx, port, ips)
+}
+
+// reconcileMasterEndpointSlice writes default/kubernetes' EndpointSlice (named kubernetes,
+// as upstream's reconciler does; the mirroring controller skips the Endpoints): what
+// kube-proxy and DNS read to reach the apiservers.
+func (r *Registry) reconcileMasterEndpointSlice(ctx context.Context, port int, ips []string) error {
+	ready := true
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault, Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(int32(port)), Protocol: ptrTo(corev1.ProtocolTCP)}},
+	}
+	for _, ip := range ips {
+		if a, _ := netip.ParseAddr(ip); a.Is6() {
+			want.AddressType = discoveryv1.AddressTypeIPv6
+		}
+		want.Endpoints = append(want.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+	}
+	store := r.byGR[endpointSlicesGR].Store
+	_, _, err := store.Update(ctx, metav1.NamespaceDefault, "kubernetes", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return want, nil
+		}
+		s := cur.(*discoveryv1.EndpointSlice)
+		if s.AddressType == want.AddressType && s.Labels[discoveryv1.LabelServiceName] == "kubernetes" &&
+			apiequality.Semantic.DeepEqual(s.Endpoints, want.Endpoints) && apiequality.Semantic.DeepEqual(s.Ports, want.Ports) {
+			return nil, errUnchanged
+		}
+		if s.AddressType != want.AddressType {
+			// addressType is immutable: replace the slice.
+			return nil, errReplace
+		}
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[discoveryv1.LabelServiceName] = "kubernetes"
+		s.Endpoints, s.Ports = want.Endpoints, want.Ports
+		return s, nil
+	}, &metav1.UpdateOptions{})
+	create := apierrors.IsNotFound(err)
+	if err == errReplace {
+		_, _, err = store.Delete(ctx, metav1.NamespaceDefault, "kubernetes", &metav1.DeleteOptions{})
+		create = err == nil || apierrors.IsNotFound(err)
+	}
+	if create {
+		// PUT does not create EndpointSlices.
+		if _, err = store.Create(ctx, metav1.NamespaceDefault, "", want, &metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			err = nil // another apiserver was first; the next pass compares
+		}
+	}
+	if err != nil && err != errUnchanged {
+		return fmt.Errorf("update endpointslice default/kubernetes: %w", err)
 	}
 	return nil
 }
 
+func ptrTo[T any](v T) *T { return &v }
+
 var (
-	errUnchanged = errors.New("unchanged")
-	endpointsGR  = schema.GroupResource{Resource: "endpoints"}
+	errUnchanged     = errors.New("unchanged")
+	errReplace       = errors.New("replace")
+	endpointsGR      = schema.GroupResource{Resource: "endpoints"}
+	endpointSlicesGR = schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}
 )

@@ -4,6 +4,7 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,6 +54,7 @@ func TestKubernetesServiceEndpoints(t *testing.T) {
 
 	obs := store(startRegistry(t, ca, smallRanges), "", "services")
 	eps := store(startRegistry(t, ca, smallRanges), "", "endpoints")
+	epss := store(startRegistry(t, ca, smallRanges), "discovery.k8s.io", "endpointslices")
 	ctx := context.Background()
 	addresses := func() []string {
 		obj, err := eps.Get(ctx, "default", "kubernetes", &metav1.GetOptions{})
@@ -66,6 +69,22 @@ func TestKubernetesServiceEndpoints(t *testing.T) {
 			if len(s.Ports) != 1 || s.Ports[0].Port != 6443 || s.Ports[0].Name != "https" {
 				t.Fatalf("endpoints ports %v, want https 6443", s.Ports)
 			}
+		}
+		// The EndpointSlice kube-proxy reads lists the same addresses, all ready.
+		obj, err = epss.Get(ctx, "default", "kubernetes", &metav1.GetOptions{})
+		if err != nil {
+			return append(out, "no EndpointSlice")
+		}
+		sl := obj.(*discoveryv1.EndpointSlice)
+		var inSlice []string
+		for _, e := range sl.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				inSlice = append(inSlice, e.Addresses...)
+			}
+		}
+		if !slices.Equal(inSlice, out) || sl.Labels[discoveryv1.LabelServiceName] != "kubernetes" || sl.AddressType != discoveryv1.AddressTypeIPv4 ||
+			len(sl.Ports) != 1 || *sl.Ports[0].Port != 6443 || *sl.Ports[0].Name != "https" {
+			return append(out, fmt.Sprintf("slice %v %v %v", inSlice, sl.Labels, sl.Ports))
 		}
 		return out
 	}
