@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"net/netip"
 	"slices"
 	"time"
@@ -69,6 +71,9 @@ func (r *Registry) runMasterEndpoint(ctx context.Context, me MasterEndpoint) {
 		if err := r.ensureKubernetesService(ctx, me.Port); err != nil && ctx.Err() == nil {
 			r.log.Warn("could not create the kubernetes service", "err", err)
 		}
+		if err := r.ensureDefaultServiceCIDR(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("could not create the default ServiceCIDR", "err", err)
+		}
 		id, err := r.renewMasterLease(ctx, key, lease, me)
 		if err == nil {
 			lease = id
@@ -128,6 +133,33 @@ func (r *Registry) ensureKubernetesService(ctx context.Context, port int) error 
 	ip := r.serviceAlloc.addrAt(1).String()
 	_, err := svcs.Create(ctx, metav1.NamespaceDefault, "", kubernetesService(port, ip), &metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// ensureDefaultServiceCIDR creates the ServiceCIDR "kubernetes" for the Service range, Ready,
+// as kube-apiserver's default-servicecidr controller does, unless it exists.
+func (r *Registry) ensureDefaultServiceCIDR(ctx context.Context) error {
+	store := r.byGR[serviceCIDRsGR].Store
+	if _, err := store.Get(ctx, "", "kubernetes", &metav1.GetOptions{ResourceVersion: "0"}); err == nil {
+		return nil
+	}
+	cidr := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{r.serviceAlloc.cidr.String()}}}
+	if _, err := store.Create(ctx, "", "", cidr, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	_, _, err := r.byGR[serviceCIDRsGR].Subresources["status"].(Updater).Update(ctx, "", "kubernetes", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*networkingv1.ServiceCIDR)
+		if meta.IsStatusConditionTrue(c.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+			return nil, errUnchanged
+		}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: networkingv1.ServiceCIDRConditionReady,
+			Status: metav1.ConditionTrue, Reason: "", Message: "Kubernetes default Service CIDR is ready"})
+		return c, nil
+	}, &metav1.UpdateOptions{})
+	if err == errUnchanged {
 		return nil
 	}
 	return err
@@ -241,4 +273,5 @@ var (
 	errReplace       = errors.New("replace")
 	endpointsGR      = schema.GroupResource{Resource: "endpoints"}
 	endpointSlicesGR = schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}
+	serviceCIDRsGR   = schema.GroupResource{Group: "networking.k8s.io", Resource: "servicecidrs"}
 )

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -107,6 +110,17 @@ func TestKubernetesServiceEndpoints(t *testing.T) {
 	svc := obj.(*corev1.Service)
 	if svc.Spec.ClusterIP != "10.0.0.1" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.IntValue() != 6443 {
 		t.Fatalf("kubernetes service: clusterIP %s ports %v, want 10.0.0.1 and 443->6443", svc.Spec.ClusterIP, svc.Spec.Ports)
+	}
+
+	// The default ServiceCIDR, Ready, as kube-apiserver's controller makes it.
+	cidrs := store(startRegistry(t, ca, smallRanges), "networking.k8s.io", "servicecidrs")
+	obj, err = cidrs.Get(ctx, "", "kubernetes", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := obj.(*networkingv1.ServiceCIDR)
+	if len(sc.Spec.CIDRs) != 1 || !strings.HasPrefix(sc.Spec.CIDRs[0], "10.0.0.0/") || !apimeta.IsStatusConditionTrue(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+		t.Fatalf("default ServiceCIDR: %v %+v", sc.Spec.CIDRs, sc.Status.Conditions)
 	}
 
 	stopA()
