@@ -6,6 +6,7 @@ package authn
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"slices"
@@ -27,6 +28,12 @@ type Authenticator struct {
 	Anonymous bool
 	// APIAudiences are what tokens must be meant for (--api-audiences).
 	APIAudiences []string
+	// ClientCAs verify client certificates (x509 users). When nil, any chain the TLS
+	// handshake verified is accepted (the handshake's pool is then the client CA alone).
+	ClientCAs *x509.CertPool
+	// RequestHeader authenticates front proxies (nil: off). Its CA must not verify client
+	// certificates too: the TLS handshake accepts both, this tells them apart.
+	RequestHeader *RequestHeader
 }
 
 // AnonymousUser is the user of a request without credentials.
@@ -39,8 +46,19 @@ func AnonymousUser() *request.User {
 // do not verify is ErrUnauthorized, whatever the anonymous setting.
 func (a *Authenticator) AuthenticateRequest(r *http.Request) (*request.User, error) {
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
-		cert := r.TLS.PeerCertificates[0]
-		return withAuthenticated(&request.User{Name: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}), nil
+		certs := r.TLS.PeerCertificates
+		if a.RequestHeader.proxied(certs) {
+			if u := a.RequestHeader.user(r); u != nil {
+				return withAuthenticated(u), nil
+			}
+		}
+		if a.ClientCAs == nil || verifies(certs, a.ClientCAs) {
+			cert := certs[0]
+			return withAuthenticated(&request.User{Name: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}), nil
+		}
+		// A front proxy's certificate without a username header, or one of its CA that
+		// the allowed names refuse: it is nobody's client certificate.
+		return nil, ErrUnauthorized
 	}
 	if token, ok := bearerToken(r); ok {
 		u, _, err := a.AuthenticateToken(r.Context(), token, nil)

@@ -33,6 +33,15 @@ const (
 	ServingKeyFile  = "serving.key"
 	AdminCertFile   = "admin.crt"
 	AdminKeyFile    = "admin.key"
+	// The front-proxy CA and the client certificate the apiserver presents when it proxies
+	// a request with the caller in X-Remote-* headers (kubeadm's names).
+	FrontProxyCACertFile     = "front-proxy-ca.crt"
+	FrontProxyCAKeyFile      = "front-proxy-ca.key"
+	FrontProxyClientCertFile = "front-proxy-client.crt"
+	FrontProxyClientKeyFile  = "front-proxy-client.key"
+	// FrontProxyClientName is the front-proxy client certificate's CN, the one name
+	// --requestheader-allowed-names allows by default.
+	FrontProxyClientName = "front-proxy-client"
 	// ServiceAccountKeyFile signs ServiceAccount tokens (kubeadm's sa.key).
 	ServiceAccountKeyFile = "sa.key"
 )
@@ -73,6 +82,11 @@ type Bundle struct {
 	AdminCert, AdminKey     string
 	// ServiceAccountKey is the ECDSA P-256 key that signs ServiceAccount tokens.
 	ServiceAccountKey string
+	// The front-proxy CA (request-header authentication) and its client certificate.
+	FrontProxyCACert, FrontProxyCAKey         string
+	FrontProxyClientCert, FrontProxyClientKey string
+	// FrontProxyCAPEM is the front-proxy CA in PEM form.
+	FrontProxyCAPEM []byte
 
 	// CAPEM is the CA certificate in PEM form (for kubeconfigs).
 	CAPEM []byte
@@ -137,6 +151,11 @@ func Ensure(dir string, o Options) (*Bundle, error) {
 		AdminKey:    filepath.Join(dir, AdminKeyFile),
 
 		ServiceAccountKey: filepath.Join(dir, ServiceAccountKeyFile),
+
+		FrontProxyCACert:     filepath.Join(dir, FrontProxyCACertFile),
+		FrontProxyCAKey:      filepath.Join(dir, FrontProxyCAKeyFile),
+		FrontProxyClientCert: filepath.Join(dir, FrontProxyClientCertFile),
+		FrontProxyClientKey:  filepath.Join(dir, FrontProxyClientKeyFile),
 	}
 	now := time.Now()
 
@@ -185,6 +204,20 @@ func Ensure(dir string, o Options) (*Bundle, error) {
 	if err := b.ensureServiceAccountKey(); err != nil {
 		return nil, err
 	}
+	fpCA, fpKey, fpPEM, err := b.ensureCAAt(b.FrontProxyCACert, b.FrontProxyCAKey, "hacp-front-proxy-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	b.FrontProxyCAPEM = fpPEM
+	fpOK := func(c *x509.Certificate) bool {
+		return c.Subject.CommonName == FrontProxyClientName && slices.Contains(c.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+	}
+	fpTmpl := func() *x509.Certificate {
+		return &x509.Certificate{Subject: pkix.Name{CommonName: FrontProxyClientName}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	}
+	if _, _, _, err := b.ensureLeaf(b.FrontProxyClientCert, b.FrontProxyClientKey, fpCA, fpKey, now, o.ValidFor, fpTmpl, fpOK); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -220,15 +253,26 @@ func (b *Bundle) ensureServiceAccountKey() error {
 
 // ensureCA loads the CA or creates it when neither file exists.
 func (b *Bundle) ensureCA(now time.Time) (*x509.Certificate, crypto.Signer, error) {
-	_, certErr := os.Stat(b.CACert)
-	_, keyErr := os.Stat(b.CAKey)
+	ca, signer, caPEM, err := b.ensureCAAt(b.CACert, b.CAKey, "hacp-ca", now)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.CAPEM = caPEM
+	return ca, signer, nil
+}
+
+// ensureCAAt is ensureCA for the CA at certPath/keyPath, named name when it is created; it
+// returns the CA's certificate in PEM form too.
+func (b *Bundle) ensureCAAt(certPath, keyPath, name string, now time.Time) (*x509.Certificate, crypto.Signer, []byte, error) {
+	_, certErr := os.Stat(certPath)
+	_, keyErr := os.Stat(keyPath)
 	if errors.Is(certErr, fs.ErrNotExist) && errors.Is(keyErr, fs.ErrNotExist) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			return nil, nil, fmt.Errorf("certs: generate CA key: %w", err)
+			return nil, nil, nil, fmt.Errorf("certs: generate CA key: %w", err)
 		}
 		tmpl := &x509.Certificate{
-			Subject:               pkix.Name{CommonName: "hacp-ca"},
+			Subject:               pkix.Name{CommonName: name},
 			NotBefore:             now.Add(-time.Hour),
 			NotAfter:              now.Add(caValidFor),
 			KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
@@ -237,38 +281,37 @@ func (b *Bundle) ensureCA(now time.Time) (*x509.Certificate, crypto.Signer, erro
 		}
 		certPEM, keyPEM, err := sign(tmpl, tmpl, key, key)
 		if err != nil {
-			return nil, nil, fmt.Errorf("certs: self-sign CA: %w", err)
+			return nil, nil, nil, fmt.Errorf("certs: self-sign CA: %w", err)
 		}
 		// Key first: a crash between the two writes leaves a key without a
 		// certificate, which the next run reports instead of silently
 		// replacing a CA that clients may already trust.
-		if err := writeFile(b.CAKey, keyPEM, 0o600); err != nil {
-			return nil, nil, err
+		if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+			return nil, nil, nil, err
 		}
-		if err := writeFile(b.CACert, certPEM, 0o644); err != nil {
-			return nil, nil, err
+		if err := writeFile(certPath, certPEM, 0o644); err != nil {
+			return nil, nil, nil, err
 		}
-		b.Generated = append(b.Generated, CACertFile, CAKeyFile)
+		b.Generated = append(b.Generated, filepath.Base(certPath), filepath.Base(keyPath))
 	}
-	pair, certs, err := loadPair(b.CACert, b.CAKey)
+	pair, certs, err := loadPair(certPath, keyPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("certs: CA in %s is unusable (remove %s and %s to start a new PKI): %w",
-			b.Dir, CACertFile, CAKeyFile, err)
+		return nil, nil, nil, fmt.Errorf("certs: CA in %s is unusable (remove %s and %s to start a new PKI): %w",
+			b.Dir, filepath.Base(certPath), filepath.Base(keyPath), err)
 	}
 	ca := certs[0]
 	if !ca.IsCA {
-		return nil, nil, fmt.Errorf("certs: %s is not a CA certificate", b.CACert)
+		return nil, nil, nil, fmt.Errorf("certs: %s is not a CA certificate", certPath)
 	}
 	if now.After(ca.NotAfter) {
-		return nil, nil, fmt.Errorf("certs: CA %s expired at %s (remove %s and %s to start a new PKI)",
-			b.CACert, ca.NotAfter.Format(time.RFC3339), CACertFile, CAKeyFile)
+		return nil, nil, nil, fmt.Errorf("certs: CA %s expired at %s (remove %s and %s to start a new PKI)",
+			certPath, ca.NotAfter.Format(time.RFC3339), filepath.Base(certPath), filepath.Base(keyPath))
 	}
 	signer, ok := pair.PrivateKey.(crypto.Signer)
 	if !ok {
-		return nil, nil, fmt.Errorf("certs: CA key %s cannot sign", b.CAKey)
+		return nil, nil, nil, fmt.Errorf("certs: CA key %s cannot sign", keyPath)
 	}
-	b.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
-	return ca, signer, nil
+	return ca, signer, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), nil
 }
 
 // ensureLeaf reuses the leaf at certPath/keyPath when it loads, chains to ca,

@@ -46,7 +46,7 @@ func TestEnsureGenerates(t *testing.T) {
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("dir mode = %v, want 0700", fi.Mode().Perm())
 	}
-	for _, f := range []string{CAKeyFile, ServingKeyFile, AdminKeyFile, ServiceAccountKeyFile} {
+	for _, f := range []string{CAKeyFile, ServingKeyFile, AdminKeyFile, ServiceAccountKeyFile, FrontProxyCAKeyFile, FrontProxyClientKeyFile} {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -55,8 +55,22 @@ func TestEnsureGenerates(t *testing.T) {
 			t.Errorf("%s mode = %v, want 0600", f, fi.Mode().Perm())
 		}
 	}
-	if len(b.Generated) != 7 {
-		t.Errorf("Generated = %v, want all seven files", b.Generated)
+	if len(b.Generated) != 11 {
+		t.Errorf("Generated = %v, want all eleven files", b.Generated)
+	}
+	// The front-proxy client certificate chains to the front-proxy CA, not the cluster CA.
+	fp, err := tls.LoadX509KeyPair(b.FrontProxyClientCert, b.FrontProxyClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpLeaf, _ := x509.ParseCertificate(fp.Certificate[0])
+	fpPool := x509.NewCertPool()
+	fpPool.AppendCertsFromPEM(b.FrontProxyCAPEM)
+	if _, err := fpLeaf.Verify(x509.VerifyOptions{Roots: fpPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || fpLeaf.Subject.CommonName != FrontProxyClientName {
+		t.Errorf("front-proxy client %q: %v", fpLeaf.Subject.CommonName, err)
+	}
+	if _, err := fpLeaf.Verify(x509.VerifyOptions{Roots: b.CAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+		t.Error("the front-proxy client certificate verifies against the cluster CA")
 	}
 
 	serving := b.ServingTLS.Leaf

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/authn"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/request"
@@ -67,6 +70,18 @@ func (c *Config) validateAuthn() []error {
 			errs = append(errs, config.FieldErrorf("service-account-key-file", "%v", err))
 		}
 	}
+	if c.RequestHeaderClientCAFile != "" {
+		if _, err := readCAPool(c.RequestHeaderClientCAFile); err != nil {
+			errs = append(errs, config.FieldErrorf("requestheader-client-ca-file", "%v", err))
+		}
+	}
+	if (c.ProxyClientCertFile == "") != (c.ProxyClientKeyFile == "") {
+		errs = append(errs, config.FieldErrorf("proxy-client-cert-file", "proxy-client-cert-file and proxy-client-key-file go together"))
+	} else if c.ProxyClientCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.ProxyClientCertFile, c.ProxyClientKeyFile); err != nil {
+			errs = append(errs, config.FieldErrorf("proxy-client-cert-file", "load proxy client certificate and key: %v", err))
+		}
+	}
 	if len(c.ServiceAccountIssuers) == 0 {
 		errs = append(errs, config.FieldErrorf("service-account-issuer", "must not be empty"))
 	}
@@ -111,6 +126,14 @@ func (s *Server) setupAuthn() error {
 		anonymous = false
 	}
 	a := &authn.Authenticator{Anonymous: anonymous, APIAudiences: cfg.APIAudiences}
+	clientCAs, err := s.clientCAPool()
+	if err != nil {
+		return err
+	}
+	a.ClientCAs = clientCAs
+	if a.RequestHeader, err = s.requestHeader(); err != nil {
+		return err
+	}
 	if len(a.APIAudiences) == 0 {
 		a.APIAudiences = cfg.ServiceAccountIssuers
 	}
@@ -215,26 +238,39 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 // authentication (controller-manager, scheduler, extension apiservers).
 const AuthenticationConfigMap = "extension-apiserver-authentication"
 
-// publishClientCA writes the client CA into kube-system/extension-apiserver-authentication,
-// as kube-apiserver's cluster-authentication-trust controller does. Without a request-header
-// CA, upstream writes no requestheader-* keys, and neither does this.
+// publishClientCA writes the client CA, and the request-header settings when front proxies
+// are trusted, into kube-system/extension-apiserver-authentication, as kube-apiserver's
+// cluster-authentication-trust controller does (the lists as JSON arrays). Without a
+// request-header CA, upstream writes no requestheader-* keys, and neither does this.
 func (s *Server) publishClientCA(ctx context.Context) error {
-	var ca []byte
-	switch {
-	case s.cfg.ClientCAFile != "":
-		data, err := os.ReadFile(s.cfg.ClientCAFile)
+	ca, err := s.clientCAPEM()
+	if err != nil || ca == nil {
+		return err
+	}
+	want := map[string]string{"client-ca-file": string(ca)}
+	if rhCA, err := s.requestHeaderCA(); err != nil {
+		return err
+	} else if rhCA != nil {
+		rh, err := s.requestHeader()
 		if err != nil {
 			return err
 		}
-		ca = data
-	case s.bundle != nil:
-		ca = s.bundle.CAPEM
-	default:
-		return nil
+		list := func(v []string) string {
+			if v == nil {
+				v = []string{}
+			}
+			b, _ := json.Marshal(v)
+			return string(b)
+		}
+		want["requestheader-client-ca-file"] = string(rhCA)
+		want["requestheader-allowed-names"] = list(rh.AllowedNames)
+		want["requestheader-username-headers"] = list(rh.UsernameHeaders)
+		want["requestheader-group-headers"] = list(rh.GroupHeaders)
+		want["requestheader-extra-headers-prefix"] = list(rh.ExtraPrefixes)
 	}
 	cms := s.registry.Resource(schema.GroupResource{Resource: "configmaps"}).Store
-	_, err := cms.Create(ctx, metav1.NamespaceSystem, "", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: AuthenticationConfigMap, Namespace: metav1.NamespaceSystem},
-		Data: map[string]string{"client-ca-file": string(ca)}}, &metav1.CreateOptions{})
+	_, err = cms.Create(ctx, metav1.NamespaceSystem, "", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: AuthenticationConfigMap, Namespace: metav1.NamespaceSystem},
+		Data: want}, &metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -243,13 +279,17 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 		if !ok {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, AuthenticationConfigMap)
 		}
-		if cm.Data["client-ca-file"] == string(ca) {
+		same := true
+		for k, v := range want {
+			same = same && cm.Data[k] == v
+		}
+		if same {
 			return nil, errUnchanged
 		}
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data["client-ca-file"] = string(ca)
+		maps.Copy(cm.Data, want)
 		return cm, nil
 	}, &metav1.UpdateOptions{})
 	if errors.Is(err, errUnchanged) {
@@ -284,3 +324,82 @@ func (s *Server) keepClientCAPublished(ctx context.Context) {
 
 // ensure the types stay what registry.Creater expects.
 var _ registry.Creater = (*authn.TokenRequests)(nil)
+
+// clientCAPool is the CA pool of client certificates: --client-ca-file, or the generated CA.
+func (s *Server) clientCAPool() (*x509.CertPool, error) {
+	if s.cfg.ClientCAFile != "" {
+		p, err := readCAPool(s.cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
+		}
+		return p, nil
+	}
+	if s.bundle != nil {
+		return s.bundle.CAPool, nil
+	}
+	return nil, nil
+}
+
+// clientCAPEM is the client CA in PEM form: --client-ca-file, or the generated CA.
+func (s *Server) clientCAPEM() ([]byte, error) {
+	switch {
+	case s.cfg.ClientCAFile != "":
+		data, err := os.ReadFile(s.cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
+		}
+		return data, nil
+	case s.bundle != nil:
+		return s.bundle.CAPEM, nil
+	}
+	return nil, nil
+}
+
+// generatedPKI reports whether every certificate is the generated one, as kubeadm lays them
+// out: then the front-proxy CA and client certificate are the generated ones too.
+func (s *Server) generatedPKI() bool {
+	return s.bundle != nil && s.cfg.TLSCertFile == "" && s.cfg.ClientCAFile == ""
+}
+
+// requestHeaderCA is the front-proxy CA in PEM form, nil when request-header authentication
+// is off.
+func (s *Server) requestHeaderCA() ([]byte, error) {
+	if f := s.cfg.RequestHeaderClientCAFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: --requestheader-client-ca-file: %w", err)
+		}
+		return data, nil
+	}
+	if s.generatedPKI() {
+		return s.bundle.FrontProxyCAPEM, nil
+	}
+	return nil, nil
+}
+
+// requestHeader is the request-header authenticator, nil when it is off. Headers default to
+// kubeadm's; the allowed names to the generated client certificate's with generated PKI.
+func (s *Server) requestHeader() (*authn.RequestHeader, error) {
+	caPEM, err := s.requestHeaderCA()
+	if err != nil || caPEM == nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("apiserver: --requestheader-client-ca-file: no PEM certificate in it")
+	}
+	or := func(v, def []string) []string {
+		if len(v) > 0 {
+			return v
+		}
+		return def
+	}
+	rh := &authn.RequestHeader{CAs: pool, AllowedNames: s.cfg.RequestHeaderAllowedNames,
+		UsernameHeaders: or(s.cfg.RequestHeaderUsernameHeaders, authn.DefaultUsernameHeaders),
+		GroupHeaders:    or(s.cfg.RequestHeaderGroupHeaders, authn.DefaultGroupHeaders),
+		ExtraPrefixes:   or(s.cfg.RequestHeaderExtraHeadersPrefix, authn.DefaultExtraPrefixes)}
+	if len(rh.AllowedNames) == 0 && s.cfg.RequestHeaderClientCAFile == "" {
+		rh.AllowedNames = []string{certs.FrontProxyClientName}
+	}
+	return rh, nil
+}

@@ -72,6 +72,14 @@ type Config struct {
 	ServiceAccountMaxTokenExpiration time.Duration `yaml:"service-account-max-token-expiration"`
 	APIAudiences                     []string      `yaml:"api-audiences"`
 	AuthorizationMode                string        `yaml:"authorization-mode"`
+	// Request-header (front-proxy) authentication and the proxy's own client certificate.
+	RequestHeaderClientCAFile       string   `yaml:"requestheader-client-ca-file"`
+	RequestHeaderAllowedNames       []string `yaml:"requestheader-allowed-names"`
+	RequestHeaderUsernameHeaders    []string `yaml:"requestheader-username-headers"`
+	RequestHeaderGroupHeaders       []string `yaml:"requestheader-group-headers"`
+	RequestHeaderExtraHeadersPrefix []string `yaml:"requestheader-extra-headers-prefix"`
+	ProxyClientCertFile             string   `yaml:"proxy-client-cert-file"`
+	ProxyClientKeyFile              string   `yaml:"proxy-client-key-file"`
 	// Audit (pkg/apiserver/audit).
 	AuditConfig `yaml:",inline"`
 }
@@ -163,6 +171,13 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
+	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", c.RequestHeaderClientCAFile, "CA bundle `file` of front proxies: a client certificate from it (with an allowed name) authenticates as the user its X-Remote-* headers name (default with generated certificates: cert-dir/front-proxy-ca.crt)")
+	config.StringList(fs, &c.RequestHeaderAllowedNames, "requestheader-allowed-names", "common `name` a front proxy's certificate must have (repeatable; empty: any from the CA; default with generated certificates: front-proxy-client)")
+	config.StringList(fs, &c.RequestHeaderUsernameHeaders, "requestheader-username-headers", "`header` with the user's name (repeatable, first non-empty wins; default X-Remote-User)")
+	config.StringList(fs, &c.RequestHeaderGroupHeaders, "requestheader-group-headers", "`header` with the user's groups (repeatable; default X-Remote-Group)")
+	config.StringList(fs, &c.RequestHeaderExtraHeadersPrefix, "requestheader-extra-headers-prefix", "`prefix` of headers with the user's extra attributes (repeatable; default X-Remote-Extra-)")
+	fs.StringVar(&c.ProxyClientCertFile, "proxy-client-cert-file", c.ProxyClientCertFile, "client certificate `file` the apiserver presents when it proxies to extension apiservers (default with generated certificates: cert-dir/front-proxy-client.crt)")
+	fs.StringVar(&c.ProxyClientKeyFile, "proxy-client-key-file", c.ProxyClientKeyFile, "key `file` of --proxy-client-cert-file")
 	c.AuditConfig.addFlags(fs)
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 }

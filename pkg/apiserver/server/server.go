@@ -338,29 +338,31 @@ func (s *Server) startTLS() error {
 }
 
 func (s *Server) tlsConfig() (*tls.Config, error) {
+	var cfg *tls.Config
 	if s.bundle != nil && s.cfg.TLSCertFile == "" && s.cfg.ClientCAFile == "" {
-		return s.bundle.ServerTLSConfig(), nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"h2", "http/1.1"}}
-	if s.cfg.TLSCertFile != "" {
-		// Validate loaded the pair already; a file changed since is still an error.
-		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: --tls-cert-file: %w", err)
+		cfg = s.bundle.ServerTLSConfig()
+	} else {
+		cfg = &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"h2", "http/1.1"}}
+		if s.cfg.TLSCertFile != "" {
+			// Validate loaded the pair already; a file changed since is still an error.
+			cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("apiserver: --tls-cert-file: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		} else if s.bundle != nil {
+			cfg.Certificates = []tls.Certificate{s.bundle.ServingTLS}
 		}
-		cfg.Certificates = []tls.Certificate{cert}
-	} else if s.bundle != nil {
-		cfg.Certificates = []tls.Certificate{s.bundle.ServingTLS}
 	}
+	// The handshake accepts client certificates of the client CA and of front proxies;
+	// authentication tells them apart (authn.Authenticator.ClientCAs, RequestHeader).
 	pool := x509.NewCertPool()
-	if s.cfg.ClientCAFile != "" {
-		p, err := readCAPool(s.cfg.ClientCAFile)
+	for _, ca := range []func() ([]byte, error){s.clientCAPEM, s.requestHeaderCA} {
+		data, err := ca()
 		if err != nil {
-			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
+			return nil, err
 		}
-		pool = p
-	} else if s.bundle != nil {
-		pool = s.bundle.CAPool
+		pool.AppendCertsFromPEM(data)
 	}
 	cfg.ClientCAs = pool
 	return cfg, nil
