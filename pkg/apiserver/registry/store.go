@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,8 @@ type Store struct {
 	alloc allocator
 	// admit, when set, may refuse a validated create or update (SetAdmit).
 	admit AdmitFunc
+	// adm is the admission chain (SetAdmission); nil runs none.
+	adm admission.Interface
 }
 
 // removed is called with each object the store deleted for good.
@@ -364,6 +367,23 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if s.kind.Strategy.Default != nil {
 		s.kind.Strategy.Default(obj)
 	}
+	dry := opts != nil && DryRun(opts.DryRun)
+	var createOpts runtime.Object
+	if opts != nil {
+		createOpts = opts
+	}
+	adm := s.admissionFor(ctx, admission.Create, ns, a.GetName(), obj, nil, createOpts, dry)
+	if adm != nil {
+		s.setKind(obj)
+		if err := s.adm.Admit(ctx, adm); err != nil {
+			return nil, err
+		}
+		// What the plugins added gets its defaults, as upstream decodes a webhook's patch
+		// with defaulting.
+		if s.kind.Strategy.Default != nil {
+			s.kind.Strategy.Default(obj)
+		}
+	}
 	if errs := s.validateCreate(obj); len(errs) > 0 {
 		return nil, s.invalid(a.GetName(), errs)
 	}
@@ -373,7 +393,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		}
 	}
 	s.setKind(obj)
-	dry := opts != nil && DryRun(opts.DryRun)
+	if adm != nil {
+		if err := s.adm.Validate(ctx, adm); err != nil {
+			return nil, err
+		}
+	}
 	undo := func() {}
 	if s.alloc != nil {
 		if undo, err = s.alloc.Allocate(ctx, obj, nil, dry); err != nil {
@@ -493,6 +517,21 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 		na.SetResourceVersion(ca.GetResourceVersion())
 		na.SetSelfLink("")
+		var updateOpts runtime.Object
+		if opts != nil {
+			updateOpts = opts
+		}
+		adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
+		if adm != nil {
+			s.setKind(newObj)
+			s.setKind(current)
+			if err := s.adm.Admit(ctx, adm); err != nil {
+				return nil, err
+			}
+			if s.kind.Strategy.Default != nil && !statusOnly {
+				s.kind.Strategy.Default(newObj)
+			}
+		}
 		errs := apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
 		errs = append(errs, s.validateCreate(newObj)...)
 		if s.kind.Strategy.ValidateUpdate != nil {
@@ -507,6 +546,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			}
 		}
 		s.setKind(newObj)
+		if adm != nil {
+			if err := s.adm.Validate(ctx, adm); err != nil {
+				return nil, err
+			}
+		}
 		if s.alloc != nil && !statusOnly {
 			u, err := s.alloc.Allocate(ctx, newObj, current, dry)
 			if err != nil {
@@ -591,6 +635,9 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 			return nil, false, interpret(err, s.gr(), name)
 		}
 		s.setKind(current)
+		if err := s.admitDelete(ctx, ns, name, current, opts, true); err != nil {
+			return nil, false, err
+		}
 		return current, true, nil
 	}
 	if s.onTerminate == nil {
@@ -599,6 +646,10 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 	// A namespace: set deletionTimestamp and let the namespace cleaner finish.
 	out := s.kind.New()
 	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
+		s.setKind(cur)
+		if err := s.admitDelete(ctx, ns, name, cur.DeepCopyObject(), opts, false); err != nil {
+			return nil, err
+		}
 		ca, _ := meta.Accessor(cur)
 		if ca.GetDeletionTimestamp() == nil {
 			now := metav1.Now()
@@ -631,6 +682,10 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 		// finalizer added meanwhile makes it start over and see it.
 		out := s.kind.New()
 		err := s.storage.Delete(ctx, key, out, precond, func(_ context.Context, cur runtime.Object) error {
+			s.setKind(cur)
+			if err := s.admitDelete(ctx, ns, name, cur, opts, false); err != nil {
+				return err
+			}
 			if _, _, now := s.deletion(cur, opts); !now {
 				return errMustMark
 			}

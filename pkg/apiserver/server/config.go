@@ -72,6 +72,9 @@ type Config struct {
 	ServiceAccountMaxTokenExpiration time.Duration `yaml:"service-account-max-token-expiration"`
 	APIAudiences                     []string      `yaml:"api-audiences"`
 	AuthorizationMode                string        `yaml:"authorization-mode"`
+	// Admission (pkg/apiserver/admission).
+	EnableAdmissionPlugins  []string `yaml:"enable-admission-plugins"`
+	DisableAdmissionPlugins []string `yaml:"disable-admission-plugins"`
 }
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -161,6 +164,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
+	config.StringList(fs, &c.EnableAdmissionPlugins, "enable-admission-plugins", "admission `plugins` to run besides the default ones (comma-separated or repeatable; they run in upstream's fixed order). Default on: "+strings.Join(DefaultAdmissionPlugins(), ", ")+". Also: "+strings.Join(OptionalAdmissionPlugins(), ", "))
+	config.StringList(fs, &c.DisableAdmissionPlugins, "disable-admission-plugins", "admission `plugins` to turn off, even default ones (comma-separated or repeatable)")
 }
 
 // Validate checks the settings; errors name the key.
@@ -237,6 +242,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := authz.ParseModes(c.AuthorizationMode); err != nil {
 		errs = append(errs, config.FieldErrorf("authorization-mode", "%v", err))
+	}
+	if _, err := AdmissionPlugins(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
+		errs = append(errs, config.FieldErrorf("enable-admission-plugins", "%v", err))
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
