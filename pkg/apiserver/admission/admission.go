@@ -107,11 +107,11 @@ func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 	return nil
 }
 
-// Handles is a Handler for a fixed set of operations, for embedding in plugins.
-type Handles []Operation
+// Operations is a Handler for a fixed set of operations, for embedding in plugins.
+type Operations []Operation
 
-// Handles reports whether op is one of h.
-func (h Handles) Handles(op Operation) bool { return slices.Contains(h, op) }
+// Handles reports whether op is one of ops.
+func (ops Operations) Handles(op Operation) bool { return slices.Contains(ops, op) }
 
 // NewForbidden is upstream's admission.NewForbidden: 403 "<resource> \"<name>\" is
 // forbidden: <err>", named after the object (its generateName before a name is given,

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/admission/plugins"
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,10 @@ import (
 // implementedAdmission are the admission plugins hacp has.
 var implementedAdmission = map[string]bool{
 	admission.NamespaceLifecycle:         true,
+	admission.LimitRanger:                true,
+	admission.ServiceAccount:             true,
+	admission.Priority:                   true,
+	admission.DefaultStorageClass:        true,
 	admission.MutatingAdmissionWebhook:   true,
 	admission.ValidatingAdmissionWebhook: true,
 	admission.AlwaysAdmit:                true,
@@ -56,16 +61,23 @@ func (s *Server) startAdmission(ctx context.Context) error {
 	}
 	var chain admission.Chain
 	var hooks *webhook.Dispatcher
+	store := func(group, resource string) *registry.Store {
+		return s.registry.Resource(schema.GroupResource{Group: group, Resource: resource}).Store
+	}
+	get := func(st *registry.Store) func(ctx context.Context, ns, name string) (runtime.Object, error) {
+		return func(ctx context.Context, ns, name string) (runtime.Object, error) {
+			return st.Get(ctx, ns, name, &metav1.GetOptions{})
+		}
+	}
+	start := func(p interface {
+		admission.Handler
+		Start(context.Context)
+	}) admission.Handler {
+		p.Start(ctx)
+		return p
+	}
 	dispatcher := func() *webhook.Dispatcher {
 		if hooks == nil {
-			store := func(group, resource string) *registry.Store {
-				return s.registry.Resource(schema.GroupResource{Group: group, Resource: resource}).Store
-			}
-			get := func(st *registry.Store) func(ctx context.Context, ns, name string) (runtime.Object, error) {
-				return func(ctx context.Context, ns, name string) (runtime.Object, error) {
-					return st.Get(ctx, ns, name, &metav1.GetOptions{})
-				}
-			}
 			hooks = webhook.New(webhook.Config{
 				Mutating:   store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
 				Validating: store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
@@ -82,6 +94,15 @@ func (s *Server) startAdmission(ctx context.Context) error {
 		case admission.NamespaceLifecycle:
 			// The registry's stores refuse content in missing or terminating namespaces and
 			// the deletion of the standard ones themselves (see registry.namespaceAccepts).
+		case admission.LimitRanger:
+			chain = append(chain, start(plugins.NewLimitRanger(store("", "limitranges"))))
+		case admission.ServiceAccount:
+			sa := store("", "serviceaccounts")
+			chain = append(chain, start(plugins.NewServiceAccount(sa, get(sa))))
+		case admission.Priority:
+			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
+		case admission.DefaultStorageClass:
+			chain = append(chain, start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))))
 		case admission.MutatingAdmissionWebhook:
 			chain = append(chain, dispatcher().Mutating())
 		case admission.ValidatingAdmissionWebhook:

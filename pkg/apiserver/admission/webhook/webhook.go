@@ -180,7 +180,7 @@ func (d *Dispatcher) Mutating() admission.Mutator { return mutatingPlugin{d} }
 // Validating is the ValidatingAdmissionWebhook plugin.
 func (d *Dispatcher) Validating() admission.Validator { return validatingPlugin{d} }
 
-var allOps = admission.Handles{admission.Create, admission.Update, admission.Delete, admission.Connect}
+var allOps = admission.Operations{admission.Create, admission.Update, admission.Delete, admission.Connect}
 
 type mutatingPlugin struct{ d *Dispatcher }
 
