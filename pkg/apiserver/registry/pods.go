@@ -31,7 +31,9 @@ func podsKind() *Kind {
 			Default: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
 				defaultPodSpec(&pod.Spec)
-				if pod.Spec.ServiceAccountName == "" {
+				// The ServiceAccount admission plugin does this upstream; a mirror pod may
+				// not have an account at all.
+				if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; pod.Spec.ServiceAccountName == "" && !mirror {
 					pod.Spec.ServiceAccountName = "default"
 				}
 				if pod.Spec.EnableServiceLinks == nil {

@@ -19,6 +19,7 @@ var implementedAdmission = map[string]bool{
 	admission.LimitRanger:                true,
 	admission.ServiceAccount:             true,
 	admission.Priority:                   true,
+	admission.NodeRestriction:            true,
 	admission.DefaultStorageClass:        true,
 	admission.MutatingAdmissionWebhook:   true,
 	admission.ValidatingAdmissionWebhook: true,
@@ -99,6 +100,8 @@ func (s *Server) startAdmission(ctx context.Context) error {
 		case admission.ServiceAccount:
 			sa := store("", "serviceaccounts")
 			chain = append(chain, start(plugins.NewServiceAccount(sa, get(sa))))
+		case admission.NodeRestriction:
+			chain = append(chain, plugins.NewNodeRestriction(get(store("", "pods"))))
 		case admission.Priority:
 			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
 		case admission.DefaultStorageClass:
