@@ -20,6 +20,7 @@ var implementedAdmission = map[string]bool{
 	admission.ServiceAccount:             true,
 	admission.Priority:                   true,
 	admission.NodeRestriction:            true,
+	admission.PodSecurity:                true,
 	admission.DefaultStorageClass:        true,
 	admission.MutatingAdmissionWebhook:   true,
 	admission.ValidatingAdmissionWebhook: true,
@@ -102,6 +103,12 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			chain = append(chain, start(plugins.NewServiceAccount(sa, get(sa))))
 		case admission.NodeRestriction:
 			chain = append(chain, plugins.NewNodeRestriction(get(store("", "pods"))))
+		case admission.PodSecurity:
+			ps, err := plugins.NewPodSecurity(store("", "namespaces"))
+			if err != nil {
+				return err
+			}
+			chain = append(chain, start(ps))
 		case admission.Priority:
 			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
 		case admission.DefaultStorageClass:

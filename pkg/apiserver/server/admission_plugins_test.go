@@ -150,6 +150,64 @@ func TestAdmissionPlugins(t *testing.T) {
 		}
 	})
 
+	t.Run("PodSecurity", func(t *testing.T) {
+		warn := &warnings{}
+		wcfg := servertest.RestConfig(t, s)
+		wcfg.WarningHandler = warn
+		wcs := kubernetes.NewForConfigOrDie(wcfg)
+		for name, labels := range map[string]map[string]string{
+			"restricted": {"pod-security.kubernetes.io/enforce": "restricted"},
+			"warned":     {"pod-security.kubernetes.io/warn": "baseline"},
+		} {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventuallyOK(t, "default service account", func() error {
+				_, err := cs.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+				return err
+			})
+		}
+		i := 0
+		eventuallyOK(t, "restricted enforced", func() error {
+			i++
+			_, err := cs.CoreV1().Pods("restricted").Create(ctx, testPod(fmt.Sprintf("ps%d", i)), metav1.CreateOptions{})
+			if err == nil {
+				return fmt.Errorf("admitted")
+			}
+			want := fmt.Sprintf(`pods "ps%d" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (containers "init", "c" must set securityContext.allowPrivilegeEscalation=false)`, i)
+			if !apierrors.IsForbidden(err) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("err %v, want 403 starting %q", err, want)
+			}
+			return nil
+		})
+		ok := testPod("compliant")
+		ok.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		for _, cs := range []*[]corev1.Container{&ok.Spec.InitContainers, &ok.Spec.Containers} {
+			for i := range *cs {
+				(*cs)[i].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+			}
+		}
+		if _, err := cs.CoreV1().Pods("restricted").Create(ctx, ok, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("compliant pod: %v", err)
+		}
+		eventuallyOK(t, "baseline warned", func() error {
+			i++
+			p := testPod(fmt.Sprintf("ps%d", i))
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			if _, err := wcs.CoreV1().Pods("warned").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("warn mode refused: %v", err)
+			}
+			if !warn.has(`would violate PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`) {
+				return fmt.Errorf("warnings %v", warn.msgs)
+			}
+			return nil
+		})
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "badlabel", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "strictest"}}}, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "pod-security.kubernetes.io/enforce") {
+			t.Fatalf("bad label: %v, want 422", err)
+		}
+	})
+
 	t.Run("Priority", func(t *testing.T) {
 		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
