@@ -341,6 +341,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		}
 		if s.namespaces != nil {
 			if err := s.namespaces(ctx, ns); err != nil {
+				var terminating *namespaceTerminatingError
+				if errors.As(err, &terminating) {
+					// As upstream's NamespaceLifecycle: 403 for what is being created.
+					return nil, apierrors.NewForbidden(s.gr(), a.GetName(), err)
+				}
 				return nil, err
 			}
 		}

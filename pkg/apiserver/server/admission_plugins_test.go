@@ -38,6 +38,51 @@ func TestAdmissionPlugins(t *testing.T) {
 		return err
 	})
 
+	t.Run("NamespaceLifecycle", func(t *testing.T) {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyOK(t, "default service account", func() error {
+			_, err := cs.CoreV1().ServiceAccounts("doomed").Get(ctx, "default", metav1.GetOptions{})
+			return err
+		})
+		// A pod on a node waits for its kubelet to confirm its deletion, which keeps the
+		// namespace terminating until the test deletes it at once.
+		p := testPod("held")
+		p.Spec.NodeName = "ghost"
+		if _, err := cs.CoreV1().Pods("doomed").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		eventuallyOK(t, "terminating namespace refuses content", func() error {
+			i++
+			name := fmt.Sprintf("late%d", i)
+			_, err := cs.CoreV1().ConfigMaps("doomed").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err == nil {
+				return fmt.Errorf("created")
+			}
+			want := `configmaps "` + name + `" is forbidden: unable to create new content in namespace doomed because it is being terminated`
+			if !apierrors.IsForbidden(err) || err.Error() != want {
+				t.Fatalf("create in a terminating namespace: %v, want %q", err, want)
+			}
+			return nil
+		})
+		if err := cs.CoreV1().Pods("doomed").Delete(ctx, "held", metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		_, err := cs.CoreV1().ConfigMaps("nowhere").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+		if !apierrors.IsNotFound(err) || err.Error() != `namespaces "nowhere" not found` {
+			t.Fatalf("create in a missing namespace: %v", err)
+		}
+		err = cs.CoreV1().Namespaces().Delete(ctx, "kube-system", metav1.DeleteOptions{})
+		if !apierrors.IsForbidden(err) || err.Error() != `namespaces "kube-system" is forbidden: this namespace may not be deleted` {
+			t.Fatalf("delete kube-system: %v", err)
+		}
+	})
+
 	t.Run("ServiceAccount", func(t *testing.T) {
 		pod, err := cs.CoreV1().Pods(ns).Create(ctx, testPod("sa1"), metav1.CreateOptions{})
 		if err != nil {

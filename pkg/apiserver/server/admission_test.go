@@ -190,9 +190,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	//lint:ignore SA1019 the resolver reads core/v1 Endpoints
-	if _, err := cs.CoreV1().Endpoints("default").Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hook"},
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port)}}}}}, metav1.CreateOptions{}); err != nil {
+	if err := createEndpoints(ctx, cs, port); err != nil {
 		t.Fatal(err)
 	}
 
@@ -492,4 +490,13 @@ func TestAdmissionFlags(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("disabling known plugins: %v", err)
 	}
+}
+
+// createEndpoints points the hook Service at the test webhook's port.
+//
+//lint:ignore SA1019 the resolver reads core/v1 Endpoints, which hacp keeps for every Service
+func createEndpoints(ctx context.Context, cs kubernetes.Interface, port int) error {
+	_, err := cs.CoreV1().Endpoints("default").Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hook"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port)}}}}}, metav1.CreateOptions{})
+	return err
 }
