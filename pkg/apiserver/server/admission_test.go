@@ -492,11 +492,12 @@ func TestAdmissionFlags(t *testing.T) {
 	}
 }
 
-// createEndpoints points the hook Service at the test webhook's port.
-//
-//lint:ignore SA1019 the resolver reads core/v1 Endpoints, which hacp keeps for every Service
+// createEndpoints points the hook Service at the test webhook's port (core/v1 Endpoints,
+// which the webhook resolver reads).
 func createEndpoints(ctx context.Context, cs kubernetes.Interface, port int) error {
-	_, err := cs.CoreV1().Endpoints("default").Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hook"},
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port)}}}}}, metav1.CreateOptions{})
+	//lint:ignore SA1019 the resolver reads core/v1 Endpoints, which hacp keeps for every Service
+	subsets := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port)}}}}
+	//lint:ignore SA1019 as above
+	_, err := cs.CoreV1().Endpoints("default").Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hook"}, Subsets: subsets}, metav1.CreateOptions{})
 	return err
 }

@@ -33,7 +33,9 @@ func BenchmarkDefaultChain(b *testing.B) {
 		res  string
 		obj  func() runtime.Object
 	}{
-		{"configmap", "configmaps", func() runtime.Object { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}} }},
+		{"configmap", "configmaps", func() runtime.Object {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+		}},
 		{"pod", "pods", func() runtime.Object {
 			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 		}},
