@@ -19,7 +19,7 @@ var objectSubresources = map[string]bool{"binding": true, "eviction": true, "tok
 // body is an object of its own. Call it before serving, after every subresource is added.
 func (r *Registry) SetAdmission(chain admission.Interface) {
 	for _, res := range r.Resources {
-		res.Store.adm = chain
+		res.Store.adm.Store(&admissionChain{chain})
 		for name, sub := range res.Subresources {
 			c, ok := sub.(Creater)
 			if !ok || !objectSubresources[name] {
@@ -32,6 +32,17 @@ func (r *Registry) SetAdmission(chain admission.Interface) {
 				resource: res.Store.kind.GroupVersion().WithResource(res.Store.kind.Plural), sub: name}
 		}
 	}
+}
+
+// admissionChain boxes the chain for an atomic pointer.
+type admissionChain struct{ admission.Interface }
+
+// admission is the installed chain, nil when none.
+func (s *Store) admission() admission.Interface {
+	if c := s.adm.Load(); c != nil {
+		return c.Interface
+	}
+	return nil
 }
 
 // admittedCreater runs admission on a create-only subresource (pods/binding, pods/eviction,
@@ -64,7 +75,7 @@ func (c *admittedCreater) Create(ctx context.Context, ns, name string, obj runti
 // (no request), a write of another resource that a request causes, or a subresource
 // admitted with its own object (objectSubresources).
 func (s *Store) admissionFor(ctx context.Context, op admission.Operation, ns, name string, obj, old, opts runtime.Object, dry bool) *admission.Attributes {
-	if s.adm == nil {
+	if s.admission() == nil {
 		return nil
 	}
 	info, ok := request.InfoFrom(ctx)
@@ -86,10 +97,10 @@ func (s *Store) admitDelete(ctx context.Context, ns, name string, cur runtime.Ob
 	if a == nil {
 		return nil
 	}
-	if err := s.adm.Admit(ctx, a); err != nil {
+	if err := s.admission().Admit(ctx, a); err != nil {
 		return err
 	}
-	return s.adm.Validate(ctx, a)
+	return s.admission().Validate(ctx, a)
 }
 
 func optionsObject(opts *metav1.CreateOptions) runtime.Object {

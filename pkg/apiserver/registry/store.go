@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
@@ -88,8 +89,9 @@ type Store struct {
 	alloc allocator
 	// admit, when set, may refuse a validated create or update (SetAdmit).
 	admit AdmitFunc
-	// adm is the admission chain (SetAdmission); nil runs none.
-	adm admission.Interface
+	// adm holds the admission chain (SetAdmission); empty runs none. Atomic: the server's
+	// own background writes may be under way when the chain is installed.
+	adm atomic.Pointer[admissionChain]
 }
 
 // removed is called with each object the store deleted for good.
@@ -380,7 +382,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	adm := s.admissionFor(ctx, admission.Create, ns, a.GetName(), obj, nil, createOpts, dry)
 	if adm != nil {
 		s.setKind(obj)
-		if err := s.adm.Admit(ctx, adm); err != nil {
+		if err := s.admission().Admit(ctx, adm); err != nil {
 			return nil, err
 		}
 		// What the plugins added gets its defaults, as upstream decodes a webhook's patch
@@ -399,7 +401,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	}
 	s.setKind(obj)
 	if adm != nil {
-		if err := s.adm.Validate(ctx, adm); err != nil {
+		if err := s.admission().Validate(ctx, adm); err != nil {
 			return nil, err
 		}
 	}
@@ -530,7 +532,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if adm != nil {
 			s.setKind(newObj)
 			s.setKind(current)
-			if err := s.adm.Admit(ctx, adm); err != nil {
+			if err := s.admission().Admit(ctx, adm); err != nil {
 				return nil, err
 			}
 			if s.kind.Strategy.Default != nil && !statusOnly {
@@ -552,7 +554,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 		s.setKind(newObj)
 		if adm != nil {
-			if err := s.adm.Validate(ctx, adm); err != nil {
+			if err := s.admission().Validate(ctx, adm); err != nil {
 				return nil, err
 			}
 		}
