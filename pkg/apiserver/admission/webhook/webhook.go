@@ -324,7 +324,12 @@ func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Att
 		mutated = true
 	}
 	key := fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", round, index)
-	v, _ := json.Marshal(map[string]any{"configuration": h.config, "webhook": h.name, "mutated": mutated})
+	// Upstream's MutationAuditAnnotation, in its field order.
+	v, _ := json.Marshal(struct {
+		Configuration string `json:"configuration"`
+		Webhook       string `json:"webhook"`
+		Mutated       bool   `json:"mutated"`
+	}{h.config, h.name, mutated})
 	request.AddAnnotation(ctx, key, string(v))
 	return sent, nil
 }
