@@ -83,6 +83,7 @@ func TestConfig(t *testing.T) {
 		{"bad values name file, line and key", []string{"--config", bad, "--check-config"}, 2, []string{bad + ":2: bind-address:", bad + ":3: etcd-initial-cluster-state:"}},
 		{"unknown key", []string{"--config", unknown}, 2, []string{unknown + ":2:", "secure-prot"}},
 		{"bad flag", []string{"--secure-port", "70000", "--check-config"}, 2, []string{"secure-port"}},
+		{"unknown admission plugin", []string{"--enable-admission-plugins", "NamespaceLifecycle,Nope", "--check-config"}, 2, []string{`flag --enable-admission-plugins: enable-admission-plugins plugin "Nope" is unknown`}},
 		{"election timeout below 5 heartbeats", []string{"--etcd-heartbeat-interval", "100ms", "--etcd-election-timeout", "300ms", "--check-config"}, 2, []string{"flag --etcd-election-timeout: must be at least 5 heartbeat intervals"}},
 		{"bad token file line names file:line", []string{"--token-auth-file", tokens, "--check-config"}, 2, []string{"flag --token-auth-file: " + tokens + ":3: want at least 3 columns"}},
 		{"tls-cert-file without client-ca-file", []string{"--tls-cert-file", caPEM, "--tls-private-key-file", caPEM, "--check-config"}, 2, []string{"flag --tls-cert-file: needs client-ca-file", "flag --tls-cert-file: load serving certificate and key"}},

@@ -200,8 +200,7 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 		return err
 	}
 	if n := obj.(*corev1.Namespace); n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating {
-		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, ns,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		return &namespaceTerminatingError{namespace: ns}
 	}
 	return nil
 }
@@ -299,6 +298,14 @@ func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found
 		}
 	}
 	return found, pending, nil
+}
+
+// namespaceTerminatingError refuses new content in a namespace being deleted; the store
+// turns it into upstream's NamespaceLifecycle 403 for the object being created.
+type namespaceTerminatingError struct{ namespace string }
+
+func (e *namespaceTerminatingError) Error() string {
+	return fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", e.namespace)
 }
 
 // errContentPending: a namespace's last objects wait for their graceful deletion.

@@ -7,8 +7,10 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,6 +95,9 @@ type Store struct {
 	alloc allocator
 	// admit, when set, may refuse a validated create or update (SetAdmit).
 	admit AdmitFunc
+	// adm holds the admission chain (SetAdmission); empty runs none. Atomic: the server's
+	// own background writes may be under way when the chain is installed.
+	adm atomic.Pointer[admissionChain]
 }
 
 // removed is called with each object the store deleted for good.
@@ -344,6 +349,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		}
 		if s.namespaces != nil {
 			if err := s.namespaces(ctx, ns); err != nil {
+				var terminating *namespaceTerminatingError
+				if errors.As(err, &terminating) {
+					// As upstream's NamespaceLifecycle: 403 for what is being created.
+					return nil, apierrors.NewForbidden(s.gr(), a.GetName(), err)
+				}
 				return nil, err
 			}
 		}
@@ -375,6 +385,23 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if s.kind.Strategy.Default != nil {
 		s.kind.Strategy.Default(obj)
 	}
+	dry := opts != nil && DryRun(opts.DryRun)
+	var createOpts runtime.Object
+	if opts != nil {
+		createOpts = opts
+	}
+	adm := s.admissionFor(ctx, admission.Create, ns, a.GetName(), obj, nil, createOpts, dry)
+	if adm != nil {
+		s.setKind(obj)
+		if err := s.admission().Admit(ctx, adm); err != nil {
+			return nil, err
+		}
+		// What the plugins added gets its defaults, as upstream decodes a webhook's patch
+		// with defaulting.
+		if s.kind.Strategy.Default != nil {
+			s.kind.Strategy.Default(obj)
+		}
+	}
 	if errs := s.validateCreate(obj); len(errs) > 0 {
 		return nil, s.invalid(a.GetName(), errs)
 	}
@@ -384,7 +411,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		}
 	}
 	s.setKind(obj)
-	dry := opts != nil && DryRun(opts.DryRun)
+	if adm != nil {
+		if err := s.admission().Validate(ctx, adm); err != nil {
+			return nil, err
+		}
+	}
 	undo := func() {}
 	if s.alloc != nil {
 		if undo, err = s.alloc.Allocate(ctx, obj, nil, dry); err != nil {
@@ -511,6 +542,21 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 		na.SetResourceVersion(ca.GetResourceVersion())
 		na.SetSelfLink("")
+		var updateOpts runtime.Object
+		if opts != nil {
+			updateOpts = opts
+		}
+		adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
+		if adm != nil {
+			s.setKind(newObj)
+			s.setKind(current)
+			if err := s.admission().Admit(ctx, adm); err != nil {
+				return nil, err
+			}
+			if s.kind.Strategy.Default != nil && !statusOnly {
+				s.kind.Strategy.Default(newObj)
+			}
+		}
 		errs := apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
 		errs = append(errs, s.validateCreate(newObj)...)
 		if s.kind.Strategy.ValidateUpdate != nil {
@@ -525,6 +571,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			}
 		}
 		s.setKind(newObj)
+		if adm != nil {
+			if err := s.admission().Validate(ctx, adm); err != nil {
+				return nil, err
+			}
+		}
 		if s.alloc != nil && !statusOnly {
 			u, err := s.alloc.Allocate(ctx, newObj, current, dry)
 			if err != nil {
@@ -609,6 +660,9 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 			return nil, false, interpret(err, s.gr(), name)
 		}
 		s.setKind(current)
+		if err := s.admitDelete(ctx, ns, name, current, opts, true); err != nil {
+			return nil, false, err
+		}
 		return current, true, nil
 	}
 	if s.onTerminate == nil {
@@ -617,6 +671,10 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 	// A namespace: set deletionTimestamp and let the namespace cleaner finish.
 	out := s.kind.New()
 	err := s.storage.GuaranteedUpdate(ctx, s.key(ns, name), out, false, precond, func(cur runtime.Object) (runtime.Object, error) {
+		s.setKind(cur)
+		if err := s.admitDelete(ctx, ns, name, cur.DeepCopyObject(), opts, false); err != nil {
+			return nil, err
+		}
 		ca, _ := meta.Accessor(cur)
 		if ca.GetDeletionTimestamp() == nil {
 			now := metav1.Now()
@@ -649,6 +707,10 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 		// finalizer added meanwhile makes it start over and see it.
 		out := s.kind.New()
 		err := s.storage.Delete(ctx, key, out, precond, func(_ context.Context, cur runtime.Object) error {
+			s.setKind(cur)
+			if err := s.admitDelete(ctx, ns, name, cur, opts, false); err != nil {
+				return err
+			}
 			if _, _, now := s.deletion(cur, opts); !now {
 				return errMustMark
 			}

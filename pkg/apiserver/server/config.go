@@ -80,6 +80,9 @@ type Config struct {
 	RequestHeaderExtraHeadersPrefix []string `yaml:"requestheader-extra-headers-prefix"`
 	ProxyClientCertFile             string   `yaml:"proxy-client-cert-file"`
 	ProxyClientKeyFile              string   `yaml:"proxy-client-key-file"`
+	// Admission (pkg/apiserver/admission).
+	EnableAdmissionPlugins  []string `yaml:"enable-admission-plugins"`
+	DisableAdmissionPlugins []string `yaml:"disable-admission-plugins"`
 	// Audit (pkg/apiserver/audit).
 	AuditConfig `yaml:",inline"`
 }
@@ -180,6 +183,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ProxyClientKeyFile, "proxy-client-key-file", c.ProxyClientKeyFile, "key `file` of --proxy-client-cert-file")
 	c.AuditConfig.addFlags(fs)
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
+	config.StringList(fs, &c.EnableAdmissionPlugins, "enable-admission-plugins", "admission `plugins` to run besides the default ones (comma-separated or repeatable; they run in upstream's fixed order). Default on: "+strings.Join(DefaultAdmissionPlugins(), ", ")+". Also: "+strings.Join(OptionalAdmissionPlugins(), ", "))
+	config.StringList(fs, &c.DisableAdmissionPlugins, "disable-admission-plugins", "admission `plugins` to turn off, even default ones (comma-separated or repeatable)")
 }
 
 // Validate checks the settings; errors name the key.
@@ -256,6 +261,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := authz.ParseModes(c.AuthorizationMode); err != nil {
 		errs = append(errs, config.FieldErrorf("authorization-mode", "%v", err))
+	}
+	if _, err := AdmissionPlugins(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
+		errs = append(errs, config.FieldErrorf("enable-admission-plugins", "%v", err))
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

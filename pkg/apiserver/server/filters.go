@@ -4,6 +4,8 @@ import (
 	"context"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +31,25 @@ func withRequestInfo(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(request.WithInfo(r.Context(), info)))
+	})
+}
+
+// withWarnings lets admission (webhooks, PodSecurity) send warnings to the client as
+// `Warning: 299 - "..."` headers (request.AddWarning), each text once, as upstream.
+func withWarnings(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		ctx := request.WithWarnings(r.Context(), func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if seen[msg] {
+				return
+			}
+			seen[msg] = true
+			w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

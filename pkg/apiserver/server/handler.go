@@ -105,7 +105,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	s.installAuthn(mux)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	mux.Handle("/", container)
-	var h http.Handler = mux
+	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	h = s.authorize(h)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
@@ -38,10 +39,14 @@ type Server struct {
 	client   *clientv3.Client
 	registry *registry.Registry
 	authz    *authz.Authz
-	bundle   *certs.Bundle
-	http     *http.Server
-	listener net.Listener
-	handler  http.Handler
+	// webhooks dispatches admission webhooks (nil when both webhook plugins are off).
+	webhooks *webhook.Dispatcher
+	// admissionPlugins are the admission plugins on, in order.
+	admissionPlugins []string
+	bundle           *certs.Bundle
+	http             *http.Server
+	listener         net.Listener
+	handler          http.Handler
 
 	authnState     *authnState
 	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
@@ -107,6 +112,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.startAuthz(regCtx); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
+	if err := s.startAdmission(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err

@@ -1,0 +1,57 @@
+package plugins
+
+import (
+	"context"
+
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Annotations that mark the default StorageClass.
+const (
+	isDefaultClass     = "storageclass.kubernetes.io/is-default-class"
+	betaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class"
+)
+
+// DefaultStorageClass is upstream's DefaultStorageClass plugin: a new
+// PersistentVolumeClaim that names no storageClassName gets the default class (the newest
+// of those marked default, by name when created at the same time).
+type DefaultStorageClass struct {
+	admission.Operations
+	classes *admission.Cache[*storagev1.StorageClass]
+}
+
+// NewDefaultStorageClass reads StorageClasses from src.
+func NewDefaultStorageClass(src admission.Source) *DefaultStorageClass {
+	return &DefaultStorageClass{Operations: admission.Operations{admission.Create}, classes: admission.NewCache[*storagev1.StorageClass](src, nil)}
+}
+
+// Start fills the class cache.
+func (d *DefaultStorageClass) Start(ctx context.Context) { d.classes.Start(ctx) }
+
+// Admit sets the default class.
+func (d *DefaultStorageClass) Admit(_ context.Context, a *admission.Attributes) error {
+	if a.Resource.Group != "" || a.Resource.Resource != "persistentvolumeclaims" || a.Subresource != "" {
+		return nil
+	}
+	pvc, ok := a.Object.(*corev1.PersistentVolumeClaim)
+	if !ok || pvc.Spec.StorageClassName != nil {
+		return nil
+	}
+	var def *storagev1.StorageClass
+	for _, sc := range d.classes.List("") {
+		if sc.Annotations[isDefaultClass] != "true" && sc.Annotations[betaIsDefaultClass] != "true" {
+			continue
+		}
+		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
+			(sc.CreationTimestamp.Equal(&def.CreationTimestamp) && sc.Name < def.Name) {
+			def = sc
+		}
+	}
+	if def != nil {
+		name := def.Name
+		pvc.Spec.StorageClassName = &name
+	}
+	return nil
+}

@@ -1,0 +1,649 @@
+// Package webhook enforces MutatingWebhookConfigurations and ValidatingWebhookConfigurations
+// as kube-apiserver's MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins do:
+// it sends AdmissionReview v1 requests over TLS to the webhooks whose rules and selectors
+// match a request, applies mutating webhooks' JSON patches, and refuses what a webhook
+// denies. The configurations come from a watch, never from a storage read per request.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// ServiceResolver turns a webhook's service reference into the host:port to dial.
+type ServiceResolver func(ctx context.Context, namespace, name string, port int32) (string, error)
+
+// Config configures the webhook plugins.
+type Config struct {
+	Mutating   admission.Source // MutatingWebhookConfigurations
+	Validating admission.Source // ValidatingWebhookConfigurations
+	Namespaces admission.Source // for namespaceSelector
+	Resolve    ServiceResolver
+	Logger     *slog.Logger
+}
+
+// hook is one webhook of a configuration, mutating or validating, in a common form.
+type hook struct {
+	config, name      string
+	index             int // in its configuration
+	clientConfig      admissionregv1.WebhookClientConfig
+	rules             []admissionregv1.RuleWithOperations
+	failurePolicy     admissionregv1.FailurePolicyType
+	sideEffects       admissionregv1.SideEffectClass
+	timeout           time.Duration
+	namespaceSelector *metav1.LabelSelector
+	objectSelector    *metav1.LabelSelector
+	reviewVersions    []string
+	reinvokeIfNeeded  bool
+}
+
+// Dispatcher is the shared state of both webhook plugins.
+type Dispatcher struct {
+	cfg        Config
+	mutating   *admission.Cache[*admissionregv1.MutatingWebhookConfiguration]
+	validating *admission.Cache[*admissionregv1.ValidatingWebhookConfiguration]
+	namespaces *admission.Cache[*corev1.Namespace]
+
+	mutatingHooks   atomic.Pointer[[]*hook]
+	validatingHooks atomic.Pointer[[]*hook]
+
+	clientsMu sync.Mutex
+	clients   map[[32]byte]*http.Client // by caBundle and server name
+}
+
+// New returns the dispatcher; Start fills its caches.
+func New(cfg Config) *Dispatcher {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Dispatcher{cfg: cfg, clients: map[[32]byte]*http.Client{}}
+	d.mutating = admission.NewCache[*admissionregv1.MutatingWebhookConfiguration](cfg.Mutating, cfg.Logger)
+	d.validating = admission.NewCache[*admissionregv1.ValidatingWebhookConfiguration](cfg.Validating, cfg.Logger)
+	d.namespaces = admission.NewCache[*corev1.Namespace](cfg.Namespaces, cfg.Logger)
+	d.mutating.OnChange = d.rebuildMutating
+	d.validating.OnChange = d.rebuildValidating
+	empty := []*hook{}
+	d.mutatingHooks.Store(&empty)
+	d.validatingHooks.Store(&empty)
+	return d
+}
+
+// Start watches the configurations and namespaces until ctx ends; it returns once each
+// cache holds a first list.
+func (d *Dispatcher) Start(ctx context.Context) {
+	d.mutating.Start(ctx)
+	d.validating.Start(ctx)
+	d.namespaces.Start(ctx)
+}
+
+// Synced reports whether the configurations of name are in the caches (tests).
+func (d *Dispatcher) Synced(mutating bool, configName string) bool {
+	if mutating {
+		_, ok := d.mutating.Get("", configName)
+		return ok
+	}
+	_, ok := d.validating.Get("", configName)
+	return ok
+}
+
+func (d *Dispatcher) rebuildMutating() {
+	cfgs := d.mutating.List("")
+	sort.Slice(cfgs, func(i, j int) bool { return cfgs[i].Name < cfgs[j].Name })
+	hooks := []*hook{}
+	for _, c := range cfgs {
+		for i, w := range c.Webhooks {
+			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
+				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions,
+				reinvokeIfNeeded: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregv1.IfNeededReinvocationPolicy}
+			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
+			hooks = append(hooks, h)
+		}
+	}
+	d.mutatingHooks.Store(&hooks)
+}
+
+func (d *Dispatcher) rebuildValidating() {
+	cfgs := d.validating.List("")
+	sort.Slice(cfgs, func(i, j int) bool { return cfgs[i].Name < cfgs[j].Name })
+	hooks := []*hook{}
+	for _, c := range cfgs {
+		for i, w := range c.Webhooks {
+			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
+				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions}
+			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
+			hooks = append(hooks, h)
+		}
+	}
+	d.validatingHooks.Store(&hooks)
+}
+
+// warnMatchConditions logs webhooks with matchConditions: hacp does not evaluate CEL, so
+// such a webhook is called for every request its rules and selectors match.
+func (d *Dispatcher) warnMatchConditions(config, name string, n int) {
+	if n > 0 {
+		d.cfg.Logger.Warn("admission webhook has matchConditions, which hacp does not evaluate: it is called whenever its rules and selectors match", "configuration", config, "webhook", name)
+	}
+}
+
+// setCommon fills upstream's defaults: failurePolicy Fail, timeout 10s.
+func (h *hook) setCommon(fp *admissionregv1.FailurePolicyType, se *admissionregv1.SideEffectClass, timeout *int32) {
+	h.failurePolicy = admissionregv1.Fail
+	if fp != nil {
+		h.failurePolicy = *fp
+	}
+	h.sideEffects = admissionregv1.SideEffectClassUnknown
+	if se != nil {
+		h.sideEffects = *se
+	}
+	h.timeout = 10 * time.Second
+	if timeout != nil && *timeout > 0 {
+		h.timeout = time.Duration(*timeout) * time.Second
+	}
+}
+
+// Mutating is the MutatingAdmissionWebhook plugin.
+func (d *Dispatcher) Mutating() admission.Mutator { return mutatingPlugin{d} }
+
+// Validating is the ValidatingAdmissionWebhook plugin.
+func (d *Dispatcher) Validating() admission.Validator { return validatingPlugin{d} }
+
+var allOps = admission.Operations{admission.Create, admission.Update, admission.Delete, admission.Connect}
+
+type mutatingPlugin struct{ d *Dispatcher }
+
+func (mutatingPlugin) Handles(op admission.Operation) bool { return allOps.Handles(op) }
+
+type validatingPlugin struct{ d *Dispatcher }
+
+func (validatingPlugin) Handles(op admission.Operation) bool { return allOps.Handles(op) }
+
+// matches decides whether h is called for a: rules, then the namespace and object
+// selectors. An error (a selector that does not parse, a namespace that cannot be read) is
+// a call failure, subject to failurePolicy.
+func (d *Dispatcher) matches(h *hook, a *admission.Attributes) (bool, error) {
+	ruleOK := false
+	for _, r := range h.rules {
+		if ruleMatches(r, a) {
+			ruleOK = true
+			break
+		}
+	}
+	if !ruleOK {
+		return false, nil
+	}
+	if ok, err := d.namespaceSelectorMatches(h.namespaceSelector, a); !ok || err != nil {
+		return ok, err
+	}
+	return objectSelectorMatches(h.objectSelector, a)
+}
+
+func (d *Dispatcher) namespaceSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
+	if sel == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	if s.Empty() {
+		return true, nil
+	}
+	var nsLabels labels.Set
+	switch {
+	case a.Resource.Group == "" && a.Resource.Resource == "namespaces":
+		obj := a.Object
+		if obj == nil {
+			obj = a.OldObject
+		}
+		nsLabels, _ = objectLabels(obj)
+	case a.Namespace == "":
+		return true, nil // cluster-scoped: the namespace selector does not apply
+	default:
+		ns, ok := d.namespaces.Get("", a.Namespace)
+		if !ok {
+			return false, apierrors.NewNotFound(corev1.Resource("namespaces"), a.Namespace)
+		}
+		nsLabels = ns.Labels
+	}
+	return s.Matches(nsLabels), nil
+}
+
+// callError is a webhook that could not be called or answered nonsense: failurePolicy
+// decides whether that refuses the request.
+type callError struct {
+	name string
+	err  error
+}
+
+func (e *callError) Error() string {
+	return fmt.Sprintf("failed calling webhook %q: %v", e.name, e.err)
+}
+
+// Admit calls the matching mutating webhooks in order (configurations by name), applies
+// their patches, and calls again, once, a webhook with reinvocationPolicy IfNeeded that a
+// later webhook's change made stale.
+func (p mutatingPlugin) Admit(ctx context.Context, a *admission.Attributes) error {
+	hooks := *p.d.mutatingHooks.Load()
+	if len(hooks) == 0 {
+		return nil
+	}
+	type called struct {
+		h     *hook
+		saw   []byte // the object as the webhook saw it
+		index int
+	}
+	var reinvoke []called
+	for i, h := range hooks {
+		saw, err := p.d.callMutating(ctx, h, a, 0, i)
+		if err != nil {
+			return err
+		}
+		if saw != nil && h.reinvokeIfNeeded {
+			reinvoke = append(reinvoke, called{h, saw, i})
+		}
+	}
+	if len(reinvoke) == 0 || a.Object == nil {
+		return nil
+	}
+	now, _ := json.Marshal(a.Object)
+	for _, c := range reinvoke {
+		if bytes.Equal(c.saw, now) {
+			continue
+		}
+		if _, err := p.d.callMutating(ctx, c.h, a, 1, c.index); err != nil {
+			return err
+		}
+		now, _ = json.Marshal(a.Object)
+	}
+	return nil
+}
+
+// callMutating calls h if it matches, applies its patch, and returns the object as sent
+// (nil when it was not called).
+func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Attributes, round, index int) ([]byte, error) {
+	ok, err := d.matches(h, a)
+	if err == nil && !ok {
+		return nil, nil
+	}
+	var resp *admissionv1.AdmissionResponse
+	var sent []byte
+	if err == nil {
+		sent, resp, err = d.call(ctx, h, a)
+	}
+	if err != nil {
+		return nil, d.failed(ctx, h, err, "mutating", round, index)
+	}
+	if !resp.Allowed {
+		return sent, toStatusErr(h.name, resp.Result)
+	}
+	d.annotate(ctx, h, resp)
+	mutated := false
+	if len(resp.Patch) > 0 {
+		if a.Object == nil {
+			return sent, d.failed(ctx, h, errors.New("a patch was returned for a request without an object"), "mutating", round, index)
+		}
+		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+			return sent, d.failed(ctx, h, fmt.Errorf("unsupported patch type %v", resp.PatchType), "mutating", round, index)
+		}
+		if err := applyPatch(a.Object, sent, resp.Patch); err != nil {
+			return sent, d.failed(ctx, h, err, "mutating", round, index)
+		}
+		mutated = true
+	}
+	key := fmt.Sprintf("mutation.webhook.admission.k8s.io/round_%d_index_%d", round, index)
+	// Upstream's MutationAuditAnnotation, in its field order.
+	v, _ := json.Marshal(struct {
+		Configuration string `json:"configuration"`
+		Webhook       string `json:"webhook"`
+		Mutated       bool   `json:"mutated"`
+	}{h.config, h.name, mutated})
+	request.AddAnnotation(ctx, key, string(v))
+	return sent, nil
+}
+
+// applyPatch applies a JSON patch to obj (whose JSON is objJSON) in place.
+func applyPatch(obj runtime.Object, objJSON, patch []byte) error {
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return fmt.Errorf("the patch is not a JSON patch: %w", err)
+	}
+	patched, err := p.Apply(objJSON)
+	if err != nil {
+		return fmt.Errorf("the patch could not be applied: %w", err)
+	}
+	fresh := reflect.New(reflect.TypeOf(obj).Elem())
+	dec := json.NewDecoder(bytes.NewReader(patched))
+	if err := dec.Decode(fresh.Interface()); err != nil {
+		return fmt.Errorf("the patched object does not decode: %w", err)
+	}
+	reflect.ValueOf(obj).Elem().Set(fresh.Elem())
+	return nil
+}
+
+// Validate calls the matching validating webhooks in parallel; any denial refuses.
+func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes) error {
+	hooks := *p.d.validatingHooks.Load()
+	if len(hooks) == 0 {
+		return nil
+	}
+	errs := make([]error, len(hooks))
+	var wg sync.WaitGroup
+	for i, h := range hooks {
+		ok, err := p.d.matches(h, a)
+		if err == nil && !ok {
+			continue
+		}
+		if err != nil {
+			errs[i] = p.d.failed(ctx, h, err, "validating", 0, i)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, resp, err := p.d.call(ctx, h, a)
+			switch {
+			case err != nil:
+				errs[i] = p.d.failed(ctx, h, err, "validating", 0, i)
+			case !resp.Allowed:
+				p.d.annotate(ctx, h, resp)
+				errs[i] = toStatusErr(h.name, resp.Result)
+			default:
+				p.d.annotate(ctx, h, resp)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failed handles a webhook that could not be called: a 400 for a dry run it cannot take
+// (whatever its failurePolicy, as upstream), nothing with failurePolicy Ignore (noted in the
+// audit annotations), and 500 "failed calling webhook" with Fail.
+func (d *Dispatcher) failed(ctx context.Context, h *hook, err error, kind string, round, index int) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Reason == metav1.StatusReasonBadRequest {
+		return err
+	}
+	ce := &callError{name: h.name, err: err}
+	if h.failurePolicy == admissionregv1.Ignore {
+		d.cfg.Logger.Warn("admission webhook failed, ignored (failurePolicy Ignore)", "webhook", h.name, "err", err)
+		request.AddAnnotation(ctx, fmt.Sprintf("failed-open.%s.webhook.admission.k8s.io/round_%d_index_%d", kind, round, index), h.name)
+		return nil
+	}
+	return apierrors.NewInternalError(ce)
+}
+
+// annotate records a webhook's audit annotations (prefixed with its name) and sends its
+// warnings to the client.
+func (d *Dispatcher) annotate(ctx context.Context, h *hook, resp *admissionv1.AdmissionResponse) {
+	for k, v := range resp.AuditAnnotations {
+		request.AddAnnotation(ctx, h.name+"/"+k, v)
+	}
+	for _, w := range resp.Warnings {
+		request.AddWarning(ctx, w)
+	}
+}
+
+// toStatusErr is upstream's webhookerrors.ToStatusErr: the webhook's Status with the
+// message prefixed by who denied, and a code of at least 400.
+func toStatusErr(name string, result *metav1.Status) error {
+	deniedBy := fmt.Sprintf("admission webhook %q denied the request", name)
+	st := metav1.Status{Status: metav1.StatusFailure}
+	if result != nil {
+		st = *result
+	}
+	if st.Code < http.StatusBadRequest {
+		st.Code = http.StatusBadRequest
+	}
+	if st.Status == "" || st.Status == metav1.StatusSuccess {
+		st.Status = metav1.StatusFailure
+	}
+	switch {
+	case st.Message != "":
+		st.Message = deniedBy + ": " + st.Message
+	case st.Reason != "":
+		st.Message = deniedBy + ": " + string(st.Reason)
+	default:
+		st.Message = deniedBy + " without explanation"
+	}
+	return &apierrors.StatusError{ErrStatus: st}
+}
+
+// call sends one AdmissionReview and returns the object as sent and the response.
+func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes) ([]byte, *admissionv1.AdmissionResponse, error) {
+	if a.DryRun && h.sideEffects != admissionregv1.SideEffectClassNone && h.sideEffects != admissionregv1.SideEffectClassNoneOnDryRun {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
+	}
+	v1OK := false
+	for _, v := range h.reviewVersions {
+		v1OK = v1OK || v == "v1"
+	}
+	if !v1OK {
+		return nil, nil, fmt.Errorf("webhook does not accept known AdmissionReview versions %v (hacp sends v1)", h.reviewVersions)
+	}
+	req, objJSON, err := review(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := json.Marshal(&admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+	if err != nil {
+		return nil, nil, err
+	}
+	target, serverName, err := d.target(ctx, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := d.client(h.clientConfig.CABundle, serverName)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(cctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to call webhook: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 3<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to call webhook: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("received invalid webhook response status %d: %s", resp.StatusCode, bytes.TrimSpace(data))
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, nil, fmt.Errorf("received invalid webhook response: %w", err)
+	}
+	if out.Response == nil {
+		return nil, nil, errors.New("webhook response was absent")
+	}
+	if out.Response.UID != req.UID {
+		return nil, nil, fmt.Errorf("expected response.uid=%q, got %q", req.UID, out.Response.UID)
+	}
+	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
+		return nil, nil, fmt.Errorf("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind)
+	}
+	return objJSON, out.Response, nil
+}
+
+// review builds the AdmissionRequest for a; objJSON is the object as sent.
+func review(a *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, error) {
+	gvk := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
+	gvr := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
+	dry := a.DryRun
+	req := &admissionv1.AdmissionRequest{
+		UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: gvr, SubResource: a.Subresource,
+		RequestKind: &gvk, RequestResource: &gvr, RequestSubResource: a.Subresource,
+		Name: a.Name, Namespace: a.Namespace, Operation: admissionv1.Operation(a.Operation), DryRun: &dry,
+	}
+	if u := a.User; u != nil {
+		req.UserInfo = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+		if len(u.Extra) > 0 {
+			req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{}
+			for k, v := range u.Extra {
+				req.UserInfo.Extra[k] = v
+			}
+		}
+	}
+	var objJSON []byte
+	var err error
+	if a.Object != nil {
+		if objJSON, err = json.Marshal(a.Object); err != nil {
+			return nil, nil, err
+		}
+		req.Object.Raw = objJSON
+	}
+	if a.OldObject != nil {
+		if req.OldObject.Raw, err = json.Marshal(a.OldObject); err != nil {
+			return nil, nil, err
+		}
+	}
+	if a.Options != nil {
+		opts := a.Options.DeepCopyObject()
+		kind := map[admission.Operation]string{admission.Create: "CreateOptions", admission.Update: "UpdateOptions", admission.Delete: "DeleteOptions"}[a.Operation]
+		if kind != "" {
+			opts.GetObjectKind().SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind(kind))
+			if req.Options.Raw, err = json.Marshal(opts); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return req, objJSON, nil
+}
+
+// target is the URL to post to and the TLS server name to verify.
+func (d *Dispatcher) target(ctx context.Context, h *hook) (string, string, error) {
+	cc := h.clientConfig
+	if cc.URL != nil {
+		u, err := url.Parse(*cc.URL)
+		if err != nil || u.Scheme != "https" {
+			return "", "", fmt.Errorf("webhook url %q is not an https URL", *cc.URL)
+		}
+		return u.String(), u.Hostname(), nil
+	}
+	if cc.Service == nil {
+		return "", "", errors.New("webhook has neither url nor service")
+	}
+	port := int32(443)
+	if cc.Service.Port != nil {
+		port = *cc.Service.Port
+	}
+	if d.cfg.Resolve == nil {
+		return "", "", errors.New("no service resolver")
+	}
+	hostPort, err := d.cfg.Resolve(ctx, cc.Service.Namespace, cc.Service.Name, port)
+	if err != nil {
+		return "", "", err
+	}
+	path := ""
+	if cc.Service.Path != nil {
+		path = *cc.Service.Path
+	}
+	// The certificate is checked for the service's DNS name, as upstream.
+	return "https://" + hostPort + path, cc.Service.Name + "." + cc.Service.Namespace + ".svc", nil
+}
+
+// client returns a client trusting caBundle (the system roots when empty) and verifying
+// serverName; clients are kept per bundle and name so that connections are reused.
+func (d *Dispatcher) client(caBundle []byte, serverName string) (*http.Client, error) {
+	key := sha256.Sum256(append(append([]byte(serverName), 0), caBundle...))
+	d.clientsMu.Lock()
+	defer d.clientsMu.Unlock()
+	if c, ok := d.clients[key]; ok {
+		return c, nil
+	}
+	tlsCfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
+	if len(caBundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, errors.New("caBundle holds no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 10, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: true}}
+	d.clients[key] = c
+	return c, nil
+}
+
+// EndpointsResolver resolves a service to the first address of its Endpoints for the
+// service port, or its ClusterIP when it has none: hacp has no cluster DNS, and a ClusterIP
+// only works where something (kube-proxy) routes it.
+func EndpointsResolver(getService, getEndpoints func(ctx context.Context, ns, name string) (runtime.Object, error)) ServiceResolver {
+	return func(ctx context.Context, ns, name string, port int32) (string, error) {
+		obj, err := getService(ctx, ns, name)
+		if err != nil {
+			return "", err
+		}
+		svc := obj.(*corev1.Service)
+		var sp *corev1.ServicePort
+		for i := range svc.Spec.Ports {
+			if svc.Spec.Ports[i].Port == port {
+				sp = &svc.Spec.Ports[i]
+			}
+		}
+		if sp == nil {
+			return "", fmt.Errorf("service %s/%s has no port %d", ns, name, port)
+		}
+		if obj, err := getEndpoints(ctx, ns, name); err == nil {
+			//lint:ignore SA1019 core/v1 Endpoints is what hacp's controllers keep for every service
+			ep := obj.(*corev1.Endpoints)
+			for _, ss := range ep.Subsets {
+				for _, p := range ss.Ports {
+					if p.Name == sp.Name && len(ss.Addresses) > 0 {
+						return net.JoinHostPort(ss.Addresses[0].IP, strconv.Itoa(int(p.Port))), nil
+					}
+				}
+			}
+		}
+		if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))), nil
+		}
+		return "", fmt.Errorf("service %s/%s has no endpoints", ns, name)
+	}
+}

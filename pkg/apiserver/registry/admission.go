@@ -1,0 +1,111 @@
+package registry
+
+import (
+	"context"
+
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// objectSubresources are subresources whose request body is an object of their own
+// (a Binding, an Eviction, a TokenRequest): admission sees that object, as upstream, through
+// admittedCreater, and not the writes of the main kind that serving it makes.
+var objectSubresources = map[string]bool{"binding": true, "eviction": true, "token": true}
+
+// SetAdmission installs the admission chain on every store and on the subresources whose
+// body is an object of its own. Call it before serving, after every subresource is added.
+func (r *Registry) SetAdmission(chain admission.Interface) {
+	for _, res := range r.Resources {
+		res.Store.adm.Store(&admissionChain{chain})
+		for name, sub := range res.Subresources {
+			c, ok := sub.(Creater)
+			if !ok || !objectSubresources[name] {
+				continue
+			}
+			if _, wrapped := sub.(*admittedCreater); wrapped {
+				continue
+			}
+			res.Subresources[name] = &admittedCreater{Storage: sub, inner: c, adm: chain,
+				resource: res.Store.kind.GroupVersion().WithResource(res.Store.kind.Plural), sub: name}
+		}
+	}
+}
+
+// admissionChain boxes the chain for an atomic pointer.
+type admissionChain struct{ admission.Interface }
+
+// admission is the installed chain, nil when none.
+func (s *Store) admission() admission.Interface {
+	if c := s.adm.Load(); c != nil {
+		return c.Interface
+	}
+	return nil
+}
+
+// admittedCreater runs admission on a create-only subresource (pods/binding, pods/eviction,
+// serviceaccounts/token) with the request's own object.
+type admittedCreater struct {
+	Storage
+	inner    Creater
+	adm      admission.Interface
+	resource schema.GroupVersionResource
+	sub      string
+}
+
+func (c *admittedCreater) Create(ctx context.Context, ns, name string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	if _, ok := request.InfoFrom(ctx); ok {
+		u, _ := request.UserFrom(ctx)
+		a := &admission.Attributes{Operation: admission.Create, Kind: c.Storage.Kind(), Resource: c.resource, Subresource: c.sub,
+			Namespace: ns, Name: name, Object: obj, Options: optionsObject(opts), DryRun: opts != nil && DryRun(opts.DryRun), User: u}
+		if err := c.adm.Admit(ctx, a); err != nil {
+			return nil, err
+		}
+		if err := c.adm.Validate(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return c.inner.Create(ctx, ns, name, obj, opts)
+}
+
+// admissionFor returns the attributes of this store's part of the request in ctx, or nil
+// when admission does not apply: no chain installed, a write the server makes on its own
+// (no request), a write of another resource that a request causes, or a subresource
+// admitted with its own object (objectSubresources).
+func (s *Store) admissionFor(ctx context.Context, op admission.Operation, ns, name string, obj, old, opts runtime.Object, dry bool) *admission.Attributes {
+	if s.admission() == nil {
+		return nil
+	}
+	info, ok := request.InfoFrom(ctx)
+	if !ok || !info.IsResourceRequest || info.Resource != s.kind.Plural || info.APIGroup != s.kind.Group || objectSubresources[info.Subresource] {
+		return nil
+	}
+	u, _ := request.UserFrom(ctx)
+	return &admission.Attributes{Operation: op, Kind: s.kind.GVK(), Resource: s.kind.GroupVersion().WithResource(s.kind.Plural),
+		Subresource: info.Subresource, Namespace: ns, Name: name, Object: obj, OldObject: old, Options: opts, DryRun: dry, User: u}
+}
+
+// admitDelete runs the whole chain on the deletion of cur.
+func (s *Store) admitDelete(ctx context.Context, ns, name string, cur runtime.Object, opts *metav1.DeleteOptions, dry bool) error {
+	var o runtime.Object
+	if opts != nil {
+		o = opts
+	}
+	a := s.admissionFor(ctx, admission.Delete, ns, name, nil, cur, o, dry)
+	if a == nil {
+		return nil
+	}
+	if err := s.admission().Admit(ctx, a); err != nil {
+		return err
+	}
+	return s.admission().Validate(ctx, a)
+}
+
+func optionsObject(opts *metav1.CreateOptions) runtime.Object {
+	if opts == nil {
+		return nil
+	}
+	return opts
+}

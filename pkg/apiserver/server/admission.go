@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/admission/plugins"
+	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// implementedAdmission are the admission plugins hacp has.
+var implementedAdmission = map[string]bool{
+	admission.NamespaceLifecycle:         true,
+	admission.LimitRanger:                true,
+	admission.ServiceAccount:             true,
+	admission.Priority:                   true,
+	admission.NodeRestriction:            true,
+	admission.PodSecurity:                true,
+	admission.DefaultStorageClass:        true,
+	admission.MutatingAdmissionWebhook:   true,
+	admission.ValidatingAdmissionWebhook: true,
+	admission.AlwaysAdmit:                true,
+	admission.AlwaysDeny:                 true,
+}
+
+// AdmissionPlugins is the plugin list --enable-admission-plugins and
+// --disable-admission-plugins make, in the order they run.
+func AdmissionPlugins(enable, disable []string) ([]string, error) {
+	return admission.Plugins(enable, disable, implementedAdmission)
+}
+
+// DefaultAdmissionPlugins are the plugins on when no flag is given (upstream's recommended
+// set, of those hacp has).
+func DefaultAdmissionPlugins() []string {
+	names, _ := AdmissionPlugins(nil, nil)
+	return names
+}
+
+// OptionalAdmissionPlugins are the plugins hacp has that are off unless enabled.
+func OptionalAdmissionPlugins() []string {
+	on := DefaultAdmissionPlugins()
+	var out []string
+	for n := range implementedAdmission {
+		if !slices.Contains(on, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startAdmission builds the admission chain the flags ask for and installs it in the
+// registry; its caches follow storage until ctx ends.
+func (s *Server) startAdmission(ctx context.Context) error {
+	names, err := AdmissionPlugins(s.cfg.EnableAdmissionPlugins, s.cfg.DisableAdmissionPlugins)
+	if err != nil {
+		return err
+	}
+	var chain admission.Chain
+	var hooks *webhook.Dispatcher
+	store := func(group, resource string) *registry.Store {
+		return s.registry.Resource(schema.GroupResource{Group: group, Resource: resource}).Store
+	}
+	get := func(st *registry.Store) func(ctx context.Context, ns, name string) (runtime.Object, error) {
+		return func(ctx context.Context, ns, name string) (runtime.Object, error) {
+			return st.Get(ctx, ns, name, &metav1.GetOptions{})
+		}
+	}
+	start := func(p interface {
+		admission.Handler
+		Start(context.Context)
+	}) admission.Handler {
+		p.Start(ctx)
+		return p
+	}
+	dispatcher := func() *webhook.Dispatcher {
+		if hooks == nil {
+			hooks = webhook.New(webhook.Config{
+				Mutating:   store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+				Validating: store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+				Namespaces: store("", "namespaces"),
+				Resolve:    webhook.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
+				Logger:     s.log,
+			})
+			hooks.Start(ctx)
+		}
+		return hooks
+	}
+	for _, n := range names {
+		switch n {
+		case admission.NamespaceLifecycle:
+			// The registry's stores refuse content in missing or terminating namespaces and
+			// the deletion of the standard ones themselves (see registry.namespaceAccepts).
+		case admission.LimitRanger:
+			chain = append(chain, start(plugins.NewLimitRanger(store("", "limitranges"))))
+		case admission.ServiceAccount:
+			sa := store("", "serviceaccounts")
+			chain = append(chain, start(plugins.NewServiceAccount(sa, get(sa))))
+		case admission.NodeRestriction:
+			chain = append(chain, plugins.NewNodeRestriction(get(store("", "pods"))))
+		case admission.PodSecurity:
+			ps, err := plugins.NewPodSecurity(store("", "namespaces"))
+			if err != nil {
+				return err
+			}
+			chain = append(chain, start(ps))
+		case admission.Priority:
+			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
+		case admission.DefaultStorageClass:
+			chain = append(chain, start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))))
+		case admission.MutatingAdmissionWebhook:
+			chain = append(chain, dispatcher().Mutating())
+		case admission.ValidatingAdmissionWebhook:
+			chain = append(chain, dispatcher().Validating())
+		case admission.AlwaysDeny:
+			chain = append(chain, admission.AlwaysDenyPlugin{})
+		}
+	}
+	s.webhooks = hooks
+	s.admissionPlugins = names
+	s.registry.SetAdmission(chain)
+	return nil
+}
+
+// Webhooks returns the webhook dispatcher, nil when both webhook plugins are off (tests).
+func (s *Server) Webhooks() *webhook.Dispatcher { return s.webhooks }
