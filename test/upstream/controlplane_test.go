@@ -606,11 +606,17 @@ func (cp *controlPlane) testLeaderElection(t *testing.T) {
 }
 
 // testNoForbidden: with their own identities and --use-service-account-credentials, no
-// controller or the scheduler was refused anything by hacp's RBAC.
+// controller or the scheduler was refused anything by hacp's RBAC, and their delegated
+// authentication found all it needs.
 func (cp *controlPlane) testNoForbidden(t *testing.T) {
 	for _, p := range append(append([]*proc{}, cp.kcm...), cp.sched...) {
 		for _, line := range strings.Split(string(p.tail(1<<30)), "\n") {
 			if strings.Contains(line, "forbidden: User ") { // RBAC, not NamespaceLifecycle
+				t.Errorf("%s: %s", p.name, line)
+			}
+			// Delegated authentication found everything it reads in
+			// extension-apiserver-authentication (the request-header CA included).
+			if strings.Contains(line, "missing content for CA bundle") {
 				t.Errorf("%s: %s", p.name, line)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
+	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,8 +37,8 @@ const goldenNamespace = "golden"
 
 // goldenAdmissionOff are the admission plugins kube-apiserver 1.33 enables by default that
 // change or judge objects. The corpus is recorded without them, so that the golden files hold
-// what the registry's defaulting and validation make of an object; admission is compared
-// elsewhere.
+// what the registry's defaulting and validation make of an object; hacp runs without them
+// too (it accepts every upstream plugin name in --disable-admission-plugins).
 var goldenAdmissionOff = []string{"LimitRanger", "ServiceAccount", "TaintNodesByCondition", "PodSecurity", "Priority",
 	"DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection", "PersistentVolumeClaimResize",
 	"RuntimeClass", "CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
@@ -66,7 +67,7 @@ func TestGolden(t *testing.T) {
 	if *updateGolden {
 		recordGolden(t, corpus, dir)
 	}
-	s := servertest.New(t, nil)
+	s := servertest.New(t, func(c *server.Config) { c.DisableAdmissionPlugins = goldenAdmissionOff })
 	rc := servertest.RestConfig(t, s)
 	answers := createAll(t, rc, corpus)
 	for i, obj := range corpus {
