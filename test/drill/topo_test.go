@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,6 +111,12 @@ func TestTopology(t *testing.T) {
 	p, err := b.start("sleep", "600")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// nsenter enters the namespace after it has started: crash what is in it once it is.
+	if err := poll(context.Background(), 20*time.Second, func() bool {
+		return slices.Contains(hnetns.PIDs(b.NS), p.Cmd.Process.Pid)
+	}); err != nil {
+		t.Fatalf("sleep (pid %d) not in %s: %v", p.Cmd.Process.Pid, b.NS, hnetns.PIDs(b.NS))
 	}
 	if err := b.crash(); err != nil {
 		t.Fatal(err)
