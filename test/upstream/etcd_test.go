@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,14 +81,21 @@ func (k kind) key() string {
 // endpoints, replicationcontrollers and ingresses use upstream's key roots (Kind.KeyRoot).
 var keyMismatch = map[string]bool{}
 
-// interopCovered are the kinds this test takes across: the first eleven hacp served. The
-// kinds added since (issue 13) need sample manifests here first; until then their storage
-// format is covered by the registry's codec round-trip tests only.
-var interopCovered = map[string]bool{
-	"namespaces": true, "pods": true, "nodes": true, "services": true, "endpoints": true,
-	"configmaps": true, "secrets": true, "serviceaccounts": true, "events": true,
-	"leases": true, "deployments": true,
+// readGaps are the fields of objects kube-apiserver wrote that hacp reads differently, by
+// kind: kube-apiserver applies its defaults when it decodes a stored object, hacp only when it
+// writes one (its own objects have them; issue 13). Asserted, so a fix removes the entry.
+var readGaps = map[string][]string{
+	"jobs.batch":             {".metadata.labels"}, // labels default to the template's, which the selector's generation fills after the create was decoded
+	"persistentvolumeclaims": {".status.phase"},    // Pending
+	// k8s.io/api v0.37 (hacp's types) gave CSINode a status struct 1.33 lacks; encoding/json
+	// writes it as {}.
+	"csinodes.storage.k8s.io": {".status"},
 }
+
+// unreadable are kinds kube-apiserver 1.33 stores at a version hacp does not decode:
+// IPAddress and ServiceCIDR at networking.k8s.io/v1beta1 (GA in 1.33, stored as v1beta1 for
+// one release so that a downgrade can read them). Asserted.
+var unreadable = map[string]bool{"ipaddresses.networking.k8s.io": true, "servicecidrs.networking.k8s.io": true}
 
 // updateGap lists kinds whose objects written by kube-apiserver hacp reads but refuses to
 // update (422), because hacp's defaulting is not upstream's yet (issue 13, part 2).
@@ -96,8 +104,8 @@ var updateGap = map[string]bool{}
 func kinds(t *testing.T) []kind {
 	var out []kind
 	for _, k := range registry.Kinds() {
-		if !interopCovered[k.Plural] {
-			continue
+		if k.StorageOf != nil {
+			continue // served from another kind's objects (autoscaling/v1 HPAs are v2's)
 		}
 		if keyMismatch[k.Plural] && k.Group == "" {
 			t.Logf("not shared yet (etcd key differs from kube-apiserver's): %s", k.Plural)
@@ -113,13 +121,30 @@ func kinds(t *testing.T) []kind {
 	return out
 }
 
-// manifest is the sample object of k named name (in namespace "default" when namespaced).
+// objName is the name of the object of k that who ("kas" or "hacp") writes; IPAddresses are
+// named by their address.
+func (k kind) objName(who string) string {
+	if k.gvr.Resource == "ipaddresses" {
+		return map[string]string{"kas": "10.77.200.10", "hacp": "10.77.200.11"}[who]
+	}
+	return "by-" + who + "-" + k.gvr.Resource
+}
+
+// manifest is the sample object of k named name (in namespace "default" when namespaced):
+// from samples, else the first object of its kind in the golden corpus, else metadata only.
 func manifest(t *testing.T, k kind, name string) *unstructured.Unstructured {
 	t.Helper()
 	obj := map[string]any{}
 	if s, ok := samples[k.key()]; ok {
 		if err := json.Unmarshal([]byte(strings.ReplaceAll(s, "{{name}}", name)), &obj); err != nil {
 			t.Fatalf("sample of %s: %v", k.key(), err)
+		}
+	} else {
+		for _, c := range readCorpus(t) {
+			if c.GroupVersionKind() == k.gvk {
+				obj = c.DeepCopy().Object
+				break
+			}
 		}
 	}
 	u := &unstructured.Unstructured{Object: obj}
@@ -157,7 +182,7 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 	dc := dynamic.NewForConfigOrDie(kas.config)
 	written := map[string]*unstructured.Unstructured{}
 	for _, k := range ks {
-		name := "by-kas-" + k.gvr.Resource
+		name := k.objName("kas")
 		if _, err := k.client(dc).Create(ctx, manifest(t, k, name), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("kube-apiserver create %s: %v (add a sample manifest for it to samples)", k.key(), err)
 		}
@@ -176,12 +201,19 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 	hacp, hdc := startHacp(t, etcd.ClientURL())
 	updated := map[string]*unstructured.Unstructured{}
 	for _, k := range ks {
-		name := "by-kas-" + k.gvr.Resource
+		name := k.objName("kas")
 		got, err := k.client(hdc).Get(ctx, name, metav1.GetOptions{})
+		if unreadable[k.key()] {
+			if err == nil || !strings.Contains(err.Error(), "v1beta1") {
+				t.Errorf("hacp get %s written by kube-apiserver: %v; if it reads now, remove it from unreadable", k.key(), err)
+			}
+			updated[k.key()] = written[k.key()]
+			continue
+		}
 		if err != nil {
 			t.Fatalf("hacp get %s written by kube-apiserver: %v", k.key(), err)
 		}
-		sameContent(t, "hacp get of "+k.key()+" written by kube-apiserver", written[k.key()], got)
+		sameContent(t, "hacp get of "+k.key()+" written by kube-apiserver", written[k.key()], got, readGaps[k.key()]...)
 		list, err := k.client(hdc).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatalf("hacp list %s: %v", k.key(), err)
@@ -210,7 +242,7 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 	}
 	// ... and writes objects of its own.
 	for _, k := range ks {
-		name := "by-hacp-" + k.gvr.Resource
+		name := k.objName("hacp")
 		if _, err := k.client(hdc).Create(ctx, manifest(t, k, name), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("hacp create %s: %v", k.key(), err)
 		}
@@ -234,12 +266,16 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 		for _, c := range []struct {
 			name, want string
 			defaulted  bool // kube-apiserver's answer may add defaults to what hacp stored
-		}{{"by-kas-" + k.gvr.Resource, k.key(), false}, {"by-hacp-" + k.gvr.Resource, k.key() + "/new", true}} {
+		}{{k.objName("kas"), k.key(), false}, {k.objName("hacp"), k.key() + "/new", true}} {
 			got, err := k.client(dc).Get(ctx, c.name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("kube-apiserver get %s %s written by hacp: %v", k.key(), c.name, err)
 			}
 			what := "kube-apiserver get of " + k.key() + " " + c.name + " written by hacp"
+			if slices.Contains(readGaps[k.key()], ".status") && k.gvr.Resource == "csinodes" {
+				// The CSINode status gap seen from the other side: 1.33 has no status.
+				unstructured.RemoveNestedField(updated[c.want].Object, "status")
+			}
 			if !c.defaulted {
 				sameContent(t, what, updated[c.want], got)
 			} else {
@@ -298,20 +334,45 @@ func containsObject(items []unstructured.Unstructured, want *unstructured.Unstru
 
 // sameContent fails unless two servers' answers for one stored object are equal in every
 // field: they decode the same etcd value at the same revision.
-func sameContent(t *testing.T, what string, want, got *unstructured.Unstructured) {
+func sameContent(t *testing.T, what string, want, got *unstructured.Unstructured, gaps ...string) {
 	t.Helper()
-	// kube-apiserver answers `creationTimestamp: null` in a pod template, hacp omits it: the
-	// same stored value, a difference of JSON output only.
-	for _, u := range []*unstructured.Unstructured{want, got} {
-		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "metadata", "creationTimestamp"); found && v == nil {
-			unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "creationTimestamp")
+	// kube-apiserver answers `creationTimestamp: null` in embedded object metadata (pod
+	// templates, claim templates), hacp omits it: the same stored value, a difference of JSON
+	// output only.
+	w, g := dropNullTimestamps(deepCopy(want.Object)), dropNullTimestamps(deepCopy(got.Object))
+	var diffs []fieldDiff
+	if !equality.Semantic.DeepEqual(w, g) {
+		diffs = diffPaths("", w, g)
+	}
+	for _, d := range diffs {
+		if !slices.Contains(gaps, d.path) {
+			t.Errorf("%s differs at %s: written %s, read %s", what, d.path, d.want, d.got)
 		}
 	}
-	if !equality.Semantic.DeepEqual(want.Object, got.Object) {
-		a, _ := json.MarshalIndent(want.Object, "", " ")
-		b, _ := json.MarshalIndent(got.Object, "", " ")
-		t.Errorf("%s differs:\nwritten %s\nread    %s", what, a, b)
+	for _, gap := range gaps {
+		if !slices.ContainsFunc(diffs, func(d fieldDiff) bool { return d.path == gap }) {
+			t.Errorf("%s: %s now matches: remove it from the known gaps", what, gap)
+		}
 	}
+}
+
+// dropNullTimestamps removes every "creationTimestamp": null.
+func dropNullTimestamps(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "creationTimestamp" && e == nil {
+				delete(x, k)
+				continue
+			}
+			x[k] = dropNullTimestamps(e)
+		}
+	case []any:
+		for i := range x {
+			x[i] = dropNullTimestamps(x[i])
+		}
+	}
+	return v
 }
 
 // subset returns "" if every field of want is in got with the same value (lists must have
