@@ -102,7 +102,11 @@ func (o output) transform(r *http.Request, obj runtime.Object) (runtime.Object, 
 		default:
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata or Object, not %q", opts.IncludeObject))
 		}
-		t, err := tableconvert.ToTable(obj, opts)
+		convert := tableconvert.ToTable
+		if p, ok := r.Context().Value(printerKey{}).(*tableconvert.Printer); ok {
+			convert = p.ToTable
+		}
+		t, err := convert(obj, opts)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -139,6 +143,8 @@ func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
 	if om, ok := a.(*metav1.ObjectMeta); ok {
 		p.ObjectMeta = *om
+	} else {
+		p.ObjectMeta = *meta.AsPartialObjectMetadata(a).ObjectMeta.DeepCopy() // unstructured: custom resources
 	}
 	return p, nil
 }

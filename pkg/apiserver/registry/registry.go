@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type Registry struct {
 
 	sessMu sync.Mutex
 	sess   *concurrency.Session // holds this process's namespace cleanup locks
+
+	custom customResources // served for CustomResourceDefinitions
 }
 
 // Config configures the registry.
@@ -88,6 +91,7 @@ func Kinds() []*Kind {
 		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
 		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
 		rolesKind(), roleBindingsKind(), clusterRolesKind(), clusterRoleBindingsKind(),
+		customResourceDefinitionsKind(),
 	}, nonWorkloadKinds()...)
 }
 
@@ -176,8 +180,13 @@ func (r *Registry) RepairServices(ctx context.Context) error {
 	return r.serviceAlloc.Repair(ctx, r.byGR[servicesGR].Store)
 }
 
-// Resource returns the resource for gr, or nil.
-func (r *Registry) Resource(gr schema.GroupResource) *Resource { return r.byGR[gr] }
+// Resource returns the resource for gr (a custom resource: its storage version), or nil.
+func (r *Registry) Resource(gr schema.GroupResource) *Resource {
+	if res := r.byGR[gr]; res != nil {
+		return res
+	}
+	return r.customResource(gr)
+}
 
 func (r *Registry) namespaces() *Store {
 	return r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
@@ -220,8 +229,9 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.watchNamespaces(ctx)
+	go r.watchCRDs(ctx)
 	go func() {
 		defer r.wg.Done()
 		<-ctx.Done()
@@ -263,7 +273,7 @@ func (r *Registry) Start(ctx context.Context) error {
 // serves, and returns how many it found and how many of those are still there, waiting for
 // a graceful deletion to be confirmed (a pod's node agent).
 func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found, pending int, err error) {
-	for _, res := range r.Resources {
+	for _, res := range append(slices.Clip(r.Resources), r.CustomResources()...) {
 		if !res.Store.kind.Namespaced {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -45,6 +46,7 @@ func init() {
 		admissionregistrationv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
 		eventsv1.AddToScheme, flowcontrolv1.AddToScheme, networkingv1.AddToScheme,
 		nodev1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}

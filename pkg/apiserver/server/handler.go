@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -76,16 +78,13 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	res = append(res, s.authnResources()...)
 	res = append(res, s.authz.Resources()...)
-	container := restful.NewContainer()
-	container.ServiceErrorHandler(endpoints.NotFoundHandler)
-	container.DoNotRecover(true)
-	(&endpoints.Installer{Stop: s.watchStop}).Install(container, res)
-	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
+	api := &apiHandler{}
+	// The routes and discovery documents are built again whenever the custom resources
+	// served change, and swapped in while serving.
+	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop) })
+	api.rebuild(s.registry, res, s.watchStop)
 
 	mux := http.NewServeMux()
-	disc := endpoints.NewDiscovery(res)
-	disc.Precompute()
-	disc.Install(mux)
 	spec, err := openapi.New(OpenAPIResources(res))
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: openapi: %w", err)
@@ -103,7 +102,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 	s.installAuthn(mux)
 	mux.Handle("GET /metrics", s.metrics.Handler())
-	mux.Handle("/", container)
+	mux.Handle("/", api)
 	var h http.Handler = mux
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
@@ -113,6 +112,37 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = s.metrics.instrument(h)
 	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
 }
+
+// apiHandler serves the API routes and discovery documents of the resources served now:
+// the built-in ones and those of the established CustomResourceDefinitions.
+type apiHandler struct {
+	mu      sync.Mutex // serialises rebuilds
+	current atomic.Pointer[http.Handler]
+}
+
+// rebuild installs the routes and discovery of static and of the custom resources served now.
+func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource, stop func() <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res := slices.Clip(static)
+	for _, r := range reg.CustomResources() {
+		res = append(res, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
+	}
+	container := restful.NewContainer()
+	container.ServiceErrorHandler(endpoints.NotFoundHandler)
+	container.DoNotRecover(true)
+	(&endpoints.Installer{Stop: stop}).Install(container, res)
+	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
+	mux := http.NewServeMux()
+	disc := endpoints.NewDiscovery(res)
+	disc.Precompute()
+	disc.Install(mux)
+	mux.Handle("/", container)
+	var h http.Handler = mux
+	a.current.Store(&h)
+}
+
+func (a *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*a.current.Load()).ServeHTTP(w, r) }
 
 // publicPath reports the health and version paths, which the in-flight limit does not
 // count. (Who may read them is RBAC's: system:public-info-viewer, bound to everyone.)

@@ -1,0 +1,192 @@
+package registry_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"size":  {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte("3")}},
+							"color": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"red"`)}, {Raw: []byte(`"blue"`)}}},
+						}},
+						"status": {Type: "object", XPreserveUnknownFields: ptr(true)},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+var widgets = schema.GroupResource{Group: "example.com", Resource: "widgets"}
+
+func widget(name, color string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     map[string]any{"color": color, "unknown": true}}}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCustomResourceLifecycle(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	if _, err := crds.Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	got, err := crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := got.(*apiextensionsv1.CustomResourceDefinition)
+	if crd.Status.AcceptedNames.Plural != "widgets" || crd.Status.AcceptedNames.ListKind != "WidgetList" || len(crd.Status.StoredVersions) != 1 {
+		t.Fatalf("status %+v", crd.Status)
+	}
+
+	s := r.Resource(widgets).Store
+	obj, err := s.Create(ctx, "default", "", widget("w1", "red"), &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.(*unstructured.Unstructured)
+	if size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size"); size != 3 {
+		t.Fatalf("default size = %d", size)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "unknown"); found {
+		t.Fatal("unknown field not pruned")
+	}
+	if u.GetGeneration() != 1 {
+		t.Fatalf("generation %d", u.GetGeneration())
+	}
+
+	// Spec changes bump the generation, status and metadata do not.
+	update := func(st registry.Updater, fn func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		t.Helper()
+		out, _, err := st.Update(ctx, "default", "w1", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			c := cur.(*unstructured.Unstructured)
+			fn(c)
+			return c, nil
+		}, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*unstructured.Unstructured)
+	}
+	u = update(s, func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "color") })
+	if u.GetGeneration() != 2 {
+		t.Fatalf("generation after a spec change %d, want 2", u.GetGeneration())
+	}
+	u = update(s, func(u *unstructured.Unstructured) {
+		u.SetLabels(map[string]string{"a": "b"})
+		_ = unstructured.SetNestedField(u.Object, "x", "status", "phase")
+	})
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status"); u.GetGeneration() != 2 || found {
+		t.Fatalf("metadata and status change: generation %d, status kept %v", u.GetGeneration(), found)
+	}
+	status := r.Resource(widgets).Subresources["status"].(registry.Updater)
+	u = update(status, func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "ready", "status", "phase")
+		_ = unstructured.SetNestedField(u.Object, "red", "spec", "color")
+	})
+	if p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p != "ready" || u.GetGeneration() != 2 {
+		t.Fatalf("status update: phase %q generation %d", p, u.GetGeneration())
+	}
+	if c, _, _ := unstructured.NestedString(u.Object, "spec", "color"); c != "blue" {
+		t.Fatalf("a status update changed spec.color to %q", c)
+	}
+
+	// Schema violations: 422 with the field path.
+	_, err = s.Create(ctx, "default", "", widget("w2", "green"), &metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.color: Unsupported value: "green"`) {
+		t.Fatalf("enum violation: %v", err)
+	}
+
+	// Deleting the definition deletes the objects first, then stops serving.
+	if _, _, err := crds.Delete(ctx, "", "widgets.example.com", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "definition gone", func() bool {
+		_, err := crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	waitFor(t, "widgets not served", func() bool { return r.Resource(widgets) == nil })
+	if _, err := s.Get(ctx, "default", "w1", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("custom object outlived its definition: %v", err)
+	}
+}
+
+func TestCustomResourceDefinitionValidation(t *testing.T) {
+	r := newRegistry(t)
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	tests := []struct {
+		name   string
+		mutate func(c *apiextensionsv1.CustomResourceDefinition)
+		want   string
+	}{
+		{"name is not plural.group", func(c *apiextensionsv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" },
+			`metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group`},
+		{"no storage version", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Storage = false },
+			"must have exactly one version marked as storage version"},
+		{"two storage versions", func(c *apiextensionsv1.CustomResourceDefinition) {
+			v2 := *c.Spec.Versions[0].DeepCopy()
+			v2.Name = "v2"
+			c.Spec.Versions = append(c.Spec.Versions, v2)
+		}, "must have exactly one version marked as storage version"},
+		{"no schema", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Schema = nil },
+			"spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"},
+		{"not structural", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.Type = ""
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"},
+		{"group without a dot", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group, c.Name = "example", "widgets.example" },
+			"should be a domain with at least one dot"},
+		{"bad plural", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Plural, c.Name = "Widgets", "Widgets.example.com" },
+			"spec.names.plural: Invalid value: \"Widgets\""},
+		{"bad scope", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Scope = "Global" },
+			`spec.scope: Unsupported value: "Global"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := widgetCRD()
+			tt.mutate(c)
+			_, err := crds.Create(context.Background(), "", "", c, &metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want 422 with %q", err, tt.want)
+			}
+		})
+	}
+}
