@@ -174,7 +174,9 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 		}, "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"},
 		{"group without a dot", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group, c.Name = "example", "widgets.example" },
 			"should be a domain with at least one dot"},
-		{"bad plural", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Plural, c.Name = "Widgets", "Widgets.example.com" },
+		{"bad plural", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Names.Plural, c.Name = "Widgets", "Widgets.example.com"
+		},
 			"spec.names.plural: Invalid value: \"Widgets\""},
 		{"bad scope", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Scope = "Global" },
 			`spec.scope: Unsupported value: "Global"`},

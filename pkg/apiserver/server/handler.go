@@ -142,7 +142,9 @@ func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource
 	a.current.Store(&h)
 }
 
-func (a *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*a.current.Load()).ServeHTTP(w, r) }
+func (a *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*a.current.Load()).ServeHTTP(w, r)
+}
 
 // publicPath reports the health and version paths, which the in-flight limit does not
 // count. (Who may read them is RBAC's: system:public-info-viewer, bound to everyone.)
