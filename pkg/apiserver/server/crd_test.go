@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 )
@@ -310,5 +312,91 @@ func waitServed(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionReso
 			t.Fatalf("%v not served: %v", gvr, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCustomResourceTwoServers: a CRD created through one apiserver is served by another on
+// the same etcd (it learns it from its watch), in discovery too, and deleting it through the
+// second stops both.
+func TestCustomResourceTwoServers(t *testing.T) {
+	s1 := servertest.New(t, nil)
+	cfg, err := servertest.Config(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.EtcdServers = []string{s1.EtcdClient().Endpoints()[0]}
+	cfg.CertDir = s1.Certs().Dir
+	cfg.Kubeconfig = "-"
+	s2, err := servertest.Start(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Shutdown() })
+	rc1 := servertest.RestConfig(t, s1)
+	rc2 := rest.CopyConfig(rc1)
+	rc2.Host = s2.URL()
+	dyn1, dyn2 := dynamic.NewForConfigOrDie(rc1), dynamic.NewForConfigOrDie(rc2)
+	ctx := context.Background()
+
+	createCRD(t, dyn1, cronTabCRD)
+	start := time.Now()
+	waitServed(t, dyn2, cronTabs)
+	t.Logf("served by the second apiserver %v after the create through the first returned", time.Since(start))
+
+	disc := discovery.NewDiscoveryClientForConfigOrDie(rc2)
+	rl, err := disc.ServerResourcesForGroupVersion("stable.example.com/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, r := range rl.APIResources {
+		if r.Name == "crontabs" && r.Kind == "CronTab" && r.Namespaced && len(r.ShortNames) == 1 && r.ShortNames[0] == "ct" && len(r.Categories) == 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("discovery of the second apiserver: %+v", rl.APIResources)
+	}
+	groups, err := disc.ServerGroups() // aggregated discovery in client-go
+	if err != nil {
+		t.Fatal(err)
+	}
+	found = false
+	for _, g := range groups.Groups {
+		found = found || g.Name == "stable.example.com"
+	}
+	if !found {
+		t.Fatalf("group missing from /apis: %+v", groups.Groups)
+	}
+
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"image": "a"}}}
+	created, err := dyn2.Resource(cronTabs).Namespace("default").Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := dyn1.Resource(cronTabs).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+	if err != nil || got.GetResourceVersion() != created.GetResourceVersion() {
+		t.Fatalf("read through the first: %v %v", got, err)
+	}
+
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := dyn2.Resource(crdGVR).Delete(ctx, "crontabs.stable.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []dynamic.Interface{dyn1, dyn2} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := d.Resource(cronTabs).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details == nil {
+					break // the route's 404, not the object's
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still served: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }
