@@ -69,6 +69,13 @@ func (r *Registry) CustomResources() []*Resource {
 	return out
 }
 
+// customStorageResources returns the storage version of every served custom resource.
+func (r *Registry) customStorageResources() []*Resource {
+	r.custom.mu.RLock()
+	defer r.custom.mu.RUnlock()
+	return slices.Collect(maps.Values(r.custom.byGR))
+}
+
 func (r *Registry) customResource(gr schema.GroupResource) *Resource {
 	r.custom.mu.RLock()
 	defer r.custom.mu.RUnlock()

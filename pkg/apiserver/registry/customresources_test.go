@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,5 +191,77 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 				t.Fatalf("got %v, want 422 with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCustomResourceNamespaceCleanup: deleting a namespace deletes its custom objects too.
+func TestCustomResourceNamespaceCleanup(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	nss := store(r, "", "namespaces")
+	if _, err := nss.Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := r.Resource(widgets).Store
+	w := widget("w1", "red")
+	w.SetNamespace("doomed")
+	if _, err := s.Create(ctx, "doomed", "", w, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nss.Delete(ctx, "", "doomed", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "namespace gone", func() bool {
+		_, err := nss.Get(ctx, "", "doomed", &metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := s.Get(ctx, "doomed", "w1", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("custom object outlived its namespace: %v", err)
+	}
+}
+
+// TestCustomResourceVersions: every served version reads and writes the same objects
+// (conversion None rewrites apiVersion), stored in the storage version; an unserved
+// version is not served.
+func TestCustomResourceVersions(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crd := widgetCRD()
+	v2 := *crd.Spec.Versions[0].DeepCopy()
+	v2.Name, v2.Storage = "v2", false
+	v3 := *v2.DeepCopy()
+	v3.Name, v3.Served = "v3", false
+	crd.Spec.Versions = append(crd.Spec.Versions, v2, v3)
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(ctx, "", "", crd, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	var byVersion = map[string]*registry.Store{}
+	for _, res := range r.CustomResources() {
+		byVersion[res.Store.Kind().Version] = res.Store
+	}
+	if len(byVersion) != 2 || byVersion["v1"] == nil || byVersion["v2"] == nil {
+		t.Fatalf("served versions %v, want v1 and v2", byVersion)
+	}
+	w := widget("w1", "red")
+	w.SetAPIVersion("example.com/v2")
+	if _, err := byVersion["v2"].Create(ctx, "default", "", w, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := byVersion["v1"].Get(ctx, "default", "w1", &metav1.GetOptions{})
+	if err != nil || got.GetObjectKind().GroupVersionKind().Version != "v1" {
+		t.Fatalf("read as v1: %v %v", got, err)
+	}
+	list, err := byVersion["v2"].List(ctx, "default", &metav1.ListOptions{})
+	if err != nil || len(list.(*unstructured.UnstructuredList).Items) != 1 || list.(*unstructured.UnstructuredList).Items[0].GetAPIVersion() != "example.com/v2" {
+		t.Fatalf("list as v2: %v %v", list, err)
+	}
+	resp, err := r.EtcdClientForTest().Get(ctx, "/registry/example.com/widgets/default/w1")
+	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"apiVersion":"example.com/v1"`) {
+		t.Fatalf("stored value %v %v: want JSON in the storage version v1", resp, err)
 	}
 }

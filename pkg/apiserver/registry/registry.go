@@ -273,7 +273,7 @@ func (r *Registry) Start(ctx context.Context) error {
 // serves, and returns how many it found and how many of those are still there, waiting for
 // a graceful deletion to be confirmed (a pod's node agent).
 func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found, pending int, err error) {
-	for _, res := range append(slices.Clip(r.Resources), r.CustomResources()...) {
+	for _, res := range append(slices.Clip(r.Resources), r.customStorageResources()...) {
 		if !res.Store.kind.Namespaced {
 			continue
 		}
