@@ -481,6 +481,9 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	if err != nil {
 		return nil, err
 	}
+	if data, err := json.Marshal(v.Schema.OpenAPIV3Schema); err == nil {
+		_ = json.Unmarshal(data, &k.OpenAPISchema)
+	}
 	ss, err := structuralschema.NewStructural(internal)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,9 @@ type Kind struct {
 	// UnknownFields, when set, lists the paths of the fields a custom resource's schema does
 	// not know (pruned; fieldValidation=Strict refuses them).
 	UnknownFields func(obj map[string]any) []string
+	// OpenAPISchema is a custom resource's openAPIV3Schema as decoded JSON, for the OpenAPI
+	// documents.
+	OpenAPISchema map[string]any
 	structural    *structuralschema.Structural // a custom resource's schema, for defaulting on read
 }
 

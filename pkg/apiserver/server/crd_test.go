@@ -122,6 +122,10 @@ func TestCustomResourceDefinitionKubectl(t *testing.T) {
 		contains(t, k.ok("get", "all"), "crontab.stable.example.com/my-cron")
 	})
 
+	t.Run("explain", func(t *testing.T) {
+		contains(t, k.ok("explain", "crontabs.spec"), "KIND:", "CronTab", "cronSpec", "replicas", "<integer>")
+	})
+
 	t.Run("merge patch, label, scale", func(t *testing.T) {
 		k.ok("patch", "ct", "my-cron", "--type=merge", "-p", `{"spec":{"image":"my-image:2"}}`)
 		k.ok("label", "ct", "my-cron", "tier=batch")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -48,6 +49,9 @@ func OpenAPIResources(res []endpoints.Resource) []openapi.Resource {
 		if l, ok := r.Storage.(registry.Lister); ok {
 			o.List = l.NewList()
 		}
+		if d, ok := r.Storage.(interface{ Definition() *registry.Kind }); ok {
+			o.Schema = d.Definition().OpenAPISchema // a custom resource's
+		}
 		for s, st := range r.Subresources {
 			if _, proxy := st.(registry.Connecter); proxy {
 				continue // upstream's OpenAPI describes these with connect operations; hacp does not serve them
@@ -78,19 +82,18 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	res = append(res, s.authnResources()...)
 	res = append(res, s.authz.Resources()...)
-	api := &apiHandler{}
-	// The routes and discovery documents are built again whenever the custom resources
-	// served change, and swapped in while serving.
-	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop) })
-	api.rebuild(s.registry, res, s.watchStop)
-
-	mux := http.NewServeMux()
 	spec, err := openapi.New(OpenAPIResources(res))
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: openapi: %w", err)
 	}
-	oa := spec.Handler()
-	mux.Handle("/openapi/", oa)
+	api := &apiHandler{openapi: openapi.NewService(spec), log: s.log}
+	// The routes, discovery and OpenAPI documents are built again whenever the custom
+	// resources served change, and swapped in while serving.
+	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop) })
+	api.rebuild(s.registry, res, s.watchStop)
+
+	mux := http.NewServeMux()
+	mux.Handle("/openapi/", api.openapi)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(VersionInfo())
@@ -113,20 +116,35 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	return withGrownStack(recoverPanics(withRequestInfo(h))), nil
 }
 
-// apiHandler serves the API routes and discovery documents of the resources served now:
-// the built-in ones and those of the established CustomResourceDefinitions.
+// apiHandler serves the API routes, discovery and OpenAPI documents of the resources served
+// now: the built-in ones and those of the established CustomResourceDefinitions.
 type apiHandler struct {
 	mu      sync.Mutex // serialises rebuilds
 	current atomic.Pointer[http.Handler]
+	openapi *openapi.Service
+	log     *slog.Logger
+	// hadCustom: the OpenAPI documents describe custom resources.
+	hadCustom bool
 }
 
-// rebuild installs the routes and discovery of static and of the custom resources served now.
+// rebuild installs the routes, discovery and OpenAPI documents of static and of the custom
+// resources served now.
 func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource, stop func() <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	res := slices.Clip(static)
-	for _, r := range reg.CustomResources() {
+	custom := reg.CustomResources()
+	for _, r := range custom {
 		res = append(res, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
+	}
+	if len(custom) > 0 || a.hadCustom {
+		a.hadCustom = len(custom) > 0
+		spec, err := openapi.New(OpenAPIResources(res))
+		if err != nil {
+			a.log.Error("openapi documents not rebuilt for the custom resources", "err", err)
+		} else {
+			a.openapi.Update(spec)
+		}
 	}
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
