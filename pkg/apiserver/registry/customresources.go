@@ -470,6 +470,14 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		Status:  v.Subresources != nil && v.Subresources.Status != nil,
 	}
 	k.Strategy.GenerationOnSpec = true
+	if crd.DeletionTimestamp != nil {
+		gr := k.GroupResource()
+		k.Strategy.BeginCreate = func() error {
+			err := apierrors.NewMethodNotSupported(gr, "create")
+			err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+			return err
+		}
+	}
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		k.Scale = customScale(v.Subresources.Scale)
 	}

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,8 +136,31 @@ func TestCustomResourceLifecycle(t *testing.T) {
 		t.Fatalf("enum violation: %v", err)
 	}
 
-	// Deleting the definition deletes the objects first, then stops serving.
+	// Deleting the definition deletes the objects first (a finalizer holds one, and with it
+	// the definition, which refuses creates meanwhile), then stops serving.
+	held := widget("held", "red")
+	held.SetFinalizers([]string{"example.com/hold"})
+	if _, err := s.Create(ctx, "default", "", held, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := crds.Delete(ctx, "", "widgets.example.com", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "creates refused", func() bool {
+		_, err := r.Resource(widgets).Store.Create(ctx, "default", "", widget("w3", "red"), &metav1.CreateOptions{})
+		return apierrors.IsMethodNotSupported(err) && strings.Contains(err.Error(), "create not allowed while custom resource definition is terminating")
+	})
+	got, err = crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd := got.(*apiextensionsv1.CustomResourceDefinition); !slices.Contains(crd.Finalizers, registry.CRDCleanupFinalizer) {
+		t.Fatalf("finalizers %v", crd.Finalizers)
+	}
+	if _, _, err := s.Update(ctx, "default", "held", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		cur.(*unstructured.Unstructured).SetFinalizers(nil)
+		return cur, nil
+	}, &metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "definition gone", func() bool {

@@ -60,6 +60,9 @@ type Strategy struct {
 	// CheckDelete refuses a deletion before anything is read (upstream's admission rules,
 	// e.g. the standard namespaces may not be deleted).
 	CheckDelete func(ns, name string) error
+	// BeginCreate, when set, may refuse any create before anything else is looked at (the
+	// custom resources of a definition being deleted).
+	BeginCreate func() error
 	// DeletionFinalizers, when set, returns the finalizers an object being deleted carries
 	// given those it has (a CustomResourceDefinition adds its cleanup finalizer).
 	DeletionFinalizers func(obj runtime.Object, finalizers []string) []string
@@ -341,6 +344,11 @@ func (s *Store) invalid(name string, errs field.ErrorList) error {
 
 // Create stores a new object.
 func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	if s.kind.Strategy.BeginCreate != nil {
+		if err := s.kind.Strategy.BeginCreate(); err != nil {
+			return nil, err
+		}
+	}
 	a, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
