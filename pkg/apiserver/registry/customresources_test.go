@@ -288,4 +288,23 @@ func TestCustomResourceVersions(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"apiVersion":"example.com/v1"`) {
 		t.Fatalf("stored value %v %v: want JSON in the storage version v1", resp, err)
 	}
+
+	// Updating the definition updates what is served: v3 now served, a short name added.
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	if _, _, err := crds.Update(ctx, "", "widgets.example.com", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*apiextensionsv1.CustomResourceDefinition)
+		c.Spec.Versions[2].Served = true
+		c.Spec.Names.ShortNames = []string{"wd"}
+		return c, nil
+	}, &metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "v3 served with the short name", func() bool {
+		for _, res := range r.CustomResources() {
+			if res.Store.Kind().Version == "v3" && slices.Equal(res.Store.Names().ShortNames, []string{"wd"}) {
+				return true
+			}
+		}
+		return false
+	})
 }
