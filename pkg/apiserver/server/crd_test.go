@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hacp/hacp/internal/testenv"
+	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 )
@@ -123,7 +124,16 @@ func TestCustomResourceDefinitionKubectl(t *testing.T) {
 	})
 
 	t.Run("explain", func(t *testing.T) {
-		contains(t, k.ok("explain", "crontabs.spec"), "KIND:", "CronTab", "cronSpec", "replicas", "<integer>")
+		// The OpenAPI documents follow the routes (they take longer to build): poll.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out, _, err := k.run("explain", "crontabs.spec")
+			if err == nil || time.Now().After(deadline) {
+				contains(t, out, "KIND:", "CronTab", "cronSpec", "replicas", "<integer>")
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 
 	t.Run("merge patch, label, scale", func(t *testing.T) {
@@ -319,34 +329,54 @@ func waitServed(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionReso
 	}
 }
 
-// TestCustomResourceTwoServers: a CRD created through one apiserver is served by another on
-// the same etcd (it learns it from its watch), in discovery too, and deleting it through the
-// second stops both.
-func TestCustomResourceTwoServers(t *testing.T) {
-	s1 := servertest.New(t, nil)
-	cfg, err := servertest.Config(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+// TestCustomResourceThreeMasters: on three masters (each apiserver with its own member of one
+// etcd cluster), a CRD created through master 1 is served and discovered by masters 2 and 3
+// (they learn it from their watch), and deleting it through master 2 stops all three.
+func TestCustomResourceThreeMasters(t *testing.T) {
+	var cfgs []*server.Config
+	var cluster string
+	for i := range 3 {
+		cfg, err := servertest.Config(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EtcdName = fmt.Sprintf("master%d", i)
+		cfgs = append(cfgs, cfg)
+		if i > 0 {
+			cluster += ","
+		}
+		cluster += cfg.EtcdName + "=" + cfg.EtcdListenPeerURL
 	}
-	cfg.EtcdServers = []string{s1.EtcdClient().Endpoints()[0]}
-	cfg.CertDir = s1.Certs().Dir
-	cfg.Kubeconfig = "-"
-	s2, err := servertest.Start(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
+	servers := make([]*server.Server, 3)
+	errs := make(chan error, 3)
+	for i, cfg := range cfgs {
+		cfg.EtcdInitialCluster = cluster
+		go func() {
+			s, err := servertest.Start(cfg, nil)
+			servers[i] = s
+			errs <- err
+		}()
 	}
-	t.Cleanup(func() { _ = s2.Shutdown() })
-	rc1 := servertest.RestConfig(t, s1)
-	rc2 := rest.CopyConfig(rc1)
-	rc2.Host = s2.URL()
-	dyn1, dyn2 := dynamic.NewForConfigOrDie(rc1), dynamic.NewForConfigOrDie(rc2)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dyns []dynamic.Interface
+	for _, s := range servers {
+		t.Cleanup(func() { _ = s.Shutdown() })
+		dyns = append(dyns, dynamic.NewForConfigOrDie(servertest.RestConfig(t, s)))
+	}
 	ctx := context.Background()
 
-	createCRD(t, dyn1, cronTabCRD)
+	createCRD(t, dyns[0], cronTabCRD)
 	start := time.Now()
-	waitServed(t, dyn2, cronTabs)
-	t.Logf("served by the second apiserver %v after the create through the first returned", time.Since(start))
+	for i, d := range dyns {
+		waitServed(t, d, cronTabs)
+		t.Logf("served by master %d %v after the create through master 1 returned", i+1, time.Since(start))
+	}
 
+	rc2 := servertest.RestConfig(t, servers[2])
 	disc := discovery.NewDiscoveryClientForConfigOrDie(rc2)
 	rl, err := disc.ServerResourcesForGroupVersion("stable.example.com/v1")
 	if err != nil {
@@ -359,7 +389,7 @@ func TestCustomResourceTwoServers(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("discovery of the second apiserver: %+v", rl.APIResources)
+		t.Fatalf("discovery of master 3: %+v", rl.APIResources)
 	}
 	groups, err := disc.ServerGroups() // aggregated discovery in client-go
 	if err != nil {
@@ -372,6 +402,7 @@ func TestCustomResourceTwoServers(t *testing.T) {
 	if !found {
 		t.Fatalf("group missing from /apis: %+v", groups.Groups)
 	}
+	dyn1, dyn2 := dyns[0], dyns[1]
 
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "stable.example.com/v1", "kind": "CronTab",
 		"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"image": "a"}}}
@@ -388,7 +419,7 @@ func TestCustomResourceTwoServers(t *testing.T) {
 	if err := dyn2.Resource(crdGVR).Delete(ctx, "crontabs.stable.example.com", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []dynamic.Interface{dyn1, dyn2} {
+	for _, d := range dyns {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, err := d.Resource(cronTabs).Namespace("default").Get(ctx, "x", metav1.GetOptions{})

@@ -137,15 +137,6 @@ func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource
 	for _, r := range custom {
 		res = append(res, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
 	}
-	if len(custom) > 0 || a.hadCustom {
-		a.hadCustom = len(custom) > 0
-		spec, err := openapi.New(OpenAPIResources(res))
-		if err != nil {
-			a.log.Error("openapi documents not rebuilt for the custom resources", "err", err)
-		} else {
-			a.openapi.Update(spec)
-		}
-	}
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
@@ -158,6 +149,16 @@ func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource
 	mux.Handle("/", container)
 	var h http.Handler = mux
 	a.current.Store(&h)
+	// The OpenAPI documents after the routes: building them is the slow part.
+	if len(custom) > 0 || a.hadCustom {
+		a.hadCustom = len(custom) > 0
+		spec, err := openapi.New(OpenAPIResources(res))
+		if err != nil {
+			a.log.Error("openapi documents not rebuilt for the custom resources", "err", err)
+		} else {
+			a.openapi.Update(spec)
+		}
+	}
 }
 
 func (a *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
