@@ -160,8 +160,8 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 		if !crdEstablished(crd) {
 			continue
 		}
-		if prev := old[name]; prev != nil && prev.ResourceVersion == crd.ResourceVersion && r.custom.served[name] != nil {
-			continue
+		if prev := old[name]; prev != nil && servedEqual(prev, crd) && r.custom.served[name] != nil {
+			continue // a status-only change: what is served stays
 		}
 		res, err := r.customResourcesFor(crd)
 		if err != nil {
@@ -178,11 +178,6 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 	}
 	hooks := slices.Clone(r.custom.onChange)
 	r.custom.mu.Unlock()
-	if changed {
-		for _, fn := range hooks {
-			fn()
-		}
-	}
 	for _, crd := range defs {
 		if crd.DeletionTimestamp != nil {
 			r.cleanupCRD(crd.Name)
@@ -192,6 +187,24 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 			r.setCRDStatus(ctx, crd.Name, defs)
 		}
 	}
+	if changed {
+		for _, fn := range hooks {
+			fn()
+		}
+	}
+}
+
+// servedEqual reports whether two states of a definition serve the same: its spec, accepted
+// names and whether it is being deleted.
+func servedEqual(a, b *apiextensionsv1.CustomResourceDefinition) bool {
+	type served struct {
+		Spec     apiextensionsv1.CustomResourceDefinitionSpec
+		Names    apiextensionsv1.CustomResourceDefinitionNames
+		Deleting bool
+	}
+	ja, _ := json.Marshal(served{a.Spec, a.Status.AcceptedNames, a.DeletionTimestamp != nil})
+	jb, _ := json.Marshal(served{b.Spec, b.Status.AcceptedNames, b.DeletionTimestamp != nil})
+	return string(ja) == string(jb)
 }
 
 func statusEqual(a, b apiextensionsv1.CustomResourceDefinitionStatus) bool {

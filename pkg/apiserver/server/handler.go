@@ -125,6 +125,10 @@ type apiHandler struct {
 	log     *slog.Logger
 	// hadCustom: the OpenAPI documents describe custom resources.
 	hadCustom bool
+	// openapiPending are the resources of a change the OpenAPI documents do not show yet;
+	// openapiBuilding: a goroutine builds them.
+	openapiPending  []endpoints.Resource
+	openapiBuilding bool
 }
 
 // rebuild installs the routes, discovery and OpenAPI documents of static and of the custom
@@ -149,15 +153,36 @@ func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource
 	mux.Handle("/", container)
 	var h http.Handler = mux
 	a.current.Store(&h)
-	// The OpenAPI documents after the routes: building them is the slow part.
+	// The OpenAPI documents after the routes, in the background: building them is the slow
+	// part; changes meanwhile are coalesced into one more build.
 	if len(custom) > 0 || a.hadCustom {
 		a.hadCustom = len(custom) > 0
+		a.openapiPending = res
+		if !a.openapiBuilding {
+			a.openapiBuilding = true
+			go a.buildOpenAPI()
+		}
+	}
+}
+
+// buildOpenAPI builds the OpenAPI documents for the latest resources until none are pending.
+func (a *apiHandler) buildOpenAPI() {
+	for {
+		a.mu.Lock()
+		res := a.openapiPending
+		a.openapiPending = nil
+		if res == nil {
+			a.openapiBuilding = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
 		spec, err := openapi.New(OpenAPIResources(res))
 		if err != nil {
 			a.log.Error("openapi documents not rebuilt for the custom resources", "err", err)
-		} else {
-			a.openapi.Update(spec)
+			continue
 		}
+		a.openapi.Update(spec)
 	}
 }
 
