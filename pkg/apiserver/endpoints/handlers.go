@@ -7,12 +7,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -107,7 +110,43 @@ func (s *scope) decodeBody(w http.ResponseWriter, r *http.Request) (runtime.Obje
 	if err != nil {
 		return nil, err
 	}
-	return decodeObject(w, r, data, s.kind, s.storage.New)
+	return s.decodeJSON(w, r, data)
+}
+
+// decodeJSON decodes a JSON body for this scope; fields a custom resource's schema does not
+// know are refused with fieldValidation=Strict, reported as warnings with Warn (the
+// default) and pruned either way, as upstream.
+func (s *scope) decodeJSON(w http.ResponseWriter, r *http.Request, data []byte) (runtime.Object, error) {
+	obj, err := decodeObject(w, r, data, s.kind, s.storage.New)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	d, isStore := s.storage.(interface{ Definition() *registry.Kind })
+	if !ok || !isStore || d.Definition().UnknownFields == nil {
+		return obj, nil
+	}
+	unknown := d.Definition().UnknownFields(u.Object)
+	if s.subresource == "status" {
+		unknown = slices.DeleteFunc(unknown, func(p string) bool { return !strings.HasPrefix(p, "status") })
+	}
+	if len(unknown) == 0 {
+		return obj, nil
+	}
+	validation, _ := fieldValidation(r)
+	msgs := make([]string, len(unknown))
+	for i, p := range unknown {
+		msgs[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	switch validation {
+	case "Strict":
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	case "Warn":
+		for _, m := range msgs {
+			addWarning(w, m)
+		}
+	}
+	return obj, nil
 }
 
 func checkOptions(dryRun []string, fieldManager string) error {
@@ -242,7 +281,7 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
 		}
-		obj, err := decodeObject(w, r, patched, s.kind, s.storage.New)
+		obj, err := s.decodeJSON(w, r, patched)
 		if err != nil {
 			if st, ok := err.(apierrors.APIStatus); ok && st.Status().Code == http.StatusBadRequest {
 				return nil, apierrors.NewBadRequest(st.Status().Message)

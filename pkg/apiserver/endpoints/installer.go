@@ -1,12 +1,14 @@
 package endpoints
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"sort"
 
 	restful "github.com/emicklei/go-restful/v3"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/tableconvert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,8 +113,12 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 	has := func(v string) bool { return slices.Contains(verbs, v) }
 	plural := r.Names.Plural
 
+	printer := customPrinter(r.Storage)
 	route := func(method, path string, h func(w http.ResponseWriter, req *restful.Request)) {
 		ws.Route(ws.Method(method).Path(path).Produces("*/*").To(func(req *restful.Request, resp *restful.Response) {
+			if printer != nil {
+				req.Request = req.Request.WithContext(context.WithValue(req.Request.Context(), printerKey{}, printer))
+			}
 			h(resp.ResponseWriter, req)
 		}).Operation(method + " " + path))
 	}
@@ -214,6 +220,33 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 			})
 		}
 	}
+}
+
+// printerKey is the request context key of a custom resource's Table printer.
+type printerKey struct{}
+
+// customPrinter is the Table printer of a custom resource's additionalPrinterColumns (Age
+// when it has none, as upstream), or nil for other storages.
+func customPrinter(st registry.Storage) *tableconvert.Printer {
+	d, ok := st.(interface{ Definition() *registry.Kind })
+	if !ok {
+		return nil
+	}
+	if _, custom := st.New().(*unstructured.Unstructured); !custom {
+		return nil
+	}
+	cols := []tableconvert.Column{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
+	if pc := d.Definition().PrinterColumns; len(pc) > 0 {
+		cols = cols[:0]
+		for _, c := range pc {
+			cols = append(cols, tableconvert.Column{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority, JSONPath: c.JSONPath})
+		}
+	}
+	p, err := tableconvert.NewPrinter(cols)
+	if err != nil {
+		return nil // the definition's validation refused it; NAME and AGE then
+	}
+	return p
 }
 
 // NotFoundHandler answers unknown paths and methods with upstream's Status.

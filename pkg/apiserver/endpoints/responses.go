@@ -102,7 +102,11 @@ func (o output) transform(r *http.Request, obj runtime.Object) (runtime.Object, 
 		default:
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata or Object, not %q", opts.IncludeObject))
 		}
-		t, err := tableconvert.ToTable(obj, opts)
+		convert := tableconvert.ToTable
+		if p, ok := r.Context().Value(printerKey{}).(*tableconvert.Printer); ok {
+			convert = p.ToTable
+		}
+		t, err := convert(obj, opts)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -138,13 +142,7 @@ func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	}
 	// Through the accessor, so typed and unstructured objects give the same answer.
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
-	m := &p.ObjectMeta
-	m.Name, m.GenerateName, m.Namespace = a.GetName(), a.GetGenerateName(), a.GetNamespace()
-	m.UID, m.ResourceVersion, m.Generation = a.GetUID(), a.GetResourceVersion(), a.GetGeneration()
-	m.CreationTimestamp, m.DeletionTimestamp = a.GetCreationTimestamp(), a.GetDeletionTimestamp()
-	m.DeletionGracePeriodSeconds = a.GetDeletionGracePeriodSeconds()
-	m.Labels, m.Annotations = a.GetLabels(), a.GetAnnotations()
-	m.OwnerReferences, m.Finalizers, m.ManagedFields = a.GetOwnerReferences(), a.GetFinalizers(), a.GetManagedFields()
+	p.ObjectMeta = *meta.AsPartialObjectMetadata(a).ObjectMeta.DeepCopy()
 	return p, nil
 }
 

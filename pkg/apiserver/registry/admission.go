@@ -15,9 +15,19 @@ import (
 // admittedCreater, and not the writes of the main kind that serving it makes.
 var objectSubresources = map[string]bool{"binding": true, "eviction": true, "token": true}
 
-// SetAdmission installs the admission chain on every store and on the subresources whose
-// body is an object of its own. Call it before serving, after every subresource is added.
+// SetAdmission installs the admission chain on every store, custom resources' included, and
+// on the subresources whose body is an object of its own. Call it before serving, after every
+// subresource is added.
 func (r *Registry) SetAdmission(chain admission.Interface) {
+	// Custom resources: those served already, and (through r.admission) those served later.
+	r.custom.mu.Lock()
+	r.admission.Store(&admissionChain{chain})
+	for _, list := range r.custom.served {
+		for _, res := range list {
+			res.Store.adm.Store(&admissionChain{chain})
+		}
+	}
+	r.custom.mu.Unlock()
 	for _, res := range r.Resources {
 		res.Store.adm.Store(&admissionChain{chain})
 		for name, sub := range res.Subresources {

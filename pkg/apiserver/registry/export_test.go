@@ -1,6 +1,7 @@
 package registry
 
 import (
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -13,3 +14,6 @@ func DecodeRangeAllocation(data []byte, into *corev1.RangeAllocation) error {
 	}
 	return codec.Decode(data, into)
 }
+
+// EtcdClientForTest is the registry's etcd client.
+func (r *Registry) EtcdClientForTest() *clientv3.Client { return r.client }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
@@ -51,6 +53,10 @@ type Registry struct {
 
 	sessMu sync.Mutex
 	sess   *concurrency.Session // holds this process's namespace cleanup locks
+
+	custom customResources // served for CustomResourceDefinitions
+
+	admission atomic.Pointer[admissionChain] // SetAdmission's, for stores made later (custom resources)
 }
 
 // Config configures the registry.
@@ -88,6 +94,7 @@ func Kinds() []*Kind {
 		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
 		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
 		rolesKind(), roleBindingsKind(), clusterRolesKind(), clusterRoleBindingsKind(),
+		customResourceDefinitionsKind(),
 	}, nonWorkloadKinds()...)
 }
 
@@ -176,8 +183,13 @@ func (r *Registry) RepairServices(ctx context.Context) error {
 	return r.serviceAlloc.Repair(ctx, r.byGR[servicesGR].Store)
 }
 
-// Resource returns the resource for gr, or nil.
-func (r *Registry) Resource(gr schema.GroupResource) *Resource { return r.byGR[gr] }
+// Resource returns the resource for gr (a custom resource: its storage version), or nil.
+func (r *Registry) Resource(gr schema.GroupResource) *Resource {
+	if res := r.byGR[gr]; res != nil {
+		return res
+	}
+	return r.customResource(gr)
+}
 
 func (r *Registry) namespaces() *Store {
 	return r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
@@ -219,8 +231,9 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(2)
+	r.wg.Add(3)
 	go r.watchNamespaces(ctx)
+	go r.watchCRDs(ctx)
 	go func() {
 		defer r.wg.Done()
 		<-ctx.Done()
@@ -262,7 +275,7 @@ func (r *Registry) Start(ctx context.Context) error {
 // serves, and returns how many it found and how many of those are still there, waiting for
 // a graceful deletion to be confirmed (a pod's node agent).
 func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found, pending int, err error) {
-	for _, res := range r.Resources {
+	for _, res := range append(slices.Clip(r.Resources), r.customStorageResources()...) {
 		if !res.Store.kind.Namespaced {
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func newRegistry(t *testing.T) *registry.Registry {
+func newRegistry(t testing.TB) *registry.Registry {
 	t.Helper()
 	c := etcdtest.Client(t)
 	r := registry.New(c, registry.Config{})

@@ -27,6 +27,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +46,7 @@ func init() {
 		admissionregistrationv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
 		eventsv1.AddToScheme, flowcontrolv1.AddToScheme, networkingv1.AddToScheme,
 		nodev1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}

@@ -7,17 +7,21 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,6 +68,12 @@ type Strategy struct {
 	// CheckDelete refuses a deletion before anything is read (upstream's admission rules,
 	// e.g. the standard namespaces may not be deleted).
 	CheckDelete func(ns, name string) error
+	// BeginCreate, when set, may refuse any create before anything else is looked at (the
+	// custom resources of a definition being deleted).
+	BeginCreate func() error
+	// DeletionFinalizers, when set, returns the finalizers an object being deleted carries
+	// given those it has (a CustomResourceDefinition adds its cleanup finalizer).
+	DeletionFinalizers func(obj runtime.Object, finalizers []string) []string
 }
 
 // Kind defines a resource: a built-in one is one small file filling this in.
@@ -81,6 +91,15 @@ type Kind struct {
 	// StorageOf, when set, serves this kind from another kind's storage by conversion
 	// (autoscaling/v1 HorizontalPodAutoscalers live in etcd as autoscaling/v2).
 	StorageOf *Conversion
+	// PrinterColumns are a custom resource's additionalPrinterColumns, for its Table.
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
+	// UnknownFields, when set, lists the paths of the fields a custom resource's schema does
+	// not know (pruned; fieldValidation=Strict refuses them).
+	UnknownFields func(obj map[string]any) []string
+	// OpenAPISchema is a custom resource's openAPIV3Schema as decoded JSON, for the OpenAPI
+	// documents.
+	OpenAPISchema map[string]any
+	structural    *structuralschema.Structural // a custom resource's schema, for defaulting on read
 }
 
 // Store is the generic store of one kind on top of storage.Interface.
@@ -336,6 +355,11 @@ func (s *Store) invalid(name string, errs field.ErrorList) error {
 
 // Create stores a new object.
 func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	if s.kind.Strategy.BeginCreate != nil {
+		if err := s.kind.Strategy.BeginCreate(); err != nil {
+			return nil, err
+		}
+	}
 	a, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -766,6 +790,9 @@ var (
 func (s *Store) deletion(cur runtime.Object, opts *metav1.DeleteOptions) (finalizers []string, grace int64, now bool) {
 	ca, _ := meta.Accessor(cur)
 	finalizers = deletionFinalizers(ca.GetFinalizers(), opts)
+	if s.kind.Strategy.DeletionFinalizers != nil {
+		finalizers = s.kind.Strategy.DeletionFinalizers(cur, finalizers)
+	}
 	if s.kind.Strategy.GracePeriod != nil {
 		grace = s.kind.Strategy.GracePeriod(cur, opts)
 	}
@@ -857,8 +884,23 @@ func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.De
 	return list, nil
 }
 
-// copyField sets dst.<name> = src.<name> for two pointers to the same struct type.
+// copyField sets dst.<name> = src.<name> for two pointers to the same struct type; for
+// unstructured objects (custom resources) it copies the top-level field of the lowercased
+// name ("Status": .status), or removes it when src has none.
 func copyField(dst, src runtime.Object, name string) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		su, ok := src.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		key := strings.ToLower(name[:1]) + name[1:]
+		if v, ok := su.Object[key]; ok {
+			du.Object[key] = runtime.DeepCopyJSONValue(v)
+		} else {
+			delete(du.Object, key)
+		}
+		return
+	}
 	dv := reflect.ValueOf(dst).Elem()
 	sv := reflect.ValueOf(src).Elem()
 	if dv.Type() != sv.Type() {
@@ -871,7 +913,32 @@ func copyField(dst, src runtime.Object, name string) {
 	}
 }
 
+// fieldEqual compares a.<name> and b.<name>. For unstructured objects "Spec" means
+// everything but metadata and status, as upstream bumps a custom resource's generation on
+// any such change.
 func fieldEqual(a, b runtime.Object, name string) bool {
+	if au, ok := a.(*unstructured.Unstructured); ok {
+		bu, ok := b.(*unstructured.Unstructured)
+		if !ok {
+			return false
+		}
+		if name != "Spec" {
+			key := strings.ToLower(name[:1]) + name[1:]
+			return apiequality.Semantic.DeepEqual(au.Object[key], bu.Object[key])
+		}
+		strip := func(m map[string]any) map[string]any {
+			out := make(map[string]any, len(m))
+			for k, v := range m {
+				switch k {
+				case "metadata", "status", "apiVersion", "kind":
+				default:
+					out[k] = v
+				}
+			}
+			return out
+		}
+		return apiequality.Semantic.DeepEqual(strip(au.Object), strip(bu.Object))
+	}
 	av := reflect.ValueOf(a).Elem().FieldByName(name)
 	bv := reflect.ValueOf(b).Elem().FieldByName(name)
 	if !av.IsValid() || !bv.IsValid() {

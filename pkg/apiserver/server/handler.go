@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -47,6 +50,9 @@ func OpenAPIResources(res []endpoints.Resource) []openapi.Resource {
 		if l, ok := r.Storage.(registry.Lister); ok {
 			o.List = l.NewList()
 		}
+		if d, ok := r.Storage.(interface{ Definition() *registry.Kind }); ok {
+			o.Schema = d.Definition().OpenAPISchema // a custom resource's
+		}
 		for s, st := range r.Subresources {
 			if _, proxy := st.(registry.Connecter); proxy {
 				continue // upstream's OpenAPI describes these with connect operations; hacp does not serve them
@@ -77,22 +83,18 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	res = append(res, s.authnResources()...)
 	res = append(res, s.authz.Resources()...)
-	container := restful.NewContainer()
-	container.ServiceErrorHandler(endpoints.NotFoundHandler)
-	container.DoNotRecover(true)
-	(&endpoints.Installer{Stop: s.watchStop}).Install(container, res)
-	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
-
-	mux := http.NewServeMux()
-	disc := endpoints.NewDiscovery(res)
-	disc.Precompute()
-	disc.Install(mux)
 	spec, err := openapi.New(OpenAPIResources(res))
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: openapi: %w", err)
 	}
-	oa := spec.Handler()
-	mux.Handle("/openapi/", oa)
+	api := &apiHandler{openapi: openapi.NewService(spec), log: s.log}
+	// The routes, discovery and OpenAPI documents are built again whenever the custom
+	// resources served change, and swapped in while serving.
+	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop) })
+	api.rebuild(s.registry, res, s.watchStop)
+
+	mux := http.NewServeMux()
+	mux.Handle("/openapi/", api.openapi)
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(VersionInfo())
@@ -104,7 +106,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 	s.installAuthn(mux)
 	mux.Handle("GET /metrics", s.metrics.Handler())
-	mux.Handle("/", container)
+	mux.Handle("/", api)
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
@@ -114,6 +116,80 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = s.authenticate(h, s.auditor.WithFailedAuthentication(http.HandlerFunc(unauthorized)))
 	h = s.metrics.instrument(h)
 	return withGrownStack(recoverPanics(audit.WithAuditID(withRequestInfo(h)))), nil
+}
+
+// apiHandler serves the API routes, discovery and OpenAPI documents of the resources served
+// now: the built-in ones and those of the established CustomResourceDefinitions.
+type apiHandler struct {
+	mu      sync.Mutex // serialises rebuilds
+	current atomic.Pointer[http.Handler]
+	openapi *openapi.Service
+	log     *slog.Logger
+	// hadCustom: the OpenAPI documents describe custom resources.
+	hadCustom bool
+	// openapiPending are the resources of a change the OpenAPI documents do not show yet;
+	// openapiBuilding: a goroutine builds them.
+	openapiPending  []endpoints.Resource
+	openapiBuilding bool
+}
+
+// rebuild installs the routes, discovery and OpenAPI documents of static and of the custom
+// resources served now.
+func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource, stop func() <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res := slices.Clip(static)
+	custom := reg.CustomResources()
+	for _, r := range custom {
+		res = append(res, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
+	}
+	container := restful.NewContainer()
+	container.ServiceErrorHandler(endpoints.NotFoundHandler)
+	container.DoNotRecover(true)
+	(&endpoints.Installer{Stop: stop}).Install(container, res)
+	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
+	mux := http.NewServeMux()
+	disc := endpoints.NewDiscovery(res)
+	disc.Precompute()
+	disc.Install(mux)
+	mux.Handle("/", container)
+	var h http.Handler = mux
+	a.current.Store(&h)
+	// The OpenAPI documents after the routes, in the background: building them is the slow
+	// part; changes meanwhile are coalesced into one more build.
+	if len(custom) > 0 || a.hadCustom {
+		a.hadCustom = len(custom) > 0
+		a.openapiPending = res
+		if !a.openapiBuilding {
+			a.openapiBuilding = true
+			go a.buildOpenAPI()
+		}
+	}
+}
+
+// buildOpenAPI builds the OpenAPI documents for the latest resources until none are pending.
+func (a *apiHandler) buildOpenAPI() {
+	for {
+		a.mu.Lock()
+		res := a.openapiPending
+		a.openapiPending = nil
+		if res == nil {
+			a.openapiBuilding = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		spec, err := openapi.New(OpenAPIResources(res))
+		if err != nil {
+			a.log.Error("openapi documents not rebuilt for the custom resources", "err", err)
+			continue
+		}
+		a.openapi.Update(spec)
+	}
+}
+
+func (a *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*a.current.Load()).ServeHTTP(w, r)
 }
 
 // publicPath reports the health and version paths, which the in-flight limit does not

@@ -1,0 +1,593 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// celPerCallLimit and celCostBudget are k8s.io/apiserver/pkg/apis/cel's PerCallLimit and
+// RuntimeCELCostBudget (that package is not imported for two constants).
+const (
+	celPerCallLimit = 1000000
+	celCostBudget   = 10000000
+)
+
+// customResources is what the registry serves for CustomResourceDefinitions: it follows
+// the definitions through an etcd watch on every apiserver.
+type customResources struct {
+	mu       sync.RWMutex
+	defs     map[string]*apiextensionsv1.CustomResourceDefinition // every definition, by name
+	served   map[string][]*Resource                               // served versions of each established definition, storage version first
+	byGR     map[schema.GroupResource]*Resource                   // storage version of each served resource
+	cleaning map[string]bool                                      // definitions this process is emptying
+	onChange []func()
+}
+
+// OnCustomResourcesChange registers fn, called (serially) after the set of served custom
+// resources changed. Call it before Start.
+func (r *Registry) OnCustomResourcesChange(fn func()) {
+	r.custom.mu.Lock()
+	defer r.custom.mu.Unlock()
+	r.custom.onChange = append(r.custom.onChange, fn)
+}
+
+// CustomResources returns the resources served for CustomResourceDefinitions now, sorted by
+// group, resource and version (the storage version of each first).
+func (r *Registry) CustomResources() []*Resource {
+	r.custom.mu.RLock()
+	defer r.custom.mu.RUnlock()
+	names := slices.Sorted(maps.Keys(r.custom.served))
+	var out []*Resource
+	for _, n := range names {
+		out = append(out, r.custom.served[n]...)
+	}
+	return out
+}
+
+// customStorageResources returns the storage version of every served custom resource.
+func (r *Registry) customStorageResources() []*Resource {
+	r.custom.mu.RLock()
+	defer r.custom.mu.RUnlock()
+	return slices.Collect(maps.Values(r.custom.byGR))
+}
+
+func (r *Registry) customResource(gr schema.GroupResource) *Resource {
+	r.custom.mu.RLock()
+	defer r.custom.mu.RUnlock()
+	return r.custom.byGR[gr]
+}
+
+func (r *Registry) crds() *Store { return r.byGR[crdGR].Store }
+
+// watchCRDs keeps the served custom resources in step with the definitions in etcd, sets
+// their status (names accepted, established) and removes the custom objects of a
+// definition being deleted, until ctx ends.
+func (r *Registry) watchCRDs(ctx context.Context) {
+	defer r.wg.Done()
+	for ctx.Err() == nil {
+		if err := r.followCRDs(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("custom resource definitions: watch ended, starting over", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Registry) followCRDs(ctx context.Context) error {
+	list, err := r.crds().List(ctx, "", &metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	l := list.(*apiextensionsv1.CustomResourceDefinitionList)
+	all := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for i := range l.Items {
+		all[l.Items[i].Name] = &l.Items[i]
+	}
+	r.replaceCRDs(ctx, all)
+	w, err := r.crds().Watch(ctx, "", &metav1.ListOptions{ResourceVersion: l.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Error:
+			return apierrors.FromObject(ev.Object)
+		case watch.Bookmark:
+			continue
+		}
+		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			continue
+		}
+		r.custom.mu.Lock()
+		all = maps.Clone(r.custom.defs)
+		r.custom.mu.Unlock()
+		if ev.Type == watch.Deleted {
+			delete(all, crd.Name)
+		} else {
+			all[crd.Name] = crd
+		}
+		r.replaceCRDs(ctx, all)
+	}
+	return errors.New("watch closed")
+}
+
+// replaceCRDs makes defs the definitions known, serves the established ones, and sets
+// status or cleans up where a definition needs it.
+func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
+	r.custom.mu.Lock()
+	old := r.custom.defs
+	r.custom.defs = defs
+	changed := false
+	if r.custom.served == nil {
+		r.custom.served = map[string][]*Resource{}
+	}
+	for name := range r.custom.served {
+		if defs[name] == nil || !crdEstablished(defs[name]) {
+			delete(r.custom.served, name)
+			changed = true
+		}
+	}
+	for name, crd := range defs {
+		if !crdEstablished(crd) {
+			continue
+		}
+		if prev := old[name]; prev != nil && servedEqual(prev, crd) && r.custom.served[name] != nil {
+			continue // a status-only change: what is served stays
+		}
+		res, err := r.customResourcesFor(crd)
+		if err != nil {
+			r.log.Warn("custom resource definition not served", "name", name, "err", err)
+			delete(r.custom.served, name)
+		} else {
+			r.custom.served[name] = res
+		}
+		changed = true
+	}
+	r.custom.byGR = map[schema.GroupResource]*Resource{}
+	for _, res := range r.custom.served {
+		r.custom.byGR[res[0].Store.gr()] = res[0]
+	}
+	hooks := slices.Clone(r.custom.onChange)
+	r.custom.mu.Unlock()
+	for _, crd := range defs {
+		if crd.DeletionTimestamp != nil {
+			r.cleanupCRD(crd.Name)
+			continue
+		}
+		if want := crdStatus(crd, defs); !statusEqual(want, crd.Status) {
+			r.setCRDStatus(ctx, crd.Name, defs)
+		}
+	}
+	if changed {
+		for _, fn := range hooks {
+			fn()
+		}
+	}
+}
+
+// servedEqual reports whether two states of a definition serve the same: its spec, accepted
+// names and whether it is being deleted.
+func servedEqual(a, b *apiextensionsv1.CustomResourceDefinition) bool {
+	type served struct {
+		Spec     apiextensionsv1.CustomResourceDefinitionSpec
+		Names    apiextensionsv1.CustomResourceDefinitionNames
+		Deleting bool
+	}
+	ja, _ := json.Marshal(served{a.Spec, a.Status.AcceptedNames, a.DeletionTimestamp != nil})
+	jb, _ := json.Marshal(served{b.Spec, b.Status.AcceptedNames, b.DeletionTimestamp != nil})
+	return string(ja) == string(jb)
+}
+
+func statusEqual(a, b apiextensionsv1.CustomResourceDefinitionStatus) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// crdStatus is the status crd should have: its names accepted unless another definition of
+// the group has them, and then established, as upstream's naming and establishing
+// controllers decide.
+func crdStatus(crd *apiextensionsv1.CustomResourceDefinition, defs map[string]*apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionStatus {
+	st := *crd.Status.DeepCopy()
+	names := crd.Spec.Names
+	reason, msg := "NoConflicts", "no conflicts found"
+	for _, other := range defs {
+		if other.Name == crd.Name || other.Spec.Group != crd.Spec.Group {
+			continue
+		}
+		on := other.Status.AcceptedNames
+		switch {
+		case on.Plural != "" && on.Plural == names.Plural:
+			reason, msg = "PluralConflict", fmt.Sprintf("%q is already in use", names.Plural)
+		case on.Singular != "" && on.Singular == names.Singular:
+			reason, msg = "SingularConflict", fmt.Sprintf("%q is already in use", names.Singular)
+		case on.Kind != "" && on.Kind == names.Kind:
+			reason, msg = "KindConflict", fmt.Sprintf("%q is already in use", names.Kind)
+		case on.ListKind != "" && on.ListKind == names.ListKind:
+			reason, msg = "ListKindConflict", fmt.Sprintf("%q is already in use", names.ListKind)
+		default:
+			for _, s := range names.ShortNames {
+				if slices.Contains(on.ShortNames, s) {
+					reason, msg = "ShortNamesConflict", fmt.Sprintf("%q is already in use", s)
+				}
+			}
+		}
+	}
+	// Keep transition times: setCRDCondition only moves them on a change.
+	tmp := &apiextensionsv1.CustomResourceDefinition{Status: st}
+	if reason == "NoConflicts" {
+		tmp.Status.AcceptedNames = names
+		setCRDCondition(tmp, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: reason, Message: msg})
+		if crdCondition(tmp, apiextensionsv1.Established) != apiextensionsv1.ConditionTrue {
+			setCRDCondition(tmp, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"})
+		}
+	} else {
+		setCRDCondition(tmp, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: reason, Message: msg})
+		if crdCondition(tmp, apiextensionsv1.Established) != apiextensionsv1.ConditionTrue {
+			setCRDCondition(tmp, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"})
+		}
+	}
+	// The conditions in upstream's order.
+	order := map[apiextensionsv1.CustomResourceDefinitionConditionType]int{apiextensionsv1.NamesAccepted: 0, apiextensionsv1.Established: 1, apiextensionsv1.Terminating: 2}
+	sort.SliceStable(tmp.Status.Conditions, func(i, j int) bool {
+		return order[tmp.Status.Conditions[i].Type] < order[tmp.Status.Conditions[j].Type]
+	})
+	// A change of transition time alone is no change.
+	for i := range tmp.Status.Conditions {
+		for _, c := range crd.Status.Conditions {
+			if c.Type == tmp.Status.Conditions[i].Type && c.Status == tmp.Status.Conditions[i].Status {
+				tmp.Status.Conditions[i].LastTransitionTime = c.LastTransitionTime
+			}
+		}
+	}
+	return tmp.Status
+}
+
+// setCRDStatus writes the status crdStatus computes, on the current object.
+func (r *Registry) setCRDStatus(ctx context.Context, name string, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
+	_, _, err := r.crds().update(ctx, "", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(crdGR, name)
+		}
+		crd := cur.(*apiextensionsv1.CustomResourceDefinition)
+		crd.Status = crdStatus(crd, defs)
+		return crd, nil
+	}, &metav1.UpdateOptions{}, true)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && r.ctx.Err() == nil {
+		r.log.Warn("custom resource definition status not written", "name", name, "err", err)
+	}
+}
+
+// cleanupCRD deletes every custom object of a definition being deleted, then removes its
+// cleanup finalizer, in the background (upstream's finalizing controller). Every apiserver
+// may do it at the same time: deletions of what is gone already are no error.
+func (r *Registry) cleanupCRD(name string) {
+	r.custom.mu.Lock()
+	if r.custom.cleaning == nil {
+		r.custom.cleaning = map[string]bool{}
+	}
+	if r.custom.cleaning[name] {
+		r.custom.mu.Unlock()
+		return
+	}
+	r.custom.cleaning[name] = true
+	r.custom.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.custom.mu.Lock()
+			delete(r.custom.cleaning, name)
+			r.custom.mu.Unlock()
+		}()
+		ctx := r.ctx
+		for attempt := 0; ctx.Err() == nil; attempt++ {
+			done, err := r.finishCRD(ctx, name)
+			if done {
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("custom resource definition cleanup failed, retrying", "name", name, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(min(attempt+1, 10)) * 200 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func (r *Registry) finishCRD(ctx context.Context, name string) (done bool, err error) {
+	obj, err := r.crds().Get(ctx, "", name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if crd.DeletionTimestamp == nil || !slices.Contains(crd.Finalizers, CRDCleanupFinalizer) {
+		return true, nil
+	}
+	// Every object of every namespace, through a store of the storage version (served or not).
+	if st, err := r.storageStoreFor(crd); err == nil {
+		list, err := st.List(ctx, "", &metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		items := list.(*unstructured.UnstructuredList).Items
+		for _, it := range items {
+			_, _, err := st.Delete(ctx, it.GetNamespace(), it.GetName(), &metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		if len(items) > 0 {
+			return false, nil // check that they are gone (finalizers may hold some)
+		}
+	}
+	_, _, err = r.crds().Update(ctx, "", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(crdGR, name)
+		}
+		c := cur.(*apiextensionsv1.CustomResourceDefinition)
+		c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == CRDCleanupFinalizer })
+		return c, nil
+	}, &metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	r.log.Info("custom resource definition removed", "name", name)
+	return true, nil
+}
+
+// storageStoreFor is a store of crd's storage version.
+func (r *Registry) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition) (*Store, error) {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			k, err := customKind(crd, v)
+			if err != nil {
+				return nil, err
+			}
+			return r.newCustomStore(crd, k), nil
+		}
+	}
+	return nil, fmt.Errorf("no storage version")
+}
+
+// customResourcesFor builds the resources of every served version of crd, the storage
+// version first.
+func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinition) ([]*Resource, error) {
+	var out []*Resource
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		k, err := customKind(crd, v)
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		s := r.newCustomStore(crd, k)
+		if c := r.admission.Load(); c != nil {
+			s.adm.Store(c) // custom resources are admitted as built-ins are (webhooks included)
+		}
+		res := &Resource{Store: s, Subresources: map[string]Storage{}}
+		if k.Status {
+			res.Subresources["status"] = &StatusStore{store: s}
+		}
+		if k.Scale != nil {
+			res.Subresources["scale"] = &ScaleStore{store: s, access: k.Scale}
+		}
+		if v.Storage {
+			out = append([]*Resource{res}, out...)
+		} else {
+			out = append(out, res)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no served version")
+	}
+	return out, nil
+}
+
+func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition, k *Kind) *Store {
+	var storageVersion string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storageVersion = v.Name
+		}
+	}
+	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, structural: k.structural}
+	st := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
+	s := &Store{kind: k, storage: st}
+	if k.Namespaced {
+		s.namespaces = r.namespaceAccepts
+	}
+	return s
+}
+
+// customResourceCodec stores custom objects as JSON in the storage version (conversion None
+// rewrites apiVersion only) and applies the schema's defaults on read, as upstream.
+type customResourceCodec struct {
+	apiVersion string
+	structural *structuralschema.Structural
+}
+
+func (c *customResourceCodec) Encode(obj runtime.Object) ([]byte, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("custom resource codec: %T is not unstructured", obj)
+	}
+	m := maps.Clone(u.Object)
+	m["apiVersion"] = c.apiVersion
+	return json.Marshal(m)
+}
+
+func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
+	u, ok := into.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("custom resource codec: %T is not unstructured", into)
+	}
+	var m map[string]any
+	if err := utiljson.Unmarshal(data, &m); err != nil { // integers as int64, as unstructured wants them
+		return err
+	}
+	if m == nil {
+		return errors.New("custom resource codec: stored value is not an object")
+	}
+	if c.structural != nil {
+		structuraldefaulting.Default(m, c.structural)
+	}
+	u.Object = m
+	return nil
+}
+
+// customKind is the Kind of one version of a custom resource.
+func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*Kind, error) {
+	names := crd.Status.AcceptedNames
+	if names.Plural == "" {
+		names = crd.Spec.Names
+	}
+	k := &Kind{
+		Names: Names{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind, ListKind: names.ListKind, Plural: names.Plural, Singular: names.Singular,
+			ShortNames: names.ShortNames, Categories: names.Categories, Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped},
+		New:     func() runtime.Object { return &unstructured.Unstructured{Object: map[string]any{}} },
+		NewList: func() runtime.Object { return &unstructured.UnstructuredList{Object: map[string]any{}} },
+		KeyRoot: crd.Spec.Group + "/" + names.Plural,
+		Status:  v.Subresources != nil && v.Subresources.Status != nil,
+	}
+	k.Strategy.GenerationOnSpec = true
+	if crd.DeletionTimestamp != nil {
+		gr := k.GroupResource()
+		k.Strategy.BeginCreate = func() error {
+			err := apierrors.NewMethodNotSupported(gr, "create")
+			err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+			return err
+		}
+	}
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		k.Scale = customScale(v.Subresources.Scale)
+	}
+	k.PrinterColumns = v.AdditionalPrinterColumns
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return k, nil
+	}
+	internal, err := internalSchema(v.Schema.OpenAPIV3Schema)
+	if err != nil {
+		return nil, err
+	}
+	if data, err := json.Marshal(v.Schema.OpenAPIV3Schema); err == nil {
+		_ = json.Unmarshal(data, &k.OpenAPISchema)
+	}
+	ss, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, err
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, err
+	}
+	celValidator := cel.NewValidator(ss, true, celPerCallLimit)
+	k.structural = ss
+	k.Strategy.Default = func(obj runtime.Object) {
+		u := obj.(*unstructured.Unstructured)
+		pruning.PruneWithOptions(u.Object, ss, true, structuralschema.UnknownFieldPathOptions{})
+		structuraldefaulting.Default(u.Object, ss)
+	}
+	k.UnknownFields = func(obj map[string]any) []string {
+		return pruning.PruneWithOptions(runtime.DeepCopyJSON(obj), ss, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	}
+	validate := func(obj, old runtime.Object) field.ErrorList {
+		u := obj.(*unstructured.Unstructured)
+		errs := apiservervalidation.ValidateCustomResource(nil, u.Object, validator)
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ss, u.Object)...)
+		if celValidator != nil {
+			var oldObj any
+			if old != nil {
+				oldObj = old.(*unstructured.Unstructured).Object
+			}
+			celErrs, _ := celValidator.Validate(context.Background(), nil, ss, u.Object, oldObj, celCostBudget)
+			errs = append(errs, celErrs...)
+		}
+		return errs
+	}
+	k.Strategy.Validate = func(obj runtime.Object) field.ErrorList { return validate(obj, nil) }
+	k.Strategy.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
+		// Validate ran already (without the old object): only what the transition rules add.
+		seen := map[string]bool{}
+		for _, e := range validate(obj, nil) {
+			seen[e.Error()] = true
+		}
+		var errs field.ErrorList
+		for _, e := range validate(obj, old) {
+			if !seen[e.Error()] {
+				errs = append(errs, e)
+			}
+		}
+		return errs
+	}
+	return k, nil
+}
+
+// customScale reads and writes replicas at the paths a definition's scale subresource names.
+func customScale(sc *apiextensionsv1.CustomResourceSubresourceScale) *ScaleAccessor {
+	path := func(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+	specPath, statusPath := path(sc.SpecReplicasPath), path(sc.StatusReplicasPath)
+	var selectorPath []string
+	if sc.LabelSelectorPath != nil {
+		selectorPath = path(*sc.LabelSelectorPath)
+	}
+	readInt := func(obj runtime.Object, p []string) int32 {
+		v, _, _ := unstructured.NestedFieldNoCopy(obj.(*unstructured.Unstructured).Object, p...)
+		switch n := v.(type) {
+		case int64:
+			return int32(n)
+		case float64:
+			return int32(n)
+		}
+		return 0
+	}
+	return &ScaleAccessor{
+		Replicas: func(obj runtime.Object) int32 { return readInt(obj, specPath) },
+		SetReplicas: func(obj runtime.Object, n int32) {
+			_ = unstructured.SetNestedField(obj.(*unstructured.Unstructured).Object, int64(n), specPath...)
+		},
+		StatusReplicas: func(obj runtime.Object) int32 { return readInt(obj, statusPath) },
+		Selector: func(obj runtime.Object) string {
+			if selectorPath == nil {
+				return ""
+			}
+			s, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, selectorPath...)
+			return s
+		},
+	}
+}

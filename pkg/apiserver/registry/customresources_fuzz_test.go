@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"encoding/json"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+)
+
+const fuzzCRD = `{"metadata":{"name":"things.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+"names":{"plural":"things","kind":"Thing","shortNames":["th"]},
+"versions":[{"name":"v1","served":true,"storage":true,
+ "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.sel"}},
+ "additionalPrinterColumns":[{"name":"R","type":"integer","jsonPath":".spec.replicas","priority":1}],
+ "schema":{"openAPIV3Schema":{"type":"object","properties":{
+  "spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.replicas <= 5","message":"too many"}],
+   "required":["replicas"],
+   "properties":{"replicas":{"type":"integer","default":1,"minimum":0,"multipleOf":1},
+    "name":{"type":"string","pattern":"^[a-z]+$","maxLength":10,"default":"x"},
+    "mode":{"type":"string","enum":["a","b"]},
+    "port":{"x-kubernetes-int-or-string":true},
+    "tags":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"},"maxItems":3},
+    "ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
+     "items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"n":{"type":"number","nullable":true}}}},
+    "extra":{"type":"object","x-kubernetes-preserve-unknown-fields":true},
+    "labels":{"type":"object","additionalProperties":{"type":"string"},"maxProperties":4},
+    "embedded":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true},
+    "choice":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"oneOf":[{"required":["a"]},{"required":["b"]}]}}},
+  "status":{"type":"object","properties":{"replicas":{"type":"integer"},"sel":{"type":"string"}}}}}}}]}}`
+
+// FuzzCustomResourceDefinition feeds random definitions through the CRD validation and
+// status, and random objects through the custom resource strategy, scale accessor and
+// codec built from the valid ones: none may panic.
+func FuzzCustomResourceDefinition(f *testing.F) {
+	f.Add([]byte(fuzzCRD), []byte(`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"a"},"spec":{"replicas":3,"tags":["a","a"],"unknown":1,"ports":[{"name":"x"},{"name":"x"}]}}`))
+	f.Add([]byte(fuzzCRD), []byte(`{"spec":{"replicas":"x","name":"ABC","mode":"c","port":"80","embedded":{"kind":"K"},"choice":{"a":"1","b":"2"}},"status":{"replicas":1.5}}`))
+	f.Add([]byte(fuzzCRD), []byte(`{"spec":null,"status":[]}`))
+	f.Add([]byte(`{"metadata":{"name":"x"},"spec":{"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"string"}}}]}}`), []byte(`{}`))
+	f.Add([]byte(`{"spec":{"versions":[{"name":"v1","storage":true,"served":true,"schema":{"openAPIV3Schema":{"properties":{"a":{"allOf":[{"type":"string"}]}}}}}]}}`), []byte(`[]`))
+	f.Fuzz(func(t *testing.T, crdJSON, objJSON []byte) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := json.Unmarshal(crdJSON, crd); err != nil {
+			return
+		}
+		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+		errs := validateCRD(crd)
+		_ = crdStatus(crd, map[string]*apiextensionsv1.CustomResourceDefinition{crd.Name: crd, "other": crd.DeepCopy()})
+		if len(errs) > 0 {
+			return
+		}
+		var content map[string]any
+		if err := utiljson.Unmarshal(objJSON, &content); err != nil || content == nil {
+			return
+		}
+		for _, v := range crd.Spec.Versions {
+			k, err := customKind(crd, v)
+			if err != nil {
+				t.Fatalf("a valid definition's version %s: %v", v.Name, err)
+			}
+			obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(content)}
+			old := obj.DeepCopy()
+			if k.UnknownFields != nil {
+				_ = k.UnknownFields(obj.Object)
+			}
+			if k.Strategy.Default != nil {
+				k.Strategy.Default(obj)
+			}
+			if k.Strategy.Validate != nil {
+				_ = k.Strategy.Validate(obj)
+				_ = k.Strategy.ValidateUpdate(obj, old)
+			}
+			if k.Scale != nil {
+				n := k.Scale.Replicas(obj)
+				_ = k.Scale.StatusReplicas(obj)
+				_ = k.Scale.Selector(obj)
+				k.Scale.SetReplicas(obj, n+1)
+			}
+			_ = fieldEqual(obj, old, "Spec")
+			copyField(obj, old, "Status")
+			codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + v.Name, structural: k.structural}
+			data, err := codec.Encode(obj)
+			if err != nil {
+				t.Fatalf("encode: %v", err)
+			}
+			if err := codec.Decode(data, &unstructured.Unstructured{}); err != nil {
+				t.Fatalf("decode what encode wrote: %v\n%s", err, data)
+			}
+			_ = codec.Decode(objJSON, &unstructured.Unstructured{})
+		}
+	})
+}
+
+// TestFuzzCRDSeedValid: the fuzz seed is a valid definition, so the fuzzer reaches the
+// custom resource strategy.
+func TestFuzzCRDSeedValid(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := json.Unmarshal([]byte(fuzzCRD), crd); err != nil {
+		t.Fatal(err)
+	}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	if errs := validateCRD(crd); len(errs) > 0 {
+		t.Fatalf("seed invalid: %v", errs)
+	}
+	k, err := customKind(crd, crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(7), "tags": []any{"a", "a"}}}}
+	k.Strategy.Default(obj)
+	errs := k.Strategy.Validate(obj)
+	want := map[string]bool{"spec": false, "spec.tags[1]": false}
+	for _, e := range errs {
+		if _, ok := want[e.Field]; ok {
+			want[e.Field] = true
+		}
+	}
+	for f, seen := range want {
+		if !seen {
+			t.Errorf("no error at %s in %v", f, errs)
+		}
+	}
+}

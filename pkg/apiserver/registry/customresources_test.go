@@ -1,0 +1,366 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"size":  {Type: "integer", Default: &apiextensionsv1.JSON{Raw: []byte("3")}},
+							"color": {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"red"`)}, {Raw: []byte(`"blue"`)}}},
+						}},
+						"status": {Type: "object", XPreserveUnknownFields: ptr(true)},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+var widgets = schema.GroupResource{Group: "example.com", Resource: "widgets"}
+
+func widget(name, color string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     map[string]any{"color": color, "unknown": true}}}
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCustomResourceLifecycle(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	if _, err := crds.Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	got, err := crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := got.(*apiextensionsv1.CustomResourceDefinition)
+	if crd.Status.AcceptedNames.Plural != "widgets" || crd.Status.AcceptedNames.ListKind != "WidgetList" || len(crd.Status.StoredVersions) != 1 {
+		t.Fatalf("status %+v", crd.Status)
+	}
+
+	s := r.Resource(widgets).Store
+	obj, err := s.Create(ctx, "default", "", widget("w1", "red"), &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.(*unstructured.Unstructured)
+	if size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size"); size != 3 {
+		t.Fatalf("default size = %d", size)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "unknown"); found {
+		t.Fatal("unknown field not pruned")
+	}
+	if u.GetGeneration() != 1 {
+		t.Fatalf("generation %d", u.GetGeneration())
+	}
+
+	// Spec changes bump the generation, status and metadata do not.
+	update := func(st registry.Updater, fn func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		t.Helper()
+		out, _, err := st.Update(ctx, "default", "w1", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			c := cur.(*unstructured.Unstructured)
+			fn(c)
+			return c, nil
+		}, &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*unstructured.Unstructured)
+	}
+	u = update(s, func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "color") })
+	if u.GetGeneration() != 2 {
+		t.Fatalf("generation after a spec change %d, want 2", u.GetGeneration())
+	}
+	u = update(s, func(u *unstructured.Unstructured) {
+		u.SetLabels(map[string]string{"a": "b"})
+		_ = unstructured.SetNestedField(u.Object, "x", "status", "phase")
+	})
+	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status"); u.GetGeneration() != 2 || found {
+		t.Fatalf("metadata and status change: generation %d, status kept %v", u.GetGeneration(), found)
+	}
+	status := r.Resource(widgets).Subresources["status"].(registry.Updater)
+	u = update(status, func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "ready", "status", "phase")
+		_ = unstructured.SetNestedField(u.Object, "red", "spec", "color")
+	})
+	if p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p != "ready" || u.GetGeneration() != 2 {
+		t.Fatalf("status update: phase %q generation %d", p, u.GetGeneration())
+	}
+	if c, _, _ := unstructured.NestedString(u.Object, "spec", "color"); c != "blue" {
+		t.Fatalf("a status update changed spec.color to %q", c)
+	}
+
+	// Schema violations: 422 with the field path.
+	_, err = s.Create(ctx, "default", "", widget("w2", "green"), &metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.color: Unsupported value: "green"`) {
+		t.Fatalf("enum violation: %v", err)
+	}
+
+	// Deleting the definition deletes the objects first (a finalizer holds one, and with it
+	// the definition, which refuses creates meanwhile), then stops serving.
+	held := widget("held", "red")
+	held.SetFinalizers([]string{"example.com/hold"})
+	if _, err := s.Create(ctx, "default", "", held, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := crds.Delete(ctx, "", "widgets.example.com", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "creates refused", func() bool {
+		_, err := r.Resource(widgets).Store.Create(ctx, "default", "", widget("w3", "red"), &metav1.CreateOptions{})
+		return apierrors.IsMethodNotSupported(err) && strings.Contains(err.Error(), "create not allowed while custom resource definition is terminating")
+	})
+	got, err = crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd := got.(*apiextensionsv1.CustomResourceDefinition); !slices.Contains(crd.Finalizers, registry.CRDCleanupFinalizer) {
+		t.Fatalf("finalizers %v", crd.Finalizers)
+	}
+	if _, _, err := s.Update(ctx, "default", "held", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		cur.(*unstructured.Unstructured).SetFinalizers(nil)
+		return cur, nil
+	}, &metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "definition gone", func() bool {
+		_, err := crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	waitFor(t, "widgets not served", func() bool { return r.Resource(widgets) == nil })
+	if _, err := s.Get(ctx, "default", "w1", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("custom object outlived its definition: %v", err)
+	}
+}
+
+func TestCustomResourceDefinitionValidation(t *testing.T) {
+	r := newRegistry(t)
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	tests := []struct {
+		name   string
+		mutate func(c *apiextensionsv1.CustomResourceDefinition)
+		want   string
+	}{
+		{"name is not plural.group", func(c *apiextensionsv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" },
+			`metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group`},
+		{"no storage version", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Storage = false },
+			"must have exactly one version marked as storage version"},
+		{"two storage versions", func(c *apiextensionsv1.CustomResourceDefinition) {
+			v2 := *c.Spec.Versions[0].DeepCopy()
+			v2.Name = "v2"
+			c.Spec.Versions = append(c.Spec.Versions, v2)
+		}, "must have exactly one version marked as storage version"},
+		{"no schema", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Schema = nil },
+			"spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"},
+		{"not structural", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.Type = ""
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"},
+		{"group without a dot", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group, c.Name = "example", "widgets.example" },
+			"should be a domain with at least one dot"},
+		{"bad plural", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Names.Plural, c.Name = "Widgets", "Widgets.example.com"
+		},
+			"spec.names.plural: Invalid value: \"Widgets\""},
+		{"bad scope", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Scope = "Global" },
+			`spec.scope: Unsupported value: "Global"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := widgetCRD()
+			tt.mutate(c)
+			_, err := crds.Create(context.Background(), "", "", c, &metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want 422 with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCustomResourceNamespaceCleanup: deleting a namespace deletes its custom objects too.
+func TestCustomResourceNamespaceCleanup(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	nss := store(r, "", "namespaces")
+	if _, err := nss.Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := r.Resource(widgets).Store
+	w := widget("w1", "red")
+	w.SetNamespace("doomed")
+	if _, err := s.Create(ctx, "doomed", "", w, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nss.Delete(ctx, "", "doomed", &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "namespace gone", func() bool {
+		_, err := nss.Get(ctx, "", "doomed", &metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := s.Get(ctx, "doomed", "w1", &metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("custom object outlived its namespace: %v", err)
+	}
+}
+
+// TestCustomResourceVersions: every served version reads and writes the same objects
+// (conversion None rewrites apiVersion), stored in the storage version; an unserved
+// version is not served.
+func TestCustomResourceVersions(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crd := widgetCRD()
+	v2 := *crd.Spec.Versions[0].DeepCopy()
+	v2.Name, v2.Storage = "v2", false
+	v3 := *v2.DeepCopy()
+	v3.Name, v3.Served = "v3", false
+	crd.Spec.Versions = append(crd.Spec.Versions, v2, v3)
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(ctx, "", "", crd, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	var byVersion = map[string]*registry.Store{}
+	for _, res := range r.CustomResources() {
+		byVersion[res.Store.Kind().Version] = res.Store
+	}
+	if len(byVersion) != 2 || byVersion["v1"] == nil || byVersion["v2"] == nil {
+		t.Fatalf("served versions %v, want v1 and v2", byVersion)
+	}
+	w := widget("w1", "red")
+	w.SetAPIVersion("example.com/v2")
+	if _, err := byVersion["v2"].Create(ctx, "default", "", w, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := byVersion["v1"].Get(ctx, "default", "w1", &metav1.GetOptions{})
+	if err != nil || got.GetObjectKind().GroupVersionKind().Version != "v1" {
+		t.Fatalf("read as v1: %v %v", got, err)
+	}
+	list, err := byVersion["v2"].List(ctx, "default", &metav1.ListOptions{})
+	if err != nil || len(list.(*unstructured.UnstructuredList).Items) != 1 || list.(*unstructured.UnstructuredList).Items[0].GetAPIVersion() != "example.com/v2" {
+		t.Fatalf("list as v2: %v %v", list, err)
+	}
+	resp, err := r.EtcdClientForTest().Get(ctx, "/registry/example.com/widgets/default/w1")
+	if err != nil || len(resp.Kvs) != 1 || !strings.Contains(string(resp.Kvs[0].Value), `"apiVersion":"example.com/v1"`) {
+		t.Fatalf("stored value %v %v: want JSON in the storage version v1", resp, err)
+	}
+
+	// Updating the definition updates what is served: v3 now served, a short name added.
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	if _, _, err := crds.Update(ctx, "", "widgets.example.com", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*apiextensionsv1.CustomResourceDefinition)
+		c.Spec.Versions[2].Served = true
+		c.Spec.Names.ShortNames = []string{"wd"}
+		return c, nil
+	}, &metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "v3 served with the short name", func() bool {
+		for _, res := range r.CustomResources() {
+			if res.Store.Kind().Version == "v3" && slices.Equal(res.Store.Names().ShortNames, []string{"wd"}) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// denyBlue is an admission chain that refuses widgets whose color is blue.
+type denyBlue struct{ seen atomic.Int32 }
+
+func (d *denyBlue) Admit(context.Context, *admission.Attributes) error { return nil }
+func (d *denyBlue) Validate(_ context.Context, a *admission.Attributes) error {
+	u, ok := a.Object.(*unstructured.Unstructured)
+	if !ok || a.Resource.Resource != "widgets" {
+		return nil
+	}
+	d.seen.Add(1)
+	if c, _, _ := unstructured.NestedString(u.Object, "spec", "color"); c == "blue" {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), u.GetName(), errors.New("no blue widgets"))
+	}
+	return nil
+}
+
+// TestCustomResourceAdmission: custom resources go through the admission chain (webhooks
+// included), whether their definition was served before the chain was installed or after.
+func TestCustomResourceAdmission(t *testing.T) {
+	r := newRegistry(t)
+	ctx := request.WithInfo(request.WithUser(context.Background(), &request.User{Name: "alice"}),
+		&request.Info{IsResourceRequest: true, Verb: "create", APIGroup: "example.com", APIVersion: "v1", Resource: "widgets", Namespace: "default"})
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	for i, before := range []bool{true, false} {
+		r := r
+		if !before {
+			r = newRegistry(t)
+			crds = store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+		}
+		chain := &denyBlue{}
+		if !before {
+			r.SetAdmission(chain)
+		}
+		if _, err := crds.Create(context.Background(), "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+		if before {
+			r.SetAdmission(chain)
+		}
+		s := r.Resource(widgets).Store
+		if _, err := s.Create(ctx, "default", "", widget(fmt.Sprintf("ok-%d", i), "red"), &metav1.CreateOptions{}); err != nil {
+			t.Fatalf("chain installed before=%v: red widget: %v", before, err)
+		}
+		_, err := s.Create(ctx, "default", "", widget(fmt.Sprintf("no-%d", i), "blue"), &metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || chain.seen.Load() != 2 {
+			t.Fatalf("chain installed before=%v: blue widget: %v (chain saw %d)", before, err, chain.seen.Load())
+		}
+	}
+}
