@@ -67,6 +67,15 @@ type kind struct {
 	gvk        schema.GroupVersionKind
 	namespaced bool
 	keyRoot    string // below /registry/: upstream's, which differs from the resource for a few kinds
+	json       bool   // stored as JSON by both (CustomResourceDefinitions), else protobuf
+}
+
+// encodedAsUpstream reports whether v is in the encoding kube-apiserver writes k in.
+func (k kind) encodedAsUpstream(v []byte) bool {
+	if k.json {
+		return bytes.HasPrefix(v, []byte("{"))
+	}
+	return bytes.HasPrefix(v, []byte("k8s\x00"))
 }
 
 func (k kind) key() string {
@@ -116,6 +125,7 @@ func kinds(t *testing.T) []kind {
 			gvk:        k.GVK(),
 			namespaced: k.Namespaced,
 			keyRoot:    cmp.Or(k.KeyRoot, k.Plural),
+			json:       k.StorageJSON,
 		})
 	}
 	return out
@@ -124,8 +134,11 @@ func kinds(t *testing.T) []kind {
 // objName is the name of the object of k that who ("kas" or "hacp") writes; IPAddresses are
 // named by their address.
 func (k kind) objName(who string) string {
-	if k.gvr.Resource == "ipaddresses" {
+	switch k.gvr.Resource {
+	case "ipaddresses":
 		return map[string]string{"kas": "10.77.200.10", "hacp": "10.77.200.11"}[who]
+	case "customresourcedefinitions":
+		return who + "widgets.golden.example.com" // plural.group
 	}
 	return "by-" + who + "-" + k.gvr.Resource
 }
@@ -150,6 +163,12 @@ func manifest(t *testing.T, k kind, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetGroupVersionKind(k.gvk)
 	u.SetName(name)
+	if k.gvr.Resource == "customresourcedefinitions" {
+		// Names follow metadata.name (plural.group); kinds differ within the group.
+		plural := strings.SplitN(name, ".", 2)[0]
+		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"plural": plural, "singular": strings.TrimSuffix(plural, "s"),
+			"kind": strings.ToUpper(plural[:1]) + strings.TrimSuffix(plural[1:], "s")}, "spec", "names")
+	}
 	if k.namespaced {
 		u.SetNamespace("default")
 	}
@@ -190,9 +209,22 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if k.gvr.Resource == "customresourcedefinitions" {
+			// kube-apiserver's controllers accept the names and establish it; hacp's would
+			// do the same to a definition left half-way.
+			for deadline := time.Now().Add(time.Minute); !crdEstablished(got); {
+				if time.Now().After(deadline) {
+					t.Fatalf("kube-apiserver did not establish %s: %v", name, got.Object["status"])
+				}
+				time.Sleep(100 * time.Millisecond) // poll
+				if got, err = k.client(dc).Get(ctx, name, metav1.GetOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		written[k.key()] = got
-		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
-			t.Fatalf("kube-apiserver stored %s as %.20q, not protobuf", k.key(), v)
+		if v := rawValue(t, ec, k, name); !k.encodedAsUpstream(v) {
+			t.Fatalf("kube-apiserver stored %s as %.20q, not in the expected encoding", k.key(), v)
 		}
 	}
 	kas.stop(t)
@@ -236,8 +268,8 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 			t.Fatalf("hacp update %s written by kube-apiserver: %v", k.key(), err)
 		}
 		updated[k.key()] = u
-		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
-			t.Errorf("hacp stored %s as %.20q, not protobuf", k.key(), v)
+		if v := rawValue(t, ec, k, name); !k.encodedAsUpstream(v) {
+			t.Errorf("hacp stored %s as %.20q, not as kube-apiserver does", k.key(), v)
 		}
 	}
 	// ... and writes objects of its own.
@@ -251,8 +283,8 @@ func TestEtcdSharedWithKubeAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		updated[k.key()+"/new"] = got
-		if v := rawValue(t, ec, k, name); !bytes.HasPrefix(v, []byte("k8s\x00")) {
-			t.Errorf("hacp stored %s as %.20q, not protobuf", k.key(), v)
+		if v := rawValue(t, ec, k, name); !k.encodedAsUpstream(v) {
+			t.Errorf("hacp stored %s as %.20q, not as kube-apiserver does", k.key(), v)
 		}
 	}
 	if err := hacp.Shutdown(); err != nil {
@@ -550,4 +582,14 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func crdEstablished(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

@@ -25,10 +25,11 @@ func customResourceDefinitionsKind() *Kind {
 	return &Kind{
 		Names: Names{Group: apiextensionsv1.GroupName, Version: "v1", Kind: "CustomResourceDefinition", ListKind: "CustomResourceDefinitionList",
 			Plural: "customresourcedefinitions", Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"}},
-		New:     func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
-		NewList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} },
-		KeyRoot: "apiextensions.k8s.io/customresourcedefinitions",
-		Status:  true,
+		New:         func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
+		NewList:     func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} },
+		KeyRoot:     "apiextensions.k8s.io/customresourcedefinitions",
+		StorageJSON: true, // as kube-apiserver
+		Status:      true,
 		Strategy: Strategy{
 			GenerationOnSpec: true,
 			PrepareForCreate: func(obj runtime.Object) {

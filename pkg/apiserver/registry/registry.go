@@ -120,7 +120,11 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 				gvk = gvks[0]
 			}
 		}
-		codec, err := newStorageCodec(cfg.StorageMediaType, gvk, newFunc)
+		media := cfg.StorageMediaType
+		if k.StorageJSON {
+			media = StorageJSON
+		}
+		codec, err := newStorageCodec(media, gvk, newFunc)
 		if err != nil { // not reached: the media type is checked above; storage then writes JSON
 			cfg.Logger.Error("registry: no storage codec", "kind", gvk, "err", err)
 		}

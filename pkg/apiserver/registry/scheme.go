@@ -27,7 +27,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,6 +49,9 @@ func init() {
 		eventsv1.AddToScheme, flowcontrolv1.AddToScheme, networkingv1.AddToScheme,
 		nodev1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
 		apiextensionsv1.AddToScheme,
+		// Stored versions other than the served one, read and converted through the
+		// internal version: kube-apiserver 1.33 stores CustomResourceDefinitions as v1beta1.
+		apiextensions.AddToScheme, apiextensionsv1beta1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -135,7 +140,25 @@ func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
 		return err
 	}
 	if out != into {
+		return convertStored(out, gvk, into)
+	}
+	return nil
+}
+
+// convertStored converts a value stored at another version of into's kind (through the
+// internal version, where the scheme knows one) into into.
+func convertStored(out runtime.Object, gvk *schema.GroupVersionKind, into runtime.Object) error {
+	want, _, err := Scheme.ObjectKinds(into)
+	if err != nil || gvk == nil || want[0].GroupKind() != gvk.GroupKind() {
 		return fmt.Errorf("stored object is %v, not %T", gvk, into)
 	}
+	internal, err := Scheme.ConvertToVersion(out, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
+	if err != nil {
+		return fmt.Errorf("stored object is %v: %w", gvk, err)
+	}
+	if err := Scheme.Convert(internal, into, nil); err != nil {
+		return fmt.Errorf("stored object is %v: %w", gvk, err)
+	}
+	into.GetObjectKind().SetGroupVersionKind(want[0])
 	return nil
 }

@@ -88,6 +88,9 @@ type Kind struct {
 	Status bool
 	// Scale, when set, adds the scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
+	// StorageJSON writes this kind as JSON whatever --storage-media-type says (kube-apiserver's
+	// apiextensions-apiserver stores CustomResourceDefinitions so).
+	StorageJSON bool
 	// StorageOf, when set, serves this kind from another kind's storage by conversion
 	// (autoscaling/v1 HorizontalPodAutoscalers live in etcd as autoscaling/v2).
 	StorageOf *Conversion
