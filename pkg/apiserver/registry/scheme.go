@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -22,6 +23,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	networkingv1beta1 "k8s.io/api/networking/v1beta1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -52,6 +54,8 @@ func init() {
 		// Stored versions other than the served one, read and converted through the
 		// internal version: kube-apiserver 1.33 stores CustomResourceDefinitions as v1beta1.
 		apiextensions.AddToScheme, apiextensionsv1beta1.AddToScheme,
+		// IPAddresses and ServiceCIDRs: same fields in v1beta1 and v1 (no internal version here).
+		networkingv1beta1.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}
@@ -145,6 +149,13 @@ func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
 	return nil
 }
 
+// sameFields are kinds whose stored older version has exactly the served version's fields
+// (kube-apiserver 1.33 stores them as v1beta1, GA at v1 in 1.33).
+var sameFields = map[schema.GroupKind]bool{
+	{Group: "networking.k8s.io", Kind: "IPAddress"}:   true,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}: true,
+}
+
 // convertStored converts a value stored at another version of into's kind (through the
 // internal version, where the scheme knows one) into into.
 func convertStored(out runtime.Object, gvk *schema.GroupVersionKind, into runtime.Object) error {
@@ -152,11 +163,20 @@ func convertStored(out runtime.Object, gvk *schema.GroupVersionKind, into runtim
 	if err != nil || gvk == nil || want[0].GroupKind() != gvk.GroupKind() {
 		return fmt.Errorf("stored object is %v, not %T", gvk, into)
 	}
-	internal, err := Scheme.ConvertToVersion(out, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal})
-	if err != nil {
-		return fmt.Errorf("stored object is %v: %w", gvk, err)
-	}
-	if err := Scheme.Convert(internal, into, nil); err != nil {
+	if internal, err := Scheme.ConvertToVersion(out, schema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal}); err == nil {
+		if err := Scheme.Convert(internal, into, nil); err != nil {
+			return fmt.Errorf("stored object is %v: %w", gvk, err)
+		}
+	} else if sameFields[gvk.GroupKind()] {
+		// No internal version known: the two versions have the same fields.
+		b, err := json.Marshal(out)
+		if err != nil {
+			return fmt.Errorf("stored object is %v: %w", gvk, err)
+		}
+		if err := json.Unmarshal(b, into); err != nil {
+			return fmt.Errorf("stored object is %v: %w", gvk, err)
+		}
+	} else {
 		return fmt.Errorf("stored object is %v: %w", gvk, err)
 	}
 	into.GetObjectKind().SetGroupVersionKind(want[0])
