@@ -42,6 +42,13 @@ func TestTooManyRequests(t *testing.T) {
 		}
 		return h
 	}
+	// The held create is being served (past authentication, about to take or holding the
+	// slot) once the mutating in-flight gauge counts it; probing before that lets the probe
+	// win the slot every time on a loaded machine.
+	heldInServer := func() bool {
+		_, b := e.do(e.admin, "GET", "/metrics", "", nil, nil)
+		return strings.Contains(string(b), `apiserver_current_inflight_requests{request_kind="mutating"} 1`)
+	}
 	h := hold()
 	var resp *http.Response
 	var body []byte
@@ -54,6 +61,9 @@ func TestTooManyRequests(t *testing.T) {
 			h.pw.Close()
 			h = hold()
 		default:
+		}
+		if !heldInServer() {
+			return false
 		}
 		resp, body = e.do(e.admin, "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm("second"), nil)
 		return resp.StatusCode == http.StatusTooManyRequests
