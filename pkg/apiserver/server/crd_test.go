@@ -3,13 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hacp/hacp/internal/testenv"
-	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -333,38 +331,9 @@ func waitServed(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionReso
 // etcd cluster), a CRD created through master 1 is served and discovered by masters 2 and 3
 // (they learn it from their watch), and deleting it through master 2 stops all three.
 func TestCustomResourceThreeMasters(t *testing.T) {
-	var cfgs []*server.Config
-	var cluster string
-	for i := range 3 {
-		cfg, err := servertest.Config(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.EtcdName = fmt.Sprintf("master%d", i)
-		cfgs = append(cfgs, cfg)
-		if i > 0 {
-			cluster += ","
-		}
-		cluster += cfg.EtcdName + "=" + cfg.EtcdListenPeerURL
-	}
-	servers := make([]*server.Server, 3)
-	errs := make(chan error, 3)
-	for i, cfg := range cfgs {
-		cfg.EtcdInitialCluster = cluster
-		go func() {
-			s, err := servertest.Start(cfg, nil)
-			servers[i] = s
-			errs <- err
-		}()
-	}
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	servers := servertest.NewStacked(t, 3)
 	var dyns []dynamic.Interface
 	for _, s := range servers {
-		t.Cleanup(func() { _ = s.Shutdown() })
 		dyns = append(dyns, dynamic.NewForConfigOrDie(servertest.RestConfig(t, s)))
 	}
 	ctx := context.Background()

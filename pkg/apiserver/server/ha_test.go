@@ -2,11 +2,9 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,38 +18,7 @@ import (
 // read and watched through the others, and the cluster keeps serving when
 // one master is gone.
 func TestStackedCluster(t *testing.T) {
-	var cfgs []*server.Config
-	var cluster string
-	for i := range 3 {
-		cfg, err := servertest.Config(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.EtcdName = fmt.Sprintf("master%d", i)
-		cfgs = append(cfgs, cfg)
-		if i > 0 {
-			cluster += ","
-		}
-		cluster += cfg.EtcdName + "=" + cfg.EtcdListenPeerURL
-	}
-	servers := make([]*server.Server, 3)
-	errs := make(chan error, 3)
-	for i, cfg := range cfgs {
-		cfg.EtcdInitialCluster = cluster
-		go func() {
-			s, err := servertest.Start(cfg, nil)
-			servers[i] = s
-			errs <- err
-		}()
-	}
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range servers {
-		t.Cleanup(func() { _ = s.Shutdown() })
-	}
+	servers := servertest.NewStacked(t, 3)
 	clients := make([]kubernetes.Interface, 3)
 	for i, s := range servers {
 		clients[i] = kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))

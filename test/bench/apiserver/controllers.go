@@ -150,11 +150,6 @@ func controllerRows(ctx context.Context, plain kubernetes.Interface, ctlKubeconf
 
 // printControllerRows prints controllerRows' table.
 func printControllerRows(rows []pair) {
-	fmt.Println("\ncontrollers: the same requests on an apiserver kube-controller-manager and kube-scheduler 1.33 watch vs one nobody watches, same run (ratio: with/without):")
-	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "with ops/s", "p50", "p99", "w/o ops/s", "p50", "p99", "ratio")
-	for _, p := range rows {
-		fmt.Printf("%-18s %4d | %10.0f %9s %9s | %10.0f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
-			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
-			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
-	}
+	printSideBySide("controllers: the same requests on an apiserver kube-controller-manager and kube-scheduler 1.33 watch vs one nobody watches, same run (ratio: with/without):",
+		"with", "w/o", rows)
 }

@@ -125,8 +125,15 @@ func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, 
 
 // printRBACRows prints rbacRows' table.
 func printRBACRows(rows []pair) {
-	fmt.Println("\nauthorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, same run (ratio: rbac/allow):")
-	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "rbac ops/s", "p50", "p99", "allow ops/s", "p50", "p99", "ratio")
+	printSideBySide("authorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, same run (ratio: rbac/allow):",
+		"rbac", "allow", rows)
+}
+
+// printSideBySide prints rows measured on two servers (the pair's api side is left, its etcd
+// side right) under title.
+func printSideBySide(title, left, right string, rows []pair) {
+	fmt.Println("\n" + title)
+	fmt.Printf("%-18s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", left+" ops/s", "p50", "p99", right+" ops/s", "p50", "p99", "ratio")
 	for _, p := range rows {
 		fmt.Printf("%-18s %4d | %10.0f %9s %9s | %10.0f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
 			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),

@@ -4,6 +4,7 @@ package servertest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -76,4 +77,48 @@ func RestConfig(t testing.TB, s *server.Server) *rest.Config {
 	}
 	c.QPS, c.Burst = 1000, 1000
 	return c
+}
+
+// NewStacked starts n servers, each with its own member of one embedded etcd cluster (the
+// kubeadm stacked layout), and stops them when the test ends (Shutdown is safe to call twice).
+func NewStacked(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	var cfgs []*server.Config
+	var cluster string
+	for i := range n {
+		cfg, err := Config(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.EtcdName = fmt.Sprintf("master%d", i)
+		cfgs = append(cfgs, cfg)
+		if i > 0 {
+			cluster += ","
+		}
+		cluster += cfg.EtcdName + "=" + cfg.EtcdListenPeerURL
+	}
+	servers := make([]*server.Server, n)
+	errs := make(chan error, n)
+	for i, cfg := range cfgs {
+		cfg.EtcdInitialCluster = cluster
+		go func() {
+			s, err := Start(cfg, nil)
+			servers[i] = s
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			for _, s := range servers {
+				if s != nil {
+					_ = s.Shutdown()
+				}
+			}
+			t.Fatal(err)
+		}
+	}
+	for _, s := range servers {
+		t.Cleanup(func() { _ = s.Shutdown() })
+	}
+	return servers
 }
