@@ -540,7 +540,10 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			// /status), every other field (spec) from the stored object.
 			merged := current.DeepCopyObject()
 			copyField(merged, newObj, "Status")
-			copyField(merged, newObj, "ObjectMeta")
+			if _, custom := newObj.(*unstructured.Unstructured); !custom {
+				// A custom resource's /status keeps its metadata, as upstream's.
+				copyField(merged, newObj, "ObjectMeta")
+			}
 			newObj = merged
 			na, _ = meta.Accessor(newObj)
 		} else if s.kind.Status {
