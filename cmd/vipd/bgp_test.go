@@ -449,9 +449,12 @@ func TestBGPWithFRR(t *testing.T) {
 		if onLo(m2) {
 			t.Fatal("m2 keeps the VIP on lo after withdrawing it")
 		}
-		if _, err := getName(rn.client); err != nil {
-			t.Fatalf("client through the two healthy masters: %v", err)
-		}
+		// The route is withdrawn once m2's vipd sees its backend fail; the lbproxies of m1 and
+		// m3 stop sending to that backend after their own checks fail, a little later.
+		waitFor(t, 30*time.Second, "a request through the two healthy masters", func() bool {
+			_, err := getName(rn.client)
+			return err == nil
+		})
 		backends[1].healthy.Store(true)
 		waitFor(t, 30*time.Second, "FRR with m2's path again", func() bool { return equal(f.nexthops(), all) })
 		waitFor(t, 10*time.Second, "m2 binds the VIP again", func() bool { return onLo(m2) })
