@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // The upstream control plane on the drill's masters (--control-plane): each master runs
@@ -51,18 +50,8 @@ func (c *cluster) withControlPlane() bool { return c.d.opts.controlPlane && !c.s
 
 // kubeconfig writes a kubeconfig for a client certificate of user (in groups) to server.
 func (c *cluster) kubeconfig(name, server, user string, groups []string) (string, error) {
-	b := c.d.bundle
-	certPEM, keyPEM, err := b.IssueClient(user, groups, 24*time.Hour)
-	if err != nil {
-		return "", err
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["drill"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: b.CAPEM}
-	cfg.AuthInfos["drill"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
-	cfg.Contexts["drill"] = &clientcmdapi.Context{Cluster: "drill", AuthInfo: "drill"}
-	cfg.CurrentContext = "drill"
 	path := filepath.Join(c.dir, name+".kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return path, certs.WriteClientKubeconfig(path, server, c.d.bundle, user, groups, 24*time.Hour)
 }
 
 // startUpstreamOn starts kube-controller-manager and kube-scheduler on m against m's own

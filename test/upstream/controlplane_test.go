@@ -20,6 +20,7 @@ import (
 
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,8 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // controlPlane is hacp with the upstream kube-controller-manager and kube-scheduler (two of
@@ -136,18 +135,8 @@ func startControlPlane(t *testing.T) *controlPlane {
 // kubeconfig writes a kubeconfig for a client certificate of user in groups.
 func (cp *controlPlane) kubeconfig(user string, groups []string) string {
 	cp.t.Helper()
-	b := cp.srv.Certs()
-	certPEM, keyPEM, err := b.IssueClient(user, groups, 24*time.Hour)
-	if err != nil {
-		cp.t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["hacp"] = &clientcmdapi.Cluster{Server: cp.srv.URL(), CertificateAuthorityData: b.CAPEM}
-	cfg.AuthInfos["hacp"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
-	cfg.Contexts["hacp"] = &clientcmdapi.Context{Cluster: "hacp", AuthInfo: "hacp"}
-	cfg.CurrentContext = "hacp"
 	path := filepath.Join(cp.dir, strings.ReplaceAll(user, ":", "-")+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := certs.WriteClientKubeconfig(path, cp.srv.URL(), cp.srv.Certs(), user, groups, 24*time.Hour); err != nil {
 		cp.t.Fatal(err)
 	}
 	return path
