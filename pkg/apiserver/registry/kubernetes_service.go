@@ -267,8 +267,6 @@ func (r *Registry) reconcileMasterEndpointSlice(ctx context.Context, port int, i
 	return nil
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 var (
 	errUnchanged     = errors.New("unchanged")
 	errReplace       = errors.New("replace")
