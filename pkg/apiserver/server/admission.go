@@ -8,6 +8,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/admission/plugins"
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,7 +85,7 @@ func (s *Server) startAdmission(ctx context.Context) error {
 				Mutating:   store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
 				Validating: store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
 				Namespaces: store("", "namespaces"),
-				Resolve:    webhook.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
+				Resolve:    webhookclient.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
 				Logger:     s.log,
 			})
 			hooks.Start(ctx)

@@ -8,20 +8,13 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"reflect"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +22,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/request"
+	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -41,15 +35,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// ServiceResolver turns a webhook's service reference into the host:port to dial.
-type ServiceResolver func(ctx context.Context, namespace, name string, port int32) (string, error)
-
 // Config configures the webhook plugins.
 type Config struct {
 	Mutating   admission.Source // MutatingWebhookConfigurations
 	Validating admission.Source // ValidatingWebhookConfigurations
 	Namespaces admission.Source // for namespaceSelector
-	Resolve    ServiceResolver
+	Resolve    webhookclient.ServiceResolver
 	Logger     *slog.Logger
 }
 
@@ -78,8 +69,7 @@ type Dispatcher struct {
 	mutatingHooks   atomic.Pointer[[]*hook]
 	validatingHooks atomic.Pointer[[]*hook]
 
-	clientsMu sync.Mutex
-	clients   map[[32]byte]*http.Client // by caBundle and server name
+	clients *webhookclient.Clients
 }
 
 // New returns the dispatcher; Start fills its caches.
@@ -87,7 +77,7 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dispatcher{cfg: cfg, clients: map[[32]byte]*http.Client{}}
+	d := &Dispatcher{cfg: cfg, clients: webhookclient.New(cfg.Resolve)}
 	d.mutating = admission.NewCache[*admissionregv1.MutatingWebhookConfiguration](cfg.Mutating, cfg.Logger)
 	d.validating = admission.NewCache[*admissionregv1.ValidatingWebhookConfiguration](cfg.Validating, cfg.Logger)
 	d.namespaces = admission.NewCache[*corev1.Namespace](cfg.Namespaces, cfg.Logger)
@@ -467,33 +457,11 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes)
 	if err != nil {
 		return nil, nil, err
 	}
-	target, serverName, err := d.target(ctx, h)
-	if err != nil {
-		return nil, nil, err
-	}
-	client, err := d.client(h.clientConfig.CABundle, serverName)
-	if err != nil {
-		return nil, nil, err
-	}
 	cctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(cctx, http.MethodPost, target, bytes.NewReader(body))
+	data, err := d.clients.Post(cctx, clientConfig(h.clientConfig), body)
 	if err != nil {
 		return nil, nil, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	resp, err := client.Do(hreq)
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to call webhook: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 3<<20))
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to call webhook: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("received invalid webhook response status %d: %s", resp.StatusCode, bytes.TrimSpace(data))
 	}
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(data, &out); err != nil {
@@ -556,94 +524,11 @@ func review(a *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, err
 	return req, objJSON, nil
 }
 
-// target is the URL to post to and the TLS server name to verify.
-func (d *Dispatcher) target(ctx context.Context, h *hook) (string, string, error) {
-	cc := h.clientConfig
-	if cc.URL != nil {
-		u, err := url.Parse(*cc.URL)
-		if err != nil || u.Scheme != "https" {
-			return "", "", fmt.Errorf("webhook url %q is not an https URL", *cc.URL)
-		}
-		return u.String(), u.Hostname(), nil
+// clientConfig is an admission webhook's clientConfig in webhookclient's terms.
+func clientConfig(cc admissionregv1.WebhookClientConfig) webhookclient.Config {
+	out := webhookclient.Config{URL: cc.URL, CABundle: cc.CABundle}
+	if s := cc.Service; s != nil {
+		out.Service = &webhookclient.Service{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
 	}
-	if cc.Service == nil {
-		return "", "", errors.New("webhook has neither url nor service")
-	}
-	port := int32(443)
-	if cc.Service.Port != nil {
-		port = *cc.Service.Port
-	}
-	if d.cfg.Resolve == nil {
-		return "", "", errors.New("no service resolver")
-	}
-	hostPort, err := d.cfg.Resolve(ctx, cc.Service.Namespace, cc.Service.Name, port)
-	if err != nil {
-		return "", "", err
-	}
-	path := ""
-	if cc.Service.Path != nil {
-		path = *cc.Service.Path
-	}
-	// The certificate is checked for the service's DNS name, as upstream.
-	return "https://" + hostPort + path, cc.Service.Name + "." + cc.Service.Namespace + ".svc", nil
-}
-
-// client returns a client trusting caBundle (the system roots when empty) and verifying
-// serverName; clients are kept per bundle and name so that connections are reused.
-func (d *Dispatcher) client(caBundle []byte, serverName string) (*http.Client, error) {
-	key := sha256.Sum256(append(append([]byte(serverName), 0), caBundle...))
-	d.clientsMu.Lock()
-	defer d.clientsMu.Unlock()
-	if c, ok := d.clients[key]; ok {
-		return c, nil
-	}
-	tlsCfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
-	if len(caBundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caBundle) {
-			return nil, errors.New("caBundle holds no PEM certificate")
-		}
-		tlsCfg.RootCAs = pool
-	}
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 10, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: true}}
-	d.clients[key] = c
-	return c, nil
-}
-
-// EndpointsResolver resolves a service to the first address of its Endpoints for the
-// service port, or its ClusterIP when it has none: hacp has no cluster DNS, and a ClusterIP
-// only works where something (kube-proxy) routes it.
-func EndpointsResolver(getService, getEndpoints func(ctx context.Context, ns, name string) (runtime.Object, error)) ServiceResolver {
-	return func(ctx context.Context, ns, name string, port int32) (string, error) {
-		obj, err := getService(ctx, ns, name)
-		if err != nil {
-			return "", err
-		}
-		svc := obj.(*corev1.Service)
-		var sp *corev1.ServicePort
-		for i := range svc.Spec.Ports {
-			if svc.Spec.Ports[i].Port == port {
-				sp = &svc.Spec.Ports[i]
-			}
-		}
-		if sp == nil {
-			return "", fmt.Errorf("service %s/%s has no port %d", ns, name, port)
-		}
-		if obj, err := getEndpoints(ctx, ns, name); err == nil {
-			//lint:ignore SA1019 core/v1 Endpoints is what hacp's controllers keep for every service
-			ep := obj.(*corev1.Endpoints)
-			for _, ss := range ep.Subsets {
-				for _, p := range ss.Ports {
-					if p.Name == sp.Name && len(ss.Addresses) > 0 {
-						return net.JoinHostPort(ss.Addresses[0].IP, strconv.Itoa(int(p.Port))), nil
-					}
-				}
-			}
-		}
-		if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-			return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(port))), nil
-		}
-		return "", fmt.Errorf("service %s/%s has no endpoints", ns, name)
-	}
+	return out
 }
