@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,8 +78,8 @@ func customResourceDefinitionsKind() *Kind {
 	}
 }
 
-// validateCRD is upstream's ValidateCustomResourceDefinition for v1, less conversion webhooks
-// and the checks of CEL cost estimates.
+// validateCRD is upstream's ValidateCustomResourceDefinition for v1, less the checks of CEL
+// cost estimates.
 func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
@@ -165,15 +166,7 @@ func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList 
 	if served == 0 && len(crd.Spec.Versions) > 0 {
 		errs = append(errs, field.Invalid(spec.Child("versions"), crd.Spec.Versions, "must have at least one version marked as served"))
 	}
-	if c := crd.Spec.Conversion; c != nil {
-		switch c.Strategy {
-		case apiextensionsv1.NoneConverter:
-		case apiextensionsv1.WebhookConverter:
-			errs = append(errs, field.NotSupported(spec.Child("conversion", "strategy"), c.Strategy, []string{string(apiextensionsv1.NoneConverter)}))
-		default:
-			errs = append(errs, field.NotSupported(spec.Child("conversion", "strategy"), c.Strategy, []string{string(apiextensionsv1.NoneConverter), string(apiextensionsv1.WebhookConverter)}))
-		}
-	}
+	errs = append(errs, validateCRDConversion(crd.Spec.Conversion, spec.Child("conversion"))...)
 	for i, v := range crd.Status.StoredVersions {
 		if !seen.Has(v) {
 			errs = append(errs, field.Invalid(field.NewPath("status", "storedVersions").Index(i), v, "must appear in spec.versions"))
@@ -267,4 +260,60 @@ func setCRDCondition(crd *apiextensionsv1.CustomResourceDefinition, c apiextensi
 	}
 	c.LastTransitionTime = metav1.Now()
 	crd.Status.Conditions = append(crd.Status.Conditions, c)
+}
+
+// validateCRDConversion is upstream's validateCustomResourceConversion; its paths are those
+// of the internal version, as upstream's messages (webhookClientConfig).
+func validateCRDConversion(c *apiextensionsv1.CustomResourceConversion, p *field.Path) field.ErrorList {
+	if c == nil {
+		return nil
+	}
+	errs := oneOf(c.Strategy, p.Child("strategy"), apiextensionsv1.NoneConverter, apiextensionsv1.WebhookConverter)
+	ccPath := p.Child("webhookClientConfig")
+	if c.Strategy != apiextensionsv1.WebhookConverter {
+		if c.Webhook != nil && c.Webhook.ClientConfig != nil {
+			errs = append(errs, field.Forbidden(ccPath, "should not be set when strategy is not set to Webhook"))
+		}
+		if c.Webhook != nil && len(c.Webhook.ConversionReviewVersions) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("conversionReviewVersions"), "should not be set when strategy is not set to Webhook"))
+		}
+		return errs
+	}
+	if c.Webhook == nil || c.Webhook.ClientConfig == nil {
+		errs = append(errs, field.Required(ccPath, "required when strategy is set to Webhook"))
+	} else {
+		cc := c.Webhook.ClientConfig
+		var svc *webhookService
+		if cc.Service != nil {
+			svc = &webhookService{Namespace: cc.Service.Namespace, Name: cc.Service.Name, Path: cc.Service.Path, Port: cc.Service.Port}
+		}
+		errs = append(errs, validateWebhookClientConfig(cc.URL, svc, ccPath)...)
+		if len(cc.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(cc.CABundle) {
+			errs = append(errs, field.Invalid(ccPath.Child("caBundle"), cc.CABundle, "unable to load root certificates: unable to parse bytes as PEM block"))
+		}
+	}
+	vp := p.Child("conversionReviewVersions")
+	var versions []string
+	if c.Webhook != nil {
+		versions = c.Webhook.ConversionReviewVersions
+	}
+	if len(versions) == 0 {
+		return append(errs, field.Required(vp, ""))
+	}
+	seen, accepted := map[string]bool{}, false
+	for i, v := range versions {
+		if seen[v] {
+			errs = append(errs, field.Invalid(vp.Index(i), v, "duplicate version"))
+			continue
+		}
+		seen[v] = true
+		for _, m := range utilvalidation.IsDNS1035Label(v) {
+			errs = append(errs, field.Invalid(vp.Index(i), v, m))
+		}
+		accepted = accepted || v == "v1" || v == "v1beta1"
+	}
+	if !accepted {
+		errs = append(errs, field.Invalid(vp, versions, "must include at least one of v1, v1beta1"))
+	}
+	return errs
 }

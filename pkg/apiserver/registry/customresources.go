@@ -426,7 +426,8 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 			storageVersion = v.Name
 		}
 	}
-	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, structural: k.structural}
+	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, served: k.GVK().GroupVersion().String(),
+		structural: k.structural, webhook: r.newWebhookConverter(crd)}
 	st := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
 	s := &Store{kind: k, storage: st}
 	if k.Namespaced {
@@ -435,17 +436,32 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 	return s
 }
 
-// customResourceCodec stores custom objects as JSON in the storage version (conversion None
-// rewrites apiVersion only) and applies the schema's defaults on read, as upstream.
+// customResourceCodec stores custom objects as JSON in the storage version and reads them
+// in the served one: conversion None rewrites apiVersion only, a webhook converts the other
+// fields too. It applies the served version's defaults on read, as upstream.
 type customResourceCodec struct {
-	apiVersion string
+	apiVersion string // the storage version's
+	served     string // the served version's
 	structural *structuralschema.Structural
+	webhook    *webhookConverter // nil: conversion None
 }
 
 func (c *customResourceCodec) Encode(obj runtime.Object) ([]byte, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("custom resource codec: %T is not unstructured", obj)
+	}
+	if from := u.GetAPIVersion(); c.webhook != nil && from != c.apiVersion {
+		in := u.Object
+		if from == "" { // written through the served version's store
+			in = maps.Clone(u.Object)
+			in["apiVersion"] = c.served
+		}
+		m, err := c.webhook.convert(context.Background(), in, c.apiVersion)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(m)
 	}
 	m := maps.Clone(u.Object)
 	m["apiVersion"] = c.apiVersion
@@ -463,6 +479,13 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 	}
 	if m == nil {
 		return errors.New("custom resource codec: stored value is not an object")
+	}
+	if c.webhook != nil {
+		converted, err := c.webhook.convert(context.Background(), m, c.served)
+		if err != nil {
+			return err
+		}
+		m = converted
 	}
 	if c.structural != nil {
 		structuraldefaulting.Default(m, c.structural)

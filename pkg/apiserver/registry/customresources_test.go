@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hacp/hacp/pkg/apiserver/admission"
-	"github.com/hacp/hacp/pkg/apiserver/request"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -210,6 +210,40 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 			"spec.names.plural: Invalid value: \"Widgets\""},
 		{"bad scope", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Scope = "Global" },
 			`spec.scope: Unsupported value: "Global"`},
+		{"webhook conversion without a client", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"}}}
+		}, "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"},
+		{"webhook conversion over http", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("http://127.0.0.1:1/convert")}}}
+		}, `spec.conversion.webhookClientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`},
+		{"webhook conversion with url and service", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert"),
+						Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "conv"}}}}
+		}, "spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"},
+		{"webhook conversion with a bad service path", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "default", Name: "conv", Path: ptr("convert")}}}}
+		}, `spec.conversion.webhookClientConfig.service.path: Invalid value: "convert": must start with a '/'`},
+		{"webhook conversion with unknown review versions", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v9"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
+		}, `spec.conversion.conversionReviewVersions: Invalid value: ["v9"]: must include at least one of v1, v1beta1`},
+		{"webhook conversion with a bad caBundle", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+					ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert"), CABundle: []byte("not PEM")}}}
+		}, "unable to load root certificates: unable to parse bytes as PEM block"},
+		{"a webhook client without the Webhook strategy", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter,
+				Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
+		}, "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/storage"
+	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,9 @@ type Registry struct {
 	custom customResources // served for CustomResourceDefinitions
 
 	admission atomic.Pointer[admissionChain] // SetAdmission's, for stores made later (custom resources)
+
+	convOnce    sync.Once
+	convClients *webhookclient.Clients // of CRDs' conversion webhooks
 }
 
 // Config configures the registry.

@@ -1,10 +1,13 @@
 package registry
 
 import (
+	"fmt"
 	"net/url"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -39,24 +42,11 @@ func validateWebhook(name string, names map[string]bool, cc admissionregistratio
 		}
 		names[name] = true
 	}
-	cp := p.Child("clientConfig")
-	switch {
-	case cc.URL == nil && cc.Service == nil:
-		errs = append(errs, field.Required(cp, "exactly one of url or service is required"))
-	case cc.URL != nil && cc.Service != nil:
-		errs = append(errs, field.Required(cp, "exactly one of url or service is required"))
-	case cc.URL != nil:
-		u, err := url.Parse(*cc.URL)
-		if err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, field.Invalid(cp.Child("url"), *cc.URL, "'https' is the only allowed URL scheme"))
-		}
-	default:
-		errs = append(errs, requiredString(cc.Service.Namespace, cp.Child("service", "namespace"))...)
-		errs = append(errs, requiredString(cc.Service.Name, cp.Child("service", "name"))...)
-		if cc.Service.Port != nil {
-			errs = append(errs, validatePortNumber(*cc.Service.Port, cp.Child("service", "port"))...)
-		}
+	var svc *webhookService
+	if cc.Service != nil {
+		svc = &webhookService{Namespace: cc.Service.Namespace, Name: cc.Service.Name, Path: cc.Service.Path, Port: cc.Service.Port}
 	}
+	errs = append(errs, validateWebhookClientConfig(cc.URL, svc, p.Child("clientConfig"))...)
 	for i, r := range rules {
 		rp := p.Child("rules").Index(i)
 		if len(r.Operations) == 0 {
@@ -109,6 +99,75 @@ func validateWebhook(name string, names map[string]bool, cc admissionregistratio
 	}
 	if objSel != nil {
 		errs = append(errs, validateSelector(objSel, p.Child("objectSelector"))...)
+	}
+	return errs
+}
+
+// webhookService is a webhook's service reference, admission's or a CRD conversion's.
+type webhookService struct {
+	Namespace, Name string
+	Path            *string
+	Port            *int32
+}
+
+// validateWebhookClientConfig is upstream's check of a webhook's clientConfig: exactly one of
+// url and service, then ValidateWebhookURL (https only, a host, no user, query or fragment)
+// or ValidateWebhookService (name, namespace, port and a path of DNS-subdomain segments).
+func validateWebhookClientConfig(u *string, svc *webhookService, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	const form = "; desired format: https://host[/path]"
+	switch {
+	case (u == nil) == (svc == nil):
+		errs = append(errs, field.Required(p, "exactly one of url or service is required"))
+	case u != nil:
+		up := p.Child("url")
+		parsed, err := url.Parse(*u)
+		if err != nil {
+			return append(errs, field.Required(up, "url must be a valid URL: "+err.Error()+form))
+		}
+		if parsed.Scheme != "https" {
+			errs = append(errs, field.Invalid(up, parsed.Scheme, "'https' is the only allowed URL scheme"+form))
+		}
+		if parsed.Host == "" {
+			errs = append(errs, field.Invalid(up, parsed.Host, "host must be specified"+form))
+		}
+		if parsed.User != nil {
+			errs = append(errs, field.Invalid(up, parsed.User.String(), "user information is not permitted in the URL"))
+		}
+		if parsed.Fragment != "" {
+			errs = append(errs, field.Invalid(up, parsed.Fragment, "fragments are not permitted in the URL"))
+		}
+		if parsed.RawQuery != "" {
+			errs = append(errs, field.Invalid(up, parsed.RawQuery, "query parameters are not permitted in the URL"))
+		}
+	default:
+		sp := p.Child("service")
+		errs = append(errs, requiredString(svc.Name, sp.Child("name"))...)
+		errs = append(errs, requiredString(svc.Namespace, sp.Child("namespace"))...)
+		if svc.Port != nil {
+			if msgs := utilvalidation.IsValidPortNum(int(*svc.Port)); msgs != nil {
+				errs = append(errs, field.Invalid(sp.Child("port"), *svc.Port, "port is not valid: "+strings.Join(msgs, ", ")))
+			}
+		}
+		if svc.Path == nil || *svc.Path == "" || *svc.Path == "/" {
+			return errs
+		}
+		path := *svc.Path
+		if path == "//" {
+			return append(errs, field.Invalid(sp.Child("path"), path, "segment[0] may not be empty"))
+		}
+		if !strings.HasPrefix(path, "/") {
+			errs = append(errs, field.Invalid(sp.Child("path"), path, "must start with a '/'"))
+		}
+		for i, step := range strings.Split(strings.TrimSuffix(path[1:], "/"), "/") {
+			if step == "" {
+				errs = append(errs, field.Invalid(sp.Child("path"), path, fmt.Sprintf("segment[%d] may not be empty", i)))
+				continue
+			}
+			for _, m := range utilvalidation.IsDNS1123Subdomain(step) {
+				errs = append(errs, field.Invalid(sp.Child("path"), path, fmt.Sprintf("segment[%d]: %v", i, m)))
+			}
+		}
 	}
 	return errs
 }

@@ -48,6 +48,15 @@ type hookServer struct {
 
 func newHookServer(t *testing.T) *hookServer {
 	t.Helper()
+	h := &hookServer{calls: map[string]int{}, dryRun: map[string]bool{}}
+	h.srv, h.caPEM = newTLSServer(t, http.HandlerFunc(h.serve))
+	return h
+}
+
+// newTLSServer serves handler over HTTPS with a certificate for 127.0.0.1 and
+// hook.default.svc from a CA of its own, returned as PEM (a webhook's caBundle).
+func newTLSServer(t *testing.T, handler http.Handler) (*httptest.Server, []byte) {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hook-ca"}, NotBefore: time.Now().Add(-time.Hour),
 		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
@@ -64,12 +73,11 @@ func newHookServer(t *testing.T) *hookServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hookServer{calls: map[string]int{}, dryRun: map[string]bool{}, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
-	h.srv = httptest.NewUnstartedServer(http.HandlerFunc(h.serve))
-	h.srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	h.srv.StartTLS()
-	t.Cleanup(h.srv.Close)
-	return h
+	srv := httptest.NewUnstartedServer(handler)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }
 
 func (h *hookServer) count(path string, op admissionv1.Operation, name string) int {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -82,6 +83,12 @@ func (s *Etcd3) fullKey(key string) string {
 
 func (s *Etcd3) decode(data []byte, rev int64, into runtime.Object) error {
 	if err := s.cfg.Codec.Decode(data, into); err != nil {
+		// A codec's error carrying an API status (a conversion webhook's failure) reaches
+		// the client as it is; any other means a corrupt object.
+		var st interface{ Status() metav1.Status }
+		if errors.As(err, &st) {
+			return err
+		}
 		return &Error{Code: ErrCodeInvalidObj, Msg: fmt.Sprintf("decode stored object: %v", err)}
 	}
 	return setRV(into, rev)
