@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -126,8 +127,12 @@ func validateCRD(crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList 
 		seen.Insert(v.Name)
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			errs = append(errs, field.Required(p.Child("schema", "openAPIV3Schema"), "schemas are required"))
+			if len(v.SelectableFields) > 0 {
+				errs = append(errs, field.Invalid(p.Child("selectableFields"), "", "may only be set when `version.schema.openAPIV3Schema` is not included"))
+			}
 		} else {
 			errs = append(errs, validateCRDSchema(v.Schema.OpenAPIV3Schema, p.Child("schema", "openAPIV3Schema"))...)
+			errs = append(errs, validateSelectableFields(v.SelectableFields, v.Schema.OpenAPIV3Schema, p.Child("selectableFields"))...)
 		}
 		if v.Subresources != nil && v.Subresources.Scale != nil {
 			sc := v.Subresources.Scale
@@ -314,6 +319,56 @@ func validateCRDConversion(c *apiextensionsv1.CustomResourceConversion, p *field
 	}
 	if !accepted {
 		errs = append(errs, field.Invalid(vp, versions, "must include at least one of v1, v1beta1"))
+	}
+	return errs
+}
+
+// maxSelectableFields is upstream's MaxSelectableFields.
+const maxSelectableFields = 8
+
+// validateSelectableFields is upstream's ValidateCustomResourceSelectableFields: each a
+// path (no array steps) into the schema, outside metadata, to a string, boolean or integer,
+// once, and at most maxSelectableFields. (Upstream lets an update keep more than the maximum
+// when the list is unchanged; a definition with more cannot be created here or there.)
+func validateSelectableFields(sfs []apiextensionsv1.SelectableField, schema *apiextensionsv1.JSONSchemaProps, p *field.Path) field.ErrorList {
+	if len(sfs) == 0 {
+		return nil
+	}
+	internal, err := internalSchema(schema)
+	if err != nil {
+		return nil // reported by validateCRDSchema
+	}
+	ss, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	unique := sets.New[string]()
+	for i, sf := range sfs {
+		jp := p.Index(i).Child("jsonPath")
+		if sf.JSONPath == "" {
+			errs = append(errs, field.Required(jp, ""))
+			continue
+		}
+		path, found, err := cel.ValidFieldPath(sf.JSONPath, ss, cel.WithFieldPathAllowArrayNotation(false))
+		if err != nil {
+			errs = append(errs, field.Invalid(jp, sf.JSONPath, fmt.Sprintf("is an invalid path: %v", err)))
+			continue
+		}
+		if path.Root().String() == "metadata" {
+			errs = append(errs, field.Invalid(jp, sf.JSONPath, "must not point to fields in metadata"))
+		}
+		if found == nil || (found.Type != "string" && found.Type != "boolean" && found.Type != "integer") {
+			errs = append(errs, field.Invalid(jp, sf.JSONPath, "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed."))
+		}
+		if unique.Has(path.String()) {
+			errs = append(errs, field.Duplicate(jp, sf.JSONPath))
+		} else {
+			unique.Insert(path.String())
+		}
+	}
+	if unique.Len() > maxSelectableFields {
+		errs = append(errs, field.TooMany(p, unique.Len(), maxSelectableFields))
 	}
 	return errs
 }

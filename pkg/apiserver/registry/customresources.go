@@ -23,11 +23,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/jsonpath"
 )
 
 // celPerCallLimit and celCostBudget are k8s.io/apiserver/pkg/apis/cel's PerCallLimit and
@@ -521,6 +523,9 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		k.Scale = customScale(v.Subresources.Scale)
 	}
 	k.PrinterColumns = v.AdditionalPrinterColumns
+	if len(v.SelectableFields) > 0 {
+		k.Strategy.Fields = selectableFields(v.SelectableFields)
+	}
 	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 		return k, nil
 	}
@@ -612,5 +617,38 @@ func customScale(sc *apiextensionsv1.CustomResourceSubresourceScale) *ScaleAcces
 			s, _, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, selectorPath...)
 			return s
 		},
+	}
+}
+
+// selectableFields returns the field-selector values of a version's selectableFields, as
+// upstream's: the field's value printed, "" when missing (so that every name is known to
+// the selector's parser even for an empty object).
+func selectableFields(sfs []apiextensionsv1.SelectableField) func(runtime.Object) fields.Set {
+	type selectable struct {
+		name string
+		path *jsonpath.JSONPath
+	}
+	var paths []selectable
+	for _, sf := range sfs {
+		jp := jsonpath.New("selectableField").AllowMissingKeys(true)
+		if err := jp.Parse("{" + sf.JSONPath + "}"); err != nil {
+			continue // validation refused the definition
+		}
+		paths = append(paths, selectable{name: strings.TrimPrefix(sf.JSONPath, "."), path: jp})
+	}
+	return func(obj runtime.Object) fields.Set {
+		u, _ := obj.(*unstructured.Unstructured)
+		out := make(fields.Set, len(paths))
+		for _, sf := range paths {
+			out[sf.name] = ""
+			if u == nil {
+				continue
+			}
+			results, err := sf.path.FindResults(u.Object)
+			if err == nil && len(results) == 1 && len(results[0]) == 1 && results[0][0].IsValid() && results[0][0].Interface() != nil {
+				out[sf.name] = fmt.Sprint(results[0][0].Interface())
+			}
+		}
+		return out
 	}
 }

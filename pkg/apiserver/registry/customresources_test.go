@@ -240,6 +240,20 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 				Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
 					ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert"), CABundle: []byte("not PEM")}}}
 		}, "unable to load root certificates: unable to parse bytes as PEM block"},
+		{"selectable field in metadata", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["metadata"] = apiextensionsv1.JSONSchemaProps{Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}}}
+			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".metadata.name"}}
+		}, `spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".metadata.name": must not point to fields in metadata`},
+		{"selectable field of an object", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec"}}
+		}, `spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec": must point to a field of type string, boolean or integer`},
+		{"selectable field not in the schema", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.weight"}}
+		}, `spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec.weight": is an invalid path`},
+		{"selectable field twice", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}, {JSONPath: ".spec.color"}}
+		}, `spec.versions[0].selectableFields[1].jsonPath: Duplicate value: ".spec.color"`},
 		{"a webhook client without the Webhook strategy", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
@@ -395,6 +409,87 @@ func TestCustomResourceAdmission(t *testing.T) {
 		_, err := s.Create(ctx, "default", "", widget(fmt.Sprintf("no-%d", i), "blue"), &metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) || chain.seen.Load() != 2 {
 			t.Fatalf("chain installed before=%v: blue widget: %v (chain saw %d)", before, err, chain.seen.Load())
+		}
+	}
+}
+
+// TestCustomResourceSelectableFields: a version's selectableFields work in field selectors
+// of lists and watches (a value leaving the selector is a deletion to the watcher), next to
+// metadata.name; other fields are refused as upstream.
+func TestCustomResourceSelectableFields(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crd := widgetCRD()
+	crd.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}, {JSONPath: ".spec.size"}}
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(ctx, "", "", crd, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	ws := r.Resource(widgets).Store
+	for _, w := range []*unstructured.Unstructured{widget("a", "red"), widget("b", "blue"), widget("c", "red")} {
+		if w.GetName() == "c" {
+			_ = unstructured.SetNestedField(w.Object, int64(5), "spec", "size")
+		}
+		if _, err := ws.Create(ctx, "default", "", w, &metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(sel string) []string {
+		t.Helper()
+		list, err := ws.List(ctx, "default", &metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		var out []string
+		for _, it := range list.(*unstructured.UnstructuredList).Items {
+			out = append(out, it.GetName())
+		}
+		return out
+	}
+	for sel, want := range map[string][]string{
+		"spec.color=red":                  {"a", "c"},
+		"spec.color!=red":                 {"b"},
+		"spec.size=3":                     {"a", "b"}, // the default, applied on create
+		"spec.size=5,spec.color=red":      {"c"},
+		"spec.color=red,metadata.name!=a": {"c"},
+	} {
+		if got := names(sel); !slices.Equal(got, want) {
+			t.Errorf("%s: got %v, want %v", sel, got, want)
+		}
+	}
+	_, err := ws.List(ctx, "default", &metav1.ListOptions{FieldSelector: "spec.unknown=true"})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "field label not supported: spec.unknown") {
+		t.Fatalf("a field that is not selectable: %v", err)
+	}
+
+	list, err := ws.List(ctx, "default", &metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ws.Watch(ctx, "default", &metav1.ListOptions{FieldSelector: "spec.color=red", ResourceVersion: list.(*unstructured.UnstructuredList).GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	recolor := func(name, color string) {
+		t.Helper()
+		if _, _, err := ws.Update(ctx, "default", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			u := cur.(*unstructured.Unstructured)
+			return u, unstructured.SetNestedField(u.Object, color, "spec", "color")
+		}, &metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recolor("a", "blue") // leaves the selector
+	recolor("b", "red")  // enters it
+	for _, want := range []string{"DELETED a", "ADDED b"} {
+		select {
+		case ev := <-w.ResultChan():
+			if got := string(ev.Type) + " " + ev.Object.(*unstructured.Unstructured).GetName(); got != want {
+				t.Fatalf("watch: got %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("watch: no %s", want)
 		}
 	}
 }
