@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -51,9 +52,12 @@ func customResourceDefinitionsKind() *Kind {
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateCRD(obj.(*apiextensionsv1.CustomResourceDefinition))
 			},
+			ValidateNew: func(obj runtime.Object) field.ErrorList {
+				return validateAPIApproval(obj.(*apiextensionsv1.CustomResourceDefinition), nil)
+			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
-				var errs field.ErrorList
+				errs := validateAPIApproval(crd, oldCRD)
 				if crd.Spec.Scope != oldCRD.Spec.Scope && crdEstablished(oldCRD) {
 					errs = append(errs, field.Invalid(field.NewPath("spec", "scope"), crd.Spec.Scope, "field is immutable"))
 				}
@@ -371,4 +375,53 @@ func validateSelectableFields(sfs []apiextensionsv1.SelectableField, schema *api
 		errs = append(errs, field.TooMany(p, unique.Len(), maxSelectableFields))
 	}
 	return errs
+}
+
+// validateAPIApproval is upstream's: a definition in a group of the Kubernetes project
+// (k8s.io, kubernetes.io and their subdomains) carries the api-approved.kubernetes.io
+// annotation, a URL or a reason starting with "unapproved"; an update that leaves the
+// annotation's state as it was is never refused.
+func validateAPIApproval(crd, old *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
+	if !apihelpers.IsProtectedCommunityGroup(crd.Spec.Group) {
+		return nil
+	}
+	state, reason := apihelpers.GetAPIApprovalState(crd.Annotations)
+	if old != nil {
+		if oldState, _ := apihelpers.GetAPIApprovalState(old.Annotations); oldState == state {
+			return nil
+		}
+	}
+	p := field.NewPath("metadata", "annotations").Key(apiextensionsv1.KubeAPIApprovedAnnotation)
+	switch state {
+	case apihelpers.APIApproved, apihelpers.APIApprovalBypassed:
+		return nil
+	case apihelpers.APIApprovalMissing:
+		return field.ErrorList{field.Required(p, reason)}
+	default:
+		return field.ErrorList{field.Invalid(p, crd.Annotations[apiextensionsv1.KubeAPIApprovedAnnotation], reason)}
+	}
+}
+
+// apiApprovalCondition is upstream's KubernetesAPIApprovalPolicyConformant condition of a
+// definition in a protected group (its apiapproval controller's); nil for other groups.
+func apiApprovalCondition(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionCondition {
+	if !apihelpers.IsProtectedCommunityGroup(crd.Spec.Group) {
+		return nil
+	}
+	state, reason := apihelpers.GetAPIApprovalState(crd.Annotations)
+	c := &apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.KubernetesAPIApprovalPolicyConformant,
+		Status: apiextensionsv1.ConditionFalse, Message: reason}
+	switch state {
+	case apihelpers.APIApprovalInvalid:
+		c.Reason = "InvalidAnnotation"
+	case apihelpers.APIApprovalMissing:
+		c.Reason = "MissingAnnotation"
+	case apihelpers.APIApproved:
+		c.Status, c.Reason = apiextensionsv1.ConditionTrue, "ApprovedAnnotation"
+	case apihelpers.APIApprovalBypassed:
+		c.Reason = "UnapprovedAnnotation"
+	default:
+		c.Status, c.Reason = apiextensionsv1.ConditionUnknown, "UnknownAnnotation"
+	}
+	return c
 }

@@ -258,8 +258,12 @@ func crdStatus(crd *apiextensionsv1.CustomResourceDefinition, defs map[string]*a
 			setCRDCondition(tmp, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"})
 		}
 	}
+	if c := apiApprovalCondition(crd); c != nil {
+		setCRDCondition(tmp, *c)
+	}
 	// The conditions in upstream's order.
-	order := map[apiextensionsv1.CustomResourceDefinitionConditionType]int{apiextensionsv1.NamesAccepted: 0, apiextensionsv1.Established: 1, apiextensionsv1.Terminating: 2}
+	order := map[apiextensionsv1.CustomResourceDefinitionConditionType]int{apiextensionsv1.NamesAccepted: 0, apiextensionsv1.Established: 1, apiextensionsv1.Terminating: 2,
+		apiextensionsv1.KubernetesAPIApprovalPolicyConformant: 3}
 	sort.SliceStable(tmp.Status.Conditions, func(i, j int) bool {
 		return order[tmp.Status.Conditions[i].Type] < order[tmp.Status.Conditions[j].Type]
 	})

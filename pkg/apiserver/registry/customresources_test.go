@@ -254,6 +254,12 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 		{"selectable field twice", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}, {JSONPath: ".spec.color"}}
 		}, `spec.versions[0].selectableFields[1].jsonPath: Duplicate value: ".spec.color"`},
+		{"a protected group without approval", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group, c.Name = "x.k8s.io", "widgets.x.k8s.io" },
+			`metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111`},
+		{"a protected group with an invalid approval", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name = "kubernetes.io", "widgets.kubernetes.io"
+			c.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: "yes"}
+		}, `metadata.annotations[api-approved.kubernetes.io]: Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved"`},
 		{"a webhook client without the Webhook strategy", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
@@ -490,6 +496,69 @@ func TestCustomResourceSelectableFields(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("watch: no %s", want)
+		}
+	}
+}
+
+// TestCustomResourceDefinitionAPIApproval: a definition in a protected group is created with
+// the approval annotation (a URL or "unapproved..."), carries upstream's
+// KubernetesAPIApprovalPolicyConformant condition, and an update leaving the annotation's
+// state alone passes while one breaking it is refused.
+func TestCustomResourceDefinitionAPIApproval(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	for _, tt := range []struct{ group, annotation, status, reason string }{
+		{"approved.k8s.io", "https://github.com/kubernetes/enhancements/pull/1111", "True", "ApprovedAnnotation"},
+		{"sigs.kubernetes.io", "unapproved, experimental", "False", "UnapprovedAnnotation"},
+	} {
+		c := widgetCRD()
+		c.Spec.Group, c.Name = tt.group, "widgets."+tt.group
+		c.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: tt.annotation}
+		if _, err := crds.Create(ctx, "", "", c, &metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", tt.group, err)
+		}
+		waitFor(t, tt.group+"'s approval condition", func() bool {
+			obj, err := crds.Get(ctx, "", c.Name, &metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, cond := range obj.(*apiextensionsv1.CustomResourceDefinition).Status.Conditions {
+				if cond.Type == apiextensionsv1.KubernetesAPIApprovalPolicyConformant {
+					return string(cond.Status) == tt.status && cond.Reason == tt.reason
+				}
+			}
+			return false
+		})
+		// A spec change keeping the annotation passes; dropping it is refused.
+		if _, _, err := crds.Update(ctx, "", c.Name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			u := cur.(*apiextensionsv1.CustomResourceDefinition)
+			u.Spec.Names.ShortNames = []string{"wdg"}
+			return u, nil
+		}, &metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("%s: update keeping the approval: %v", tt.group, err)
+		}
+		_, _, err := crds.Update(ctx, "", c.Name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			u := cur.(*apiextensionsv1.CustomResourceDefinition)
+			u.Annotations = nil
+			return u, nil
+		}, &metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "protected groups must have approval annotation") {
+			t.Fatalf("%s: dropping the approval: %v", tt.group, err)
+		}
+	}
+	// Other groups have no such condition.
+	if _, err := crds.Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	obj, err := crds.Get(ctx, "", "widgets.example.com", &metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range obj.(*apiextensionsv1.CustomResourceDefinition).Status.Conditions {
+		if cond.Type == apiextensionsv1.KubernetesAPIApprovalPolicyConformant {
+			t.Fatalf("an unprotected group has %v", cond)
 		}
 	}
 }

@@ -50,6 +50,8 @@ type Strategy struct {
 	PrepareForStatusUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; metadata is checked by the store.
 	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateNew checks what only a create must satisfy (Validate runs on updates too).
+	ValidateNew func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update (immutable fields).
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// NameValidation checks metadata.name (DNS-1123 subdomain if nil).
@@ -429,7 +431,11 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 			s.kind.Strategy.Default(obj)
 		}
 	}
-	if errs := s.validateCreate(obj); len(errs) > 0 {
+	errs := s.validateCreate(obj)
+	if s.kind.Strategy.ValidateNew != nil {
+		errs = append(errs, s.kind.Strategy.ValidateNew(obj)...)
+	}
+	if len(errs) > 0 {
 		return nil, s.invalid(a.GetName(), errs)
 	}
 	if s.admit != nil {
