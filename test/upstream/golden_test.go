@@ -15,11 +15,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -141,6 +143,12 @@ func createAll(t *testing.T, rc *rest.Config, corpus []*unstructured.Unstructure
 	for _, obj := range corpus {
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		for deadline := time.Now().Add(10 * time.Second); meta.IsNoMatchError(err) && time.Now().Before(deadline); {
+			// A custom resource's discovery follows its definition's establishment.
+			time.Sleep(20 * time.Millisecond)
+			mapper.Reset()
+			m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", goldenKey(obj), err)
 		}
@@ -153,8 +161,34 @@ func createAll(t *testing.T, rc *rest.Config, corpus []*unstructured.Unstructure
 			t.Fatalf("create %s: %v", goldenKey(obj), err)
 		}
 		out = append(out, got.Object)
+		if gvk.Kind == "CustomResourceDefinition" {
+			// Its objects follow in the corpus: wait until it is served, then rediscover.
+			waitEstablished(t, ri, obj.GetName())
+			mapper.Reset()
+		}
 	}
 	return out
+}
+
+// waitEstablished polls the definition name until its Established condition is True.
+func waitEstablished(t *testing.T, crds dynamic.ResourceInterface, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil {
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				if c, _ := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not established: %v", name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // recordGolden runs kube-apiserver 1.33 on a fresh etcd, creates the corpus through it and

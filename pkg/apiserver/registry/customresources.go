@@ -515,6 +515,13 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		Status:  v.Subresources != nil && v.Subresources.Status != nil,
 	}
 	k.Strategy.GenerationOnSpec = true
+	if k.Status {
+		// A create does not set status when the status subresource is on (upstream's
+		// PrepareForCreate); updates keep it through the store's status handling.
+		k.Strategy.PrepareForCreate = func(obj runtime.Object) {
+			delete(obj.(*unstructured.Unstructured).Object, "status")
+		}
+	}
 	if crd.DeletionTimestamp != nil {
 		gr := k.GroupResource()
 		k.Strategy.BeginCreate = func() error {
