@@ -246,7 +246,7 @@ func main() {
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
-	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, rbac, controllers, process); all when empty")
+	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, rbac, crd, controllers, process); all when empty")
 	flag.Parse()
 	want := func(row string) bool {
 		if *rowList == "" {
@@ -391,6 +391,10 @@ func main() {
 		allowKubeconfig, allowPKI, stopAllow := alwaysAllowServer(dir, *fsync, *binary)
 		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n, allowKubeconfig, allowPKI, stopAllow)
 	}
+	var crd []pair
+	if want("crd") {
+		crd = crdRows(ctx, cs, rc, *n)
+	}
 	var ctl []pair
 	if want("controllers") {
 		kc, stopCtl := controllersServer(ctx, dir, *fsync, *binary)
@@ -400,6 +404,9 @@ func main() {
 	printRows(rows, *fsync, *binary)
 	if len(rbac) > 0 {
 		printRBACRows(rbac)
+	}
+	if len(crd) > 0 {
+		printCRDRows(crd)
 	}
 	if len(ctl) > 0 {
 		printControllerRows(ctl)

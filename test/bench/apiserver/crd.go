@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// benchObjects is the custom resource of the crd rows: a ConfigMap's shape (a map of
+// strings) under a structural schema, so that validation and pruning are paid as any CRD's.
+var benchObjects = schema.GroupVersionResource{Group: "bench.example.com", Version: "v1", Resource: "benchobjects"}
+
+// crdRows measures create, get and lists of 100 of a custom resource (dynamic client, JSON:
+// protobuf is not offered for custom resources, as upstream) against the same on ConfigMaps
+// (the typed clientset, protobuf, as the main rows) on the same apiserver, in alternating
+// rounds. The ratio is custom/ConfigMap.
+func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n int) []pair {
+	dyn := dynamic.NewForConfigOrDie(rc)
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "benchobjects.bench.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "bench.example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "benchobjects", Kind: "BenchObject"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{"data": {Type: "object",
+						AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}}}}}}}}}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	must(err)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	_, err = dyn.Resource(crdGVR).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
+	must(err)
+	for _, ns := range []string{"crd", "crd-list"} {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		must(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := dyn.Resource(benchObjects).Namespace("crd").List(ctx, metav1.ListOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			must(fmt.Errorf("custom resource not served after 30s: %w", err))
+		}
+		time.Sleep(10 * time.Millisecond) // poll
+	}
+	object := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "bench.example.com/v1", "kind": "BenchObject",
+			"metadata": map[string]any{"name": name}, "data": map[string]any{"key": "value"}}}
+	}
+	crs, cms := dyn.Resource(benchObjects).Namespace("crd"), cs.CoreV1().ConfigMaps("crd")
+	for i := range 100 {
+		_, err := dyn.Resource(benchObjects).Namespace("crd-list").Create(ctx, object(fmt.Sprintf("item-%03d", i)), metav1.CreateOptions{})
+		must(err)
+		_, err = cs.CoreV1().ConfigMaps("crd-list").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("item-%03d", i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+		must(err)
+	}
+	var rows []pair
+	for _, conc := range []int{1, 32} {
+		ops := n
+		if conc > 1 {
+			ops = n * 4
+		}
+		name := func(i int) string { return fmt.Sprintf("c%d-%05d", conc, i) }
+		rows = append(rows, measureOps("create", conc, ops, func(i int) error {
+			_, err := crs.Create(ctx, object(name(i)), metav1.CreateOptions{})
+			return err
+		}, func(i int) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name(i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+			return err
+		}))
+		rows = append(rows, measureOps("get", conc, ops, func(i int) error {
+			_, err := crs.Get(ctx, name(i%ops), metav1.GetOptions{})
+			return err
+		}, func(i int) error {
+			_, err := cms.Get(ctx, name(i%ops), metav1.GetOptions{})
+			return err
+		}))
+		for _, rv := range []string{"0", ""} {
+			row := "list100 rv=0"
+			if rv == "" {
+				row = "list100 rv=unset"
+			}
+			rows = append(rows, measureOps(row, conc, ops/4, func(int) error {
+				l, err := dyn.Resource(benchObjects).Namespace("crd-list").List(ctx, metav1.ListOptions{ResourceVersion: rv})
+				if err == nil && len(l.Items) != 100 {
+					err = fmt.Errorf("custom list returned %d items", len(l.Items))
+				}
+				return err
+			}, func(int) error {
+				l, err := cs.CoreV1().ConfigMaps("crd-list").List(ctx, metav1.ListOptions{ResourceVersion: rv})
+				if err == nil && len(l.Items) != 100 {
+					err = fmt.Errorf("configmap list returned %d items", len(l.Items))
+				}
+				return err
+			}))
+		}
+	}
+	return rows
+}
+
+func printCRDRows(rows []pair) {
+	printSideBySide("Custom resources (dynamic client, JSON) vs ConfigMaps (typed clientset, protobuf), same apiserver, alternating rounds; ratio = custom/ConfigMap:",
+		"custom", "configmap", rows)
+}
