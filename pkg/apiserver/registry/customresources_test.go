@@ -254,7 +254,9 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 		{"selectable field twice", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}, {JSONPath: ".spec.color"}}
 		}, `spec.versions[0].selectableFields[1].jsonPath: Duplicate value: ".spec.color"`},
-		{"a protected group without approval", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group, c.Name = "x.k8s.io", "widgets.x.k8s.io" },
+		{"a protected group without approval", func(c *apiextensionsv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name = "x.k8s.io", "widgets.x.k8s.io"
+		},
 			`metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111`},
 		{"a protected group with an invalid approval", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Group, c.Name = "kubernetes.io", "widgets.kubernetes.io"
