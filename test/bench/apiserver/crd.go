@@ -22,9 +22,11 @@ var benchObjects = schema.GroupVersionResource{Group: "bench.example.com", Versi
 
 // crdRows measures create, get and lists of 100 of a custom resource (dynamic client, JSON:
 // protobuf is not offered for custom resources, as upstream) against the same on ConfigMaps
-// (the typed clientset, protobuf, as the main rows) on the same apiserver, in alternating
-// rounds. The ratio is custom/ConfigMap.
-func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n int) []pair {
+// on the same apiserver, in alternating rounds: through the dynamic client too (the same
+// client and encoding: what the server's custom-resource path costs), and through the typed
+// clientset with protobuf (the main rows; the client's JSON decoding of the custom lists, in
+// this process too, counts against them). The ratio is custom/ConfigMap.
+func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n int) (vsJSON, vsProtobuf []pair) {
 	dyn := dynamic.NewForConfigOrDie(rc)
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
@@ -56,58 +58,83 @@ func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n in
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "bench.example.com/v1", "kind": "BenchObject",
 			"metadata": map[string]any{"name": name}, "data": map[string]any{"key": "value"}}}
 	}
-	crs, cms := dyn.Resource(benchObjects).Namespace("crd"), cs.CoreV1().ConfigMaps("crd")
+	configMapGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	configMap := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name}, "data": map[string]any{"key": "value"}}}
+	}
 	for i := range 100 {
 		_, err := dyn.Resource(benchObjects).Namespace("crd-list").Create(ctx, object(fmt.Sprintf("item-%03d", i)), metav1.CreateOptions{})
 		must(err)
 		_, err = cs.CoreV1().ConfigMaps("crd-list").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("item-%03d", i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
 		must(err)
 	}
-	var rows []pair
-	for _, conc := range []int{1, 32} {
-		ops := n
-		if conc > 1 {
-			ops = n * 4
-		}
-		name := func(i int) string { return fmt.Sprintf("c%d-%05d", conc, i) }
-		rows = append(rows, measureOps("create", conc, ops, func(i int) error {
-			_, err := crs.Create(ctx, object(name(i)), metav1.CreateOptions{})
-			return err
-		}, func(i int) error {
-			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name(i)}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
-			return err
-		}))
-		rows = append(rows, measureOps("get", conc, ops, func(i int) error {
-			_, err := crs.Get(ctx, name(i%ops), metav1.GetOptions{})
-			return err
-		}, func(i int) error {
-			_, err := cms.Get(ctx, name(i%ops), metav1.GetOptions{})
-			return err
-		}))
-		for _, rv := range []string{"0", ""} {
-			row := "list100 rv=0"
-			if rv == "" {
-				row = "list100 rv=unset"
-			}
-			rows = append(rows, measureOps(row, conc, ops/4, func(int) error {
-				l, err := dyn.Resource(benchObjects).Namespace("crd-list").List(ctx, metav1.ListOptions{ResourceVersion: rv})
+	// sides are the three clients: the custom resource, ConfigMaps as JSON, ConfigMaps as protobuf.
+	type side struct {
+		create func(name string) error
+		get    func(name string) error
+		list   func(rv string) error
+	}
+	dynSide := func(gvr schema.GroupVersionResource, obj func(string) *unstructured.Unstructured) side {
+		ri, li := dyn.Resource(gvr).Namespace("crd"), dyn.Resource(gvr).Namespace("crd-list")
+		return side{
+			create: func(name string) error { _, err := ri.Create(ctx, obj(name), metav1.CreateOptions{}); return err },
+			get:    func(name string) error { _, err := ri.Get(ctx, name, metav1.GetOptions{}); return err },
+			list: func(rv string) error {
+				l, err := li.List(ctx, metav1.ListOptions{ResourceVersion: rv})
 				if err == nil && len(l.Items) != 100 {
-					err = fmt.Errorf("custom list returned %d items", len(l.Items))
+					err = fmt.Errorf("%s list returned %d items", gvr.Resource, len(l.Items))
 				}
 				return err
-			}, func(int) error {
-				l, err := cs.CoreV1().ConfigMaps("crd-list").List(ctx, metav1.ListOptions{ResourceVersion: rv})
-				if err == nil && len(l.Items) != 100 {
-					err = fmt.Errorf("configmap list returned %d items", len(l.Items))
-				}
-				return err
-			}))
+			},
 		}
 	}
-	return rows
+	cms, cmList := cs.CoreV1().ConfigMaps("crd"), cs.CoreV1().ConfigMaps("crd-list")
+	custom, cmJSON := dynSide(benchObjects, object), dynSide(configMapGVR, configMap)
+	cmProto := side{
+		create: func(name string) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+			return err
+		},
+		get: func(name string) error { _, err := cms.Get(ctx, name, metav1.GetOptions{}); return err },
+		list: func(rv string) error {
+			l, err := cmList.List(ctx, metav1.ListOptions{ResourceVersion: rv})
+			if err == nil && len(l.Items) != 100 {
+				err = fmt.Errorf("configmap list returned %d items", len(l.Items))
+			}
+			return err
+		},
+	}
+	for _, against := range []struct {
+		side side
+		tag  string
+		rows *[]pair
+	}{{cmJSON, "j", &vsJSON}, {cmProto, "p", &vsProtobuf}} {
+		other := against.side
+		for _, conc := range []int{1, 32} {
+			ops := n
+			if conc > 1 {
+				ops = n * 4
+			}
+			name := func(i int) string { return fmt.Sprintf("%s%d-%05d", against.tag, conc, i) }
+			*against.rows = append(*against.rows,
+				measureOps("create", conc, ops, func(i int) error { return custom.create(name(i)) }, func(i int) error { return other.create(name(i)) }),
+				measureOps("get", conc, ops, func(i int) error { return custom.get(name(i % ops)) }, func(i int) error { return other.get(name(i % ops)) }))
+			for _, rv := range []string{"0", ""} {
+				row := "list100 rv=0"
+				if rv == "" {
+					row = "list100 rv=unset"
+				}
+				*against.rows = append(*against.rows, measureOps(row, conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
+			}
+		}
+	}
+	return vsJSON, vsProtobuf
 }
 
-func printCRDRows(rows []pair) {
-	printSideBySide("Custom resources (dynamic client, JSON) vs ConfigMaps (typed clientset, protobuf), same apiserver, alternating rounds; ratio = custom/ConfigMap:",
-		"custom", "configmap", rows)
+func printCRDRows(vsJSON, vsProtobuf []pair) {
+	printSideBySide("Custom resources vs ConfigMaps, both through the dynamic client (JSON), same apiserver, alternating rounds; ratio = custom/ConfigMap:",
+		"custom", "configmap", vsJSON)
+	printSideBySide("Custom resources (dynamic client, JSON) vs ConfigMaps (typed clientset, protobuf, as the main rows); ratio = custom/ConfigMap:",
+		"custom", "configmap", vsProtobuf)
 }

@@ -391,9 +391,9 @@ func main() {
 		allowKubeconfig, allowPKI, stopAllow := alwaysAllowServer(dir, *fsync, *binary)
 		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n, allowKubeconfig, allowPKI, stopAllow)
 	}
-	var crd []pair
+	var crdJSON, crdProto []pair
 	if want("crd") {
-		crd = crdRows(ctx, cs, rc, *n)
+		crdJSON, crdProto = crdRows(ctx, cs, rc, *n)
 	}
 	var ctl []pair
 	if want("controllers") {
@@ -405,8 +405,8 @@ func main() {
 	if len(rbac) > 0 {
 		printRBACRows(rbac)
 	}
-	if len(crd) > 0 {
-		printCRDRows(crd)
+	if len(crdJSON) > 0 {
+		printCRDRows(crdJSON, crdProto)
 	}
 	if len(ctl) > 0 {
 		printControllerRows(ctl)
