@@ -91,11 +91,10 @@ func (k kind) key() string {
 var keyMismatch = map[string]bool{}
 
 // readGaps are the fields of objects kube-apiserver wrote that hacp reads differently, by
-// kind: kube-apiserver applies its defaults when it decodes a stored object, hacp only when it
-// writes one (its own objects have them; issue 13). Asserted, so a fix removes the entry.
+// kind. Asserted, so a fix removes the entry. (Both apply their defaults when they decode a
+// stored object: kube-apiserver stores a Job's labels and a claim's phase empty and fills
+// them on read.)
 var readGaps = map[string][]string{
-	"jobs.batch":             {".metadata.labels"}, // labels default to the template's, which the selector's generation fills after the create was decoded
-	"persistentvolumeclaims": {".status.phase"},    // Pending
 	// k8s.io/api v0.37 (hacp's types) gave CSINode a status struct 1.33 lacks; encoding/json
 	// writes it as {}.
 	"csinodes.storage.k8s.io": {".status"},

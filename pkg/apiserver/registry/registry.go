@@ -132,6 +132,9 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 		if err != nil { // not reached: the media type is checked above; storage then writes JSON
 			cfg.Logger.Error("registry: no storage codec", "kind", gvk, "err", err)
 		}
+		if sc, ok := codec.(*storageCodec); ok && k.StorageOf == nil {
+			sc.defaults = k.Strategy.Default // defaults on read, as kube-apiserver
+		}
 		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
 		if k.StorageOf != nil {
 			st = &convertingStorage{inner: st, conv: k.StorageOf}

@@ -92,6 +92,11 @@ func CheckStorageMediaType(mediaType string) error {
 type storageCodec struct {
 	encoder runtime.Encoder
 	decoder runtime.Decoder
+	// defaults, when set, are applied to every object read, as kube-apiserver's storage
+	// decoder applies its defaulters: an object another writer stored without a field
+	// the defaults fill (kube-apiserver stores a Job's labels or a claim's phase empty
+	// and fills them on read) reads the same through either server.
+	defaults func(runtime.Object)
 }
 
 // protobufType is what apimachinery's protobuf serializer needs of a type.
@@ -144,7 +149,12 @@ func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
 		return err
 	}
 	if out != into {
-		return convertStored(out, gvk, into)
+		if err := convertStored(out, gvk, into); err != nil {
+			return err
+		}
+	}
+	if c.defaults != nil {
+		c.defaults(into)
 	}
 	return nil
 }
