@@ -87,6 +87,15 @@ type Config struct {
 	AuditConfig `yaml:",inline"`
 }
 
+// The embedded etcd's Raft timing: half etcd's defaults, for masters on one LAN; a lone
+// member left at the defaults uses the lone ones (see Server.startEtcd).
+const (
+	defaultEtcdHeartbeat = 50 * time.Millisecond
+	defaultEtcdElection  = 500 * time.Millisecond
+	loneEtcdHeartbeat    = 20 * time.Millisecond
+	loneEtcdElection     = 100 * time.Millisecond
+)
+
 // DefaultConfig is what `apiserver` runs with when nothing is set.
 func DefaultConfig() *Config {
 	return &Config{
@@ -103,8 +112,8 @@ func DefaultConfig() *Config {
 		EtcdListenPeerURL:           "http://127.0.0.1:2380",
 		EtcdInitialClusterState:     "new",
 		EtcdAutoCompactionRetention: "5m",
-		EtcdHeartbeatInterval:       50 * time.Millisecond,
-		EtcdElectionTimeout:         500 * time.Millisecond,
+		EtcdHeartbeatInterval:       defaultEtcdHeartbeat,
+		EtcdElectionTimeout:         defaultEtcdElection,
 		WatchBookmarkInterval:       time.Minute,
 		EtcdCompactionInterval:      5 * time.Minute,
 		MaxRequestsInflight:         400,
@@ -154,7 +163,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.EtcdPeerClientCertAuth, "etcd-peer-client-cert-auth", c.EtcdPeerClientCertAuth, "require peer client certificates")
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
 	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval; half etcd's default, for masters on one LAN)")
-	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time, and a restarted single member waits up to this long to elect itself. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
+	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time. A lone member (no --etcd-initial-cluster) left at the default timing ticks every 20ms with a 100ms timeout instead: it has no peer to disturb, and restarts elect it within 0.1s. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.EtcdCompactionInterval, "etcd-compaction-interval", c.EtcdCompactionInterval, "with --etcd-servers, compact etcd's history this often (kube-apiserver's flag and default), in turns with the other apiservers on that etcd; 0 disables (an embedded member compacts itself: --etcd-auto-compaction-retention)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
