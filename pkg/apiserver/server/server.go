@@ -85,7 +85,9 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 // and returns once the server accepts requests.
 func (s *Server) Start(ctx context.Context) error {
 	s.started = time.Now()
-	phase := func(name string) { s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond)) }
+	phase := func(name string) {
+		s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
+	}
 	if err := s.startEtcd(); err != nil {
 		return err
 	}
