@@ -51,11 +51,13 @@ func NewService(s *Spec) *Service {
 	return svc
 }
 
-// Update replaces the served Spec.
+// Update replaces the served Spec and renders its documents in the background (a request
+// that comes first waits for them).
 func (svc *Service) Update(s *Spec) {
 	now := time.Now()
 	svc.spec.Store(s)
 	svc.modified.Store(&now)
+	go func() { _ = s.Render() }()
 }
 
 // Spec returns the served Spec.
@@ -73,6 +75,10 @@ func (svc *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, modified := svc.spec.Load(), *svc.modified.Load()
+	if err := s.Render(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	switch path := r.URL.Path; {
 	case path == "/openapi/v2":
 		svc.serveV2(w, r, s, modified)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,9 +82,18 @@ func (r Resource) validate() error {
 	return nil
 }
 
-// Spec holds the rendered documents. It is immutable; build a new one with
-// New when the set of resources changes (and swap it into a Service).
+// Spec holds the documents of a set of resources. It is immutable; build a new one with
+// New when the set of resources changes (and swap it into a Service). The documents are
+// rendered once, on first use or when a Service starts serving the Spec (in the
+// background); the v3 documents of built-in group-versions are shared by every Spec that
+// serves the same resources there, so a change of custom resources renders theirs only.
 type Spec struct {
+	all  map[string]*pathItem            // v2: every path
+	byGV map[string]map[string]*pathItem // v3: the paths of each group-version
+	keys map[string]string               // cache key of each built-in group-version's v3 document
+
+	once   sync.Once
+	err    error
 	v2     []byte
 	v2Hash string
 	v3     map[string]document // by group-version path, "api/v1"
@@ -99,49 +109,80 @@ type document struct {
 	hash string
 }
 
-// New renders the documents for rs. Resources of the same group-version
-// share one v3 document.
+// v3Cache holds the rendered v3 documents of built-in group-versions by their key.
+var v3Cache sync.Map
+
+// New describes the documents for rs. Resources of the same group-version share one v3
+// document.
 func New(rs []Resource) (*Spec, error) {
-	all := map[string]*pathItem{}
-	byGV := map[string]map[string]*pathItem{}
+	s := &Spec{all: map[string]*pathItem{}, byGV: map[string]map[string]*pathItem{}, keys: map[string]string{}}
+	parts := map[string][]string{}
+	custom := map[string]bool{}
 	for _, r := range rs {
 		if err := r.validate(); err != nil {
 			return nil, err
 		}
 		gvPath := groupVersionPath(r.GroupVersion())
-		if byGV[gvPath] == nil {
-			byGV[gvPath] = map[string]*pathItem{}
-			resourcesPath(byGV[gvPath], r.GroupVersion())
-			resourcesPath(all, r.GroupVersion())
+		if s.byGV[gvPath] == nil {
+			s.byGV[gvPath] = map[string]*pathItem{}
+			resourcesPath(s.byGV[gvPath], r.GroupVersion())
+			resourcesPath(s.all, r.GroupVersion())
 		}
-		if err := resourcePaths(byGV[gvPath], r); err != nil {
+		if err := resourcePaths(s.byGV[gvPath], r); err != nil {
 			return nil, err
 		}
-		if err := resourcePaths(all, r); err != nil {
+		if err := resourcePaths(s.all, r); err != nil {
 			return nil, err
 		}
-	}
-
-	s := &Spec{v3: map[string]document{}}
-	var err error
-	if s.v2, err = json.Marshal(renderV2(all)); err != nil {
-		return nil, fmt.Errorf("openapi: encode v2: %w", err)
-	}
-	s.v2Hash = hash(s.v2)
-	root := map[string]any{}
-	for _, gvPath := range slices.Sorted(maps.Keys(byGV)) {
-		data, err := json.Marshal(renderV3(byGV[gvPath]))
-		if err != nil {
-			return nil, fmt.Errorf("openapi: encode v3 %s: %w", gvPath, err)
+		if _, ok := r.Object.(*unstructured.Unstructured); ok {
+			custom[gvPath] = true
 		}
-		d := document{data: data, hash: hash(data)}
-		s.v3[gvPath] = d
-		root[gvPath] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gvPath + "?hash=" + d.hash}
+		parts[gvPath] = append(parts[gvPath], fmt.Sprintf("%s|%s|%s|%s|%v|%v|%v|%T|%T", r.Kind, r.ListKind, r.Plural, r.Group, r.Namespaced, r.Verbs, r.Subresources, r.Object, r.List))
 	}
-	if s.v3Root, err = json.Marshal(map[string]any{"paths": root}); err != nil {
-		return nil, fmt.Errorf("openapi: encode v3 root: %w", err)
+	for gvPath, p := range parts {
+		if !custom[gvPath] {
+			slices.Sort(p)
+			s.keys[gvPath] = gvPath + "\n" + strings.Join(p, "\n")
+		}
 	}
 	return s, nil
+}
+
+// Render renders the documents if that is not done yet.
+func (s *Spec) Render() error {
+	s.once.Do(func() { s.err = s.render() })
+	return s.err
+}
+
+func (s *Spec) render() error {
+	v2, err := json.Marshal(renderV2(s.all))
+	if err != nil {
+		return fmt.Errorf("openapi: encode v2: %w", err)
+	}
+	v3 := map[string]document{}
+	root := map[string]any{}
+	for _, gvPath := range slices.Sorted(maps.Keys(s.byGV)) {
+		key := s.keys[gvPath]
+		if d, ok := v3Cache.Load(key); ok && key != "" {
+			v3[gvPath] = d.(document)
+		} else {
+			data, err := json.Marshal(renderV3(s.byGV[gvPath]))
+			if err != nil {
+				return fmt.Errorf("openapi: encode v3 %s: %w", gvPath, err)
+			}
+			v3[gvPath] = document{data: data, hash: hash(data)}
+			if key != "" {
+				v3Cache.Store(key, v3[gvPath])
+			}
+		}
+		root[gvPath] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gvPath + "?hash=" + v3[gvPath].hash}
+	}
+	v3Root, err := json.Marshal(map[string]any{"paths": root})
+	if err != nil {
+		return fmt.Errorf("openapi: encode v3 root: %w", err)
+	}
+	s.v2, s.v2Hash, s.v3, s.v3Root = v2, hash(v2), v3, v3Root
+	return nil
 }
 
 // hash is upstream's document hash: the upper-case hex SHA-512, used both as
@@ -150,28 +191,41 @@ func hash(data []byte) string {
 	return fmt.Sprintf("%X", sha512.Sum512(data))
 }
 
-// V2 returns the Swagger 2.0 document (JSON).
-func (s *Spec) V2() []byte { return s.v2 }
+// V2 returns the Swagger 2.0 document (JSON); nil if it could not be rendered (Render
+// says why).
+func (s *Spec) V2() []byte {
+	_ = s.Render()
+	return s.v2
+}
 
 // V2Proto returns the v2 document as the gnostic protobuf that kubectl and
 // client-go's discovery client ask for. It is computed on first use.
 func (s *Spec) V2Proto() ([]byte, error) {
+	if err := s.Render(); err != nil {
+		return nil, err
+	}
 	s.v2ProtoOnce.Do(func() { s.v2Proto, s.v2ProtoErr = toProto(s.v2) })
 	return s.v2Proto, s.v2ProtoErr
 }
 
 // V3Root returns the /openapi/v3 discovery document: one entry per
 // group-version with a serverRelativeURL that carries the document's hash.
-func (s *Spec) V3Root() []byte { return s.v3Root }
+func (s *Spec) V3Root() []byte {
+	_ = s.Render()
+	return s.v3Root
+}
 
 // V3 returns the OpenAPI 3.0 document of one group-version, by its path
 // ("api/v1", "apis/apps/v1").
 func (s *Spec) V3(path string) ([]byte, bool) {
+	if s.Render() != nil {
+		return nil, false
+	}
 	d, ok := s.v3[path]
 	return d.data, ok
 }
 
 // V3Paths lists the group-version paths that have a v3 document.
 func (s *Spec) V3Paths() []string {
-	return slices.Sorted(maps.Keys(s.v3))
+	return slices.Sorted(maps.Keys(s.byGV))
 }
