@@ -53,11 +53,13 @@ func customResourceDefinitionsKind() *Kind {
 				return validateCRD(obj.(*apiextensionsv1.CustomResourceDefinition))
 			},
 			ValidateNew: func(obj runtime.Object) field.ErrorList {
-				return validateAPIApproval(obj.(*apiextensionsv1.CustomResourceDefinition), nil)
+				crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+				return append(validateAPIApproval(crd, nil), validateCRDVersionRules(crd, nil)...)
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
 				errs := validateAPIApproval(crd, oldCRD)
+				errs = append(errs, validateCRDVersionRules(crd, oldCRD)...)
 				if crd.Spec.Scope != oldCRD.Spec.Scope && crdEstablished(oldCRD) {
 					errs = append(errs, field.Invalid(field.NewPath("spec", "scope"), crd.Spec.Scope, "field is immutable"))
 				}

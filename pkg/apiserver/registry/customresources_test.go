@@ -262,6 +262,21 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 			c.Spec.Group, c.Name = "kubernetes.io", "widgets.kubernetes.io"
 			c.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: "yes"}
 		}, `metadata.annotations[api-approved.kubernetes.io]: Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" with either a URL or a reason starting with "unapproved"`},
+		{"a CEL rule that does not compile", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.size >"}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, `x-kubernetes-validations[0].rule: Invalid value: {"rule":"self.size \u003e"}: compilation failed: ERROR: <input>:1:12: Syntax error`},
+		{"a CEL rule on an unknown field", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.size > 1"}, {Rule: "self.weight > 1"}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, `properties[spec].x-kubernetes-validations[1].rule: Invalid value: {"rule":"self.weight \u003e 1"}: compilation failed: ERROR: <input>:1:5: undefined field 'weight'`},
+		{"a CEL messageExpression that does not compile", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.size > 1", MessageExpression: "'too small: ' +"}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, "properties[spec].x-kubernetes-validations[0].messageExpression: Invalid value: {\"rule\":\"self.size \\u003e 1\",\"messageExpression\":\"'too small: ' +\"}: messageExpression compilation failed"},
 		{"a webhook client without the Webhook strategy", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
