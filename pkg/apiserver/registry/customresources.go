@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -16,8 +17,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	celmodel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +32,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
 )
 
@@ -565,35 +569,47 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	k.UnknownFields = func(obj map[string]any) []string {
 		return pruning.PruneWithOptions(runtime.DeepCopyJSON(obj), ss, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	}
+	// Upstream's custom resource strategy: the schema, the scale paths, embedded objects,
+	// list types, then the CEL rules unless a blocking error came first. An update ratchets:
+	// what is invalid but unchanged from the old object (by the schema's correlation) does
+	// not fail it, as CRDValidationRatcheting (on by default since 1.30) does.
 	validate := func(obj, old runtime.Object) field.ErrorList {
 		u := obj.(*unstructured.Unstructured)
-		errs := apiservervalidation.ValidateCustomResource(nil, u.Object, validator)
-		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ss, u.Object)...)
-		if celValidator != nil {
-			var oldObj any
-			if old != nil {
-				oldObj = old.(*unstructured.Unstructured).Object
-			}
-			celErrs, _ := celValidator.Validate(context.Background(), nil, ss, u.Object, oldObj, celCostBudget)
-			errs = append(errs, celErrs...)
-		}
-		return errs
-	}
-	k.Strategy.Validate = func(obj runtime.Object) field.ErrorList { return validate(obj, nil) }
-	k.Strategy.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
-		// Validate ran already (without the old object): only what the transition rules add.
-		seen := map[string]bool{}
-		for _, e := range validate(obj, nil) {
-			seen[e.Error()] = true
-		}
 		var errs field.ErrorList
-		for _, e := range validate(obj, old) {
-			if !seen[e.Error()] {
-				errs = append(errs, e)
+		var oldObj map[string]any
+		var celOpts []cel.Option
+		if old == nil {
+			errs = apiservervalidation.ValidateCustomResource(nil, u.Object, validator)
+		} else {
+			oldObj = old.(*unstructured.Unstructured).Object
+			correlated := common.NewCorrelatedObject(u.Object, oldObj, &celmodel.Structural{Structural: ss})
+			errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, validator, apiservervalidation.WithRatcheting(correlated))
+			celOpts = append(celOpts, cel.WithRatcheting(correlated))
+		}
+		if k.Scale != nil {
+			errs = append(errs, validateCustomScale(u.Object, v.Subresources.Scale)...)
+		}
+		errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, u.Object, ss, false)...)
+		if oldObj == nil || len(listtype.ValidateListSetsAndMaps(nil, ss, oldObj)) == 0 {
+			errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ss, u.Object)...)
+		}
+		if celValidator != nil {
+			if blocking := blockingError(errs); blocking != nil {
+				errs = append(errs, blocking)
+			} else {
+				var celOld any
+				if oldObj != nil {
+					celOld = oldObj
+				}
+				celErrs, _ := celValidator.Validate(context.Background(), nil, ss, u.Object, celOld, celCostBudget, celOpts...)
+				errs = append(errs, celErrs...)
 			}
 		}
 		return errs
 	}
+	// Validate would run on updates too (without the old object): creates only.
+	k.Strategy.ValidateNew = func(obj runtime.Object) field.ErrorList { return validate(obj, nil) }
+	k.Strategy.ValidateUpdate = validate
 	return k, nil
 }
 
@@ -662,4 +678,42 @@ func selectableFields(sfs []apiextensionsv1.SelectableField) func(runtime.Object
 		}
 		return out
 	}
+}
+
+// blockingError is upstream's hasBlockingErr: CEL rules are not run on an object with
+// errors of these types (they would only add noise), and this error says so.
+func blockingError(errs field.ErrorList) *field.Error {
+	for _, err := range errs {
+		switch err.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")
+		}
+	}
+	return nil
+}
+
+// validateCustomScale is upstream's ValidateScaleSpec and ValidateScaleStatus: the replica
+// counts at a scale subresource's paths are integers in int32's range, the selector a string.
+func validateCustomScale(obj map[string]any, sc *apiextensionsv1.CustomResourceSubresourceScale) field.ErrorList {
+	var errs field.ErrorList
+	replicas := func(path string) {
+		n, _, err := unstructured.NestedInt64(obj, strings.Split(strings.TrimPrefix(path, "."), ".")...)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, err.Error()))
+		case n < 0:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, "should be a non-negative integer"))
+		case n > math.MaxInt32:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32)))
+		}
+	}
+	replicas(sc.SpecReplicasPath)
+	replicas(sc.StatusReplicasPath)
+	if sc.LabelSelectorPath != nil {
+		sel, _, err := unstructured.NestedString(obj, strings.Split(strings.TrimPrefix(*sc.LabelSelectorPath, "."), ".")...)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*sc.LabelSelectorPath), sel, err.Error()))
+		}
+	}
+	return errs
 }

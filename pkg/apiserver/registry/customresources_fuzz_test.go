@@ -68,8 +68,8 @@ func FuzzCustomResourceDefinition(f *testing.F) {
 			if k.Strategy.Default != nil {
 				k.Strategy.Default(obj)
 			}
-			if k.Strategy.Validate != nil {
-				_ = k.Strategy.Validate(obj)
+			if k.Strategy.ValidateNew != nil {
+				_ = k.Strategy.ValidateNew(obj)
 				_ = k.Strategy.ValidateUpdate(obj, old)
 			}
 			if k.Scale != nil {
@@ -110,7 +110,7 @@ func TestFuzzCRDSeedValid(t *testing.T) {
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(7), "tags": []any{"a", "a"}}}}
 	k.Strategy.Default(obj)
-	errs := k.Strategy.Validate(obj)
+	errs := k.Strategy.ValidateNew(obj)
 	want := map[string]bool{"spec": false, "spec.tags[1]": false}
 	for _, e := range errs {
 		if _, ok := want[e.Field]; ok {

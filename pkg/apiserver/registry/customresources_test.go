@@ -579,3 +579,73 @@ func TestCustomResourceDefinitionAPIApproval(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomResourceValidationRatcheting: after a definition's schema tightens, an object
+// that no longer satisfies it can still be updated as long as the invalid values do not
+// change (upstream's CRDValidationRatcheting, schema and CEL rules alike); changing them, or
+// creating such an object, is refused.
+func TestCustomResourceValidationRatcheting(t *testing.T) {
+	r := newRegistry(t)
+	ctx := context.Background()
+	crds := store(r, "apiextensions.k8s.io", "customresourcedefinitions")
+	if _, err := crds.Create(ctx, "", "", widgetCRD(), &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "widgets served", func() bool { return r.Resource(widgets) != nil })
+	w := widget("w", "red")
+	_ = unstructured.SetNestedField(w.Object, int64(5), "spec", "size")
+	if _, err := r.Resource(widgets).Store.Create(ctx, "default", "", w, &metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Tighten: size at most 3 (schema) and below 4 (CEL).
+	if _, _, err := crds.Update(ctx, "", "widgets.example.com", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		c := cur.(*apiextensionsv1.CustomResourceDefinition)
+		spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+		size := spec.Properties["size"]
+		size.Maximum = ptr(float64(3))
+		size.XValidations = apiextensionsv1.ValidationRules{{Rule: "self < 4", Message: "size must be below 4"}}
+		spec.Properties["size"] = size
+		c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		return c, nil
+	}, &metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tight := func() bool {
+		_, err := r.Resource(widgets).Store.Create(ctx, "default", "", func() *unstructured.Unstructured {
+			p := widget("probe", "red")
+			_ = unstructured.SetNestedField(p.Object, int64(5), "spec", "size")
+			return p
+		}(), &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err)
+	}
+	waitFor(t, "the tighter schema served", tight)
+	_, err := r.Resource(widgets).Store.Create(ctx, "default", "", func() *unstructured.Unstructured {
+		p := widget("new", "red")
+		_ = unstructured.SetNestedField(p.Object, int64(5), "spec", "size")
+		return p
+	}(), &metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.size: Invalid value: 5: spec.size in body should be less than or equal to 3") || !strings.Contains(err.Error(), "size must be below 4") {
+		t.Fatalf("a new object with size 5: %v", err)
+	}
+	update := func(mutate func(u *unstructured.Unstructured)) error {
+		_, _, err := r.Resource(widgets).Store.Update(ctx, "default", "w", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			u := cur.(*unstructured.Unstructured)
+			mutate(u)
+			return u, nil
+		}, &metav1.UpdateOptions{})
+		return err
+	}
+	if err := update(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"touched": "yes"}) }); err != nil {
+		t.Fatalf("a label change of an object whose size is unchanged: %v", err)
+	}
+	if err := update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "color") }); err != nil {
+		t.Fatalf("a change of another spec field: %v", err)
+	}
+	err = update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(6), "spec", "size") })
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "should be less than or equal to 3") || !strings.Contains(err.Error(), "size must be below 4") {
+		t.Fatalf("changing the invalid size: %v", err)
+	}
+	if err := update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(2), "spec", "size") }); err != nil {
+		t.Fatalf("fixing the size: %v", err)
+	}
+}
