@@ -641,11 +641,15 @@ func TestCustomResourceValidationRatcheting(t *testing.T) {
 	if err := update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "blue", "spec", "color") }); err != nil {
 		t.Fatalf("a change of another spec field: %v", err)
 	}
-	err = update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(6), "spec", "size") })
+	err = update(func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(6), "spec", "size")
+	})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "should be less than or equal to 3") || !strings.Contains(err.Error(), "size must be below 4") {
 		t.Fatalf("changing the invalid size: %v", err)
 	}
-	if err := update(func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(2), "spec", "size") }); err != nil {
+	if err := update(func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "size")
+	}); err != nil {
 		t.Fatalf("fixing the size: %v", err)
 	}
 }
