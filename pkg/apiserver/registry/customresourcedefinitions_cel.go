@@ -1,6 +1,11 @@
 package registry
 
 import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
 	celgo "github.com/google/cel-go/cel"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -16,14 +21,26 @@ import (
 // structural schema, as upstream's definition validation does, so that a rule that does not
 // compile refuses the definition (422) instead of every object later. Rules the definition
 // had before compile in the stored-expressions environment, new ones in the
-// new-expressions one (upstream's choice). Upstream also refuses rules whose estimated cost
-// exceeds its budget; that estimate needs the validation package hacp does not import, so
-// rules are only limited when they run (celCostBudget).
+// new-expressions one (upstream's choice). Each expression's estimated cost (times how many
+// times it may run: the product of maxItems/maxProperties above it, or CEL's own estimate
+// where a list or map above it is unbounded) must stay within upstream's per-expression
+// limit, and their sum within its limit for the whole schema.
 func validateCRDRules(ss *structuralschema.Structural, preexisting sets.Set[string], p *field.Path) field.ErrorList {
 	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	var errs field.ErrorList
-	var walk func(s *structuralschema.Structural, declType *apiservercel.DeclType, p *field.Path)
-	walk = func(s *structuralschema.Structural, declType *apiservercel.DeclType, p *field.Path) {
+	var total uint64
+	var expensive []ruleCost
+	observe := func(p *field.Path, cost uint64) {
+		total = addWithOverflowGuard(total, cost)
+		if cost >= staticEstimatedCRDCostLimit/100 { // upstream names the top 4 of at least 1% of the limit
+			expensive = append(expensive, ruleCost{p, cost})
+			slices.SortStableFunc(expensive, func(a, b ruleCost) int { return cmp.Compare(b.cost, a.cost) })
+			expensive = expensive[:min(len(expensive), 4)]
+		}
+	}
+	// card is how many times a rule of s may run per object: nil when unbounded.
+	var walk func(s *structuralschema.Structural, declType *apiservercel.DeclType, card *uint64, p *field.Path)
+	walk = func(s *structuralschema.Structural, declType *apiservercel.DeclType, card *uint64, p *field.Path) {
 		if s == nil || declType == nil {
 			return
 		}
@@ -34,6 +51,11 @@ func validateCRDRules(ss *structuralschema.Structural, preexisting sets.Set[stri
 				errs = append(errs, field.InternalError(vp, err))
 			}
 			for i, cr := range results {
+				cost := expressionCost(cr.MaxCost, cr.MaxCardinality, card)
+				if cost > staticEstimatedCostLimit {
+					errs = append(errs, field.Forbidden(vp.Index(i).Child("rule"), costErrorMessage("estimated rule cost", cost, staticEstimatedCostLimit)))
+				}
+				observe(vp.Index(i).Child("rule"), cost)
 				if cr.Error != nil {
 					if cr.Error.Type == apiservercel.ErrorTypeRequired {
 						errs = append(errs, field.Required(vp.Index(i).Child("rule"), cr.Error.Detail))
@@ -43,9 +65,15 @@ func validateCRDRules(ss *structuralschema.Structural, preexisting sets.Set[stri
 				}
 				if cr.MessageExpressionError != nil {
 					errs = append(errs, field.Invalid(vp.Index(i).Child("messageExpression"), s.XValidations[i], cr.MessageExpressionError.Detail))
+				} else if cr.MessageExpression != nil {
+					if cr.MessageExpressionMaxCost > staticEstimatedCostLimit {
+						errs = append(errs, field.Forbidden(vp.Index(i).Child("messageExpression"), costErrorMessage("estimated messageExpression cost", cr.MessageExpressionMaxCost, staticEstimatedCostLimit)))
+					}
+					observe(vp.Index(i).Child("messageExpression"), cr.MessageExpressionMaxCost)
 				}
 			}
 		}
+		childCard := childCardinality(s, card)
 		for k, prop := range s.Properties {
 			var fieldType *apiservercel.DeclType
 			if escaped, ok := apiservercel.Escape(k); ok {
@@ -55,15 +83,98 @@ func validateCRDRules(ss *structuralschema.Structural, preexisting sets.Set[stri
 			} else {
 				fieldType = model.SchemaDeclType(&prop, prop.XEmbeddedResource)
 			}
-			walk(&prop, fieldType, p.Child("properties").Key(k))
+			walk(&prop, fieldType, childCard, p.Child("properties").Key(k))
 		}
-		walk(s.Items, declType.ElemType, p.Child("items"))
+		walk(s.Items, declType.ElemType, childCard, p.Child("items"))
 		if s.AdditionalProperties != nil {
-			walk(s.AdditionalProperties.Structural, declType.ElemType, p.Child("additionalProperties"))
+			walk(s.AdditionalProperties.Structural, declType.ElemType, childCard, p.Child("additionalProperties"))
 		}
 	}
-	walk(ss, model.SchemaDeclType(ss, true), p)
+	one := uint64(1)
+	walk(ss, model.SchemaDeclType(ss, true), &one, p)
+	if total > staticEstimatedCRDCostLimit {
+		for _, e := range expensive {
+			errs = append(errs, field.Forbidden(e.path, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"))
+		}
+		errs = append(errs, field.Forbidden(p, costErrorMessage("x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema", total, staticEstimatedCRDCostLimit)))
+	}
 	return errs
+}
+
+// Upstream's StaticEstimatedCostLimit and StaticEstimatedCRDCostLimit.
+const (
+	staticEstimatedCostLimit    = 10000000
+	staticEstimatedCRDCostLimit = 100000000
+)
+
+type ruleCost struct {
+	path *field.Path
+	cost uint64
+}
+
+// childCardinality is how many times the children of s may occur per object, given that s
+// may occur card times (nil: unbounded): an object's fields as often as the object, a list's
+// items maxItems times as often, a map's values maxProperties times.
+func childCardinality(s *structuralschema.Structural, card *uint64) *uint64 {
+	if card == nil {
+		return nil
+	}
+	factor := uint64(1)
+	switch {
+	case s.Type == "array":
+		if s.ValueValidation == nil || s.ValueValidation.MaxItems == nil {
+			return nil
+		}
+		factor = uint64(max(*s.ValueValidation.MaxItems, 0))
+	case s.Type == "object" && s.AdditionalProperties != nil:
+		if s.ValueValidation == nil || s.ValueValidation.MaxProperties == nil {
+			return nil
+		}
+		factor = uint64(max(*s.ValueValidation.MaxProperties, 0))
+	}
+	n := multiplyWithOverflowGuard(*card, factor)
+	return &n
+}
+
+// expressionCost is upstream's getExpressionCost: the expression's cost times the bounded
+// cardinality, or times CEL's own estimate of it where unbounded.
+func expressionCost(cost, celCardinality uint64, card *uint64) uint64 {
+	if card != nil {
+		return multiplyWithOverflowGuard(cost, *card)
+	}
+	return multiplyWithOverflowGuard(cost, celCardinality)
+}
+
+func multiplyWithOverflowGuard(a, b uint64) uint64 {
+	if a == 0 {
+		return 0
+	}
+	if math.MaxUint64/a < b {
+		return math.MaxUint64
+	}
+	return a * b
+}
+
+func addWithOverflowGuard(a, b uint64) uint64 {
+	if math.MaxUint64-a < b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// costErrorMessage is upstream's getCostErrorMessage.
+func costErrorMessage(name string, cost, limit uint64) string {
+	factor := float64(cost) / float64(limit)
+	var f string
+	switch {
+	case factor > 100.0:
+		f = "more than 100x"
+	case factor < 1.5:
+		f = fmt.Sprintf("%fx", factor)
+	default:
+		f = fmt.Sprintf("%.1fx", factor)
+	}
+	return fmt.Sprintf("%s exceeds budget by factor of %s (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)", name, f)
 }
 
 // celEnvLoader picks the environment of each expression as upstream's definition

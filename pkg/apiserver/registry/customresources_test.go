@@ -277,6 +277,12 @@ func TestCustomResourceDefinitionValidation(t *testing.T) {
 			p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.size > 1", MessageExpression: "'too small: ' +"}}
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
 		}, "properties[spec].x-kubernetes-validations[0].messageExpression: Invalid value: {\"rule\":\"self.size \\u003e 1\",\"messageExpression\":\"'too small: ' +\"}: messageExpression compilation failed"},
+		{"a CEL rule over its budget", func(c *apiextensionsv1.CustomResourceDefinition) {
+			p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+			p.Properties["tags"] = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}}
+			p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.tags.all(t, self.tags.all(u, t == u || !t.contains(u)))"}}
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+		}, "properties[spec].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"},
 		{"a webhook client without the Webhook strategy", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter,
 				Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr("https://127.0.0.1:1/convert")}}}
@@ -651,5 +657,21 @@ func TestCustomResourceValidationRatcheting(t *testing.T) {
 		_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "size")
 	}); err != nil {
 		t.Fatalf("fixing the size: %v", err)
+	}
+}
+
+// TestCustomResourceDefinitionRuleCost: a rule whose estimated cost exceeds upstream's budget
+// is refused (see TestCustomResourceDefinitionValidation), and the same rule passes once the
+// list and strings it walks are bounded, as upstream's estimate says.
+func TestCustomResourceDefinitionRuleCost(t *testing.T) {
+	r := newRegistry(t)
+	c := widgetCRD()
+	p := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	p.Properties["tags"] = apiextensionsv1.JSONSchemaProps{Type: "array", MaxItems: ptr(int64(10)),
+		Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: ptr(int64(20))}}}
+	p.XValidations = apiextensionsv1.ValidationRules{{Rule: "self.tags.all(t, self.tags.all(u, t == u || !t.contains(u)))"}}
+	c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = p
+	if _, err := store(r, "apiextensions.k8s.io", "customresourcedefinitions").Create(context.Background(), "", "", c, &metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a bounded rule: %v", err)
 	}
 }
