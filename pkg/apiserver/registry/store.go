@@ -515,7 +515,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			}
 		}
 		if !exists {
-			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate {
+			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
 				return nil, apierrors.NewNotFound(s.gr(), name)
 			}
 			created = true
@@ -649,6 +649,19 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 	}
 	return out, created, nil
+}
+
+type createOnUpdateKey struct{}
+
+// WithCreateOnUpdate makes an Update of a missing object create it whatever the kind's
+// AllowCreateOnUpdate says, as server-side apply does upstream (forceAllowCreate).
+func WithCreateOnUpdate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, createOnUpdateKey{}, true)
+}
+
+func createOnUpdate(ctx context.Context) bool {
+	v, _ := ctx.Value(createOnUpdateKey{}).(bool)
+	return v
 }
 
 var (
