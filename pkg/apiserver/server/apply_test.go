@@ -14,11 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 const ssaDeploymentYAML = `apiVersion: apps/v1
@@ -386,3 +390,145 @@ func TestClientGoApply(t *testing.T) {
 		}
 	})
 }
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.ssa.example.com
+spec:
+  group: ssa.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              image: {type: string}
+              replicas: {type: integer}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              phase: {type: string}
+`
+
+const widgetObject = `apiVersion: ssa.example.com/v1
+kind: Widget
+metadata:
+  name: w
+  namespace: default
+spec:
+  image: app:1
+  replicas: 1
+  ports:
+  - {name: http, port: 80}
+PORTS`
+
+// TestCustomResourceServerSideApply: kubectl apply --server-side of a custom resource merges
+// by the definition's structural schema (a list-map keyed by name), removes what a re-apply
+// leaves out, reports conflicts, and status and scale writes own their own fields.
+func TestCustomResourceServerSideApply(t *testing.T) {
+	testenv.RequireCommand(t, "kubectl")
+	s := servertest.New(t, nil)
+	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	dyn := dynamic.NewForConfigOrDie(servertest.RestConfig(t, s))
+	ctx := context.Background()
+	createCRD(t, dyn, widgetCRD)
+	widgets := schema.GroupVersionResource{Group: "ssa.example.com", Version: "v1", Resource: "widgets"}
+	waitServed(t, dyn, widgets)
+	get := func() *unstructured.Unstructured {
+		t.Helper()
+		u, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "w", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	full := k.file("w.yaml", strings.Replace(widgetObject, "PORTS", "  - {name: admin, port: 9000}\n", 1))
+	slim := k.file("w-slim.yaml", strings.Replace(widgetObject, "PORTS", "", 1))
+
+	t.Run("create", func(t *testing.T) {
+		contains(t, k.ok("apply", "--server-side", "-f", full), "widget.ssa.example.com/w serverside-applied")
+		u := get()
+		f := fieldsOf(u.GetManagedFields(), "kubectl", metav1.ManagedFieldsOperationApply)
+		for _, want := range []string{`"k:{\"name\":\"http\"}"`, `"k:{\"name\":\"admin\"}"`, `"f:image":{}`} {
+			if !strings.Contains(f, want) {
+				t.Fatalf("fieldsV1 lacks %s: %s", want, f)
+			}
+		}
+	})
+
+	t.Run("re-apply without a list entry removes it", func(t *testing.T) {
+		k.ok("apply", "--server-side", "-f", slim)
+		ports, _, _ := unstructured.NestedSlice(get().Object, "spec", "ports")
+		if len(ports) != 1 || ports[0].(map[string]any)["name"] != "http" {
+			t.Fatalf("ports = %v", ports)
+		}
+	})
+
+	t.Run("conflict and force", func(t *testing.T) {
+		img := []byte(`{"apiVersion":"ssa.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"image":"app:2"}}`)
+		_, err := dyn.Resource(widgets).Namespace("default").Patch(ctx, "w", types.ApplyPatchType, img, metav1.PatchOptions{FieldManager: "bumper"})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "kubectl": .spec.image`) {
+			t.Fatalf("conflicting apply: %v", err)
+		}
+		if _, err := dyn.Resource(widgets).Namespace("default").Patch(ctx, "w", types.ApplyPatchType, img, metav1.PatchOptions{FieldManager: "bumper", Force: ptr.To(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := unstructured.NestedString(get().Object, "spec", "image"); v != "app:2" {
+			t.Fatalf("image = %q", v)
+		}
+	})
+
+	t.Run("status apply", func(t *testing.T) {
+		st := []byte(`{"apiVersion":"ssa.example.com/v1","kind":"Widget","metadata":{"name":"w"},"status":{"phase":"Ready"}}`)
+		u, err := dyn.Resource(widgets).Namespace("default").Patch(ctx, "w", types.ApplyPatchType, st, metav1.PatchOptions{FieldManager: "ctrl"}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range u.GetManagedFields() {
+			if e.Manager == "ctrl" && (e.Subresource != "status" || string(e.FieldsV1.Raw) != `{"f:status":{"f:phase":{}}}`) {
+				t.Fatalf("ctrl's entry = %+v %s", e, e.FieldsV1.Raw)
+			}
+		}
+		if f := fieldsOf(u.GetManagedFields(), "kubectl", metav1.ManagedFieldsOperationApply); strings.Contains(f, "f:status") {
+			t.Fatalf("kubectl owns status: %s", f)
+		}
+		// Applying status to the main resource changes nothing there.
+		u, err = dyn.Resource(widgets).Namespace("default").Patch(ctx, "w", types.ApplyPatchType, []byte(`{"apiVersion":"ssa.example.com/v1","kind":"Widget","metadata":{"name":"w"},"status":{"phase":"Gone"}}`), metav1.PatchOptions{FieldManager: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := unstructured.NestedString(u.Object, "status", "phase"); v != "Ready" {
+			t.Fatalf("a main-resource apply changed status to %q", v)
+		}
+	})
+
+	t.Run("create on apply", func(t *testing.T) {
+		contains(t, k.ok("apply", "--server-side", "-f", k.file("w2.yaml", strings.Replace(strings.Replace(widgetObject, "name: w\n", "name: w2\n", 1), "PORTS", "", 1))), "widget.ssa.example.com/w2 serverside-applied")
+		if _, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "w2", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
