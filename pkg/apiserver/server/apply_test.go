@@ -531,4 +531,3 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 		}
 	})
 }
-
