@@ -18,6 +18,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
@@ -268,7 +269,13 @@ func (s *scope) apply(w http.ResponseWriter, r *http.Request, ns, name string, p
 		return
 	}
 	patchObj := &unstructured.Unstructured{Object: map[string]any{}}
-	if err := yaml.Unmarshal(patch, &patchObj.Object); err != nil {
+	decode := func(data []byte, v any) error { return yaml.Unmarshal(data, v) }
+	if trimmed := bytes.TrimLeft(patch, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		// JSON, as client-go sends: its own decoder (integers as int64, as YAML's) is
+		// cheaper than YAML's parser, and YAML means the same for it.
+		decode = func(data []byte, v any) error { return utiljson.Unmarshal(data, v) }
+	}
+	if err := decode(patch, &patchObj.Object); err != nil {
 		writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err)))
 		return
 	}
