@@ -64,6 +64,8 @@ func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
 	var def *registry.Kind
 	if d, ok := s.storage.(interface{ Definition() *registry.Kind }); ok {
 		def = d.Definition()
+	} else if d, ok := s.parent.(interface{ Definition() *registry.Kind }); ok && s.subresource != "scale" {
+		def = d.Definition() // a subresource of the same kind (status)
 	}
 	reset := resetFields(s.names.GroupResource(), s.subresource, s.kind.GroupVersion(), def)
 	if !s.typed {

@@ -36,6 +36,7 @@ type scope struct {
 	namespaced  bool
 	typed       bool // built-in Go type: strategic merge patch allowed
 	stop        func() <-chan struct{}
+	parent      registry.Storage // a subresource's main resource
 
 	fmOnce sync.Once // fieldManager
 	fm     *managedfields.FieldManager

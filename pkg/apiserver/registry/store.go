@@ -544,8 +544,10 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 				// A custom resource's /status keeps its metadata, as upstream's.
 				copyField(merged, newObj, "ObjectMeta")
 			}
+			managed := na.GetManagedFields() // the field manager's record of this write
 			newObj = merged
 			na, _ = meta.Accessor(newObj)
+			na.SetManagedFields(managed)
 		} else if s.kind.Status {
 			copyField(newObj, current, "Status")
 		}

@@ -506,10 +506,14 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range u.GetManagedFields() {
-			if e.Manager == "ctrl" && (e.Subresource != "status" || string(e.FieldsV1.Raw) != `{"f:status":{"f:phase":{}}}`) {
-				t.Fatalf("ctrl's entry = %+v %s", e, e.FieldsV1.Raw)
+		var ctrl *metav1.ManagedFieldsEntry
+		for i, e := range u.GetManagedFields() {
+			if e.Manager == "ctrl" {
+				ctrl = &u.GetManagedFields()[i]
 			}
+		}
+		if ctrl == nil || ctrl.Subresource != "status" || ctrl.Operation != metav1.ManagedFieldsOperationApply || string(ctrl.FieldsV1.Raw) != `{"f:status":{"f:phase":{}}}` {
+			t.Fatalf("ctrl's entry = %+v (managers %v)", ctrl, managers(u.GetManagedFields()))
 		}
 		if f := fieldsOf(u.GetManagedFields(), "kubectl", metav1.ManagedFieldsOperationApply); strings.Contains(f, "f:status") {
 			t.Fatalf("kubectl owns status: %s", f)
