@@ -48,7 +48,7 @@ type fieldManagerResult struct {
 // when the kind has no models to build it from.
 func (s *scope) fieldManager() (*managedfields.FieldManager, error) {
 	s.fmOnce.Do(func() {
-		if !s.typed {
+		if _, custom := s.storage.New().(*unstructured.Unstructured); custom {
 			s.fm, s.fmErr = s.newFieldManager()
 			return
 		}
@@ -68,7 +68,7 @@ func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
 		def = d.Definition() // a subresource of the same kind (status)
 	}
 	reset := resetFields(s.names.GroupResource(), s.subresource, s.kind.GroupVersion(), def)
-	if !s.typed {
+	if _, custom := s.storage.New().(*unstructured.Unstructured); custom {
 		var custom map[string]any
 		if def != nil {
 			custom = def.OpenAPISchema

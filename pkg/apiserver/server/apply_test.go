@@ -528,6 +528,27 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 		}
 	})
 
+	t.Run("scale", func(t *testing.T) {
+		sc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": "w", "namespace": "default"}, "spec": map[string]any{"replicas": int64(4)}}}
+		if _, err := dyn.Resource(widgets).Namespace("default").Update(ctx, sc, metav1.UpdateOptions{FieldManager: "hpa"}, "scale"); err != nil {
+			t.Fatal(err)
+		}
+		u := get()
+		if n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); n != 4 {
+			t.Fatalf("replicas = %d", n)
+		}
+		var ok bool
+		for _, e := range u.GetManagedFields() {
+			if e.Manager == "hpa" {
+				ok = e.Subresource == "scale" && e.Operation == metav1.ManagedFieldsOperationUpdate && string(e.FieldsV1.Raw) == `{"f:spec":{"f:replicas":{}}}`
+			}
+		}
+		if !ok {
+			t.Fatalf("the scale write is not recorded as hpa/Update/scale owning spec.replicas: %v", managers(u.GetManagedFields()))
+		}
+	})
+
 	t.Run("create on apply", func(t *testing.T) {
 		contains(t, k.ok("apply", "--server-side", "-f", k.file("w2.yaml", strings.Replace(strings.Replace(widgetObject, "name: w\n", "name: w2\n", 1), "PORTS", "", 1))), "widget.ssa.example.com/w2 serverside-applied")
 		if _, err := dyn.Resource(widgets).Namespace("default").Get(ctx, "w2", metav1.GetOptions{}); err != nil {
