@@ -69,15 +69,15 @@ func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
 	}
 	reset := resetFields(s.names.GroupResource(), s.subresource, s.kind.GroupVersion(), def)
 	if _, custom := s.storage.New().(*unstructured.Unstructured); custom {
-		var custom map[string]any
+		var structural map[string]any // the definition's schema; nil: any content
 		if def != nil {
-			custom = def.OpenAPISchema
+			structural = def.OpenAPISchema
 		}
-		models, err := openapi.Models(&unstructured.Unstructured{}, s.kind, custom)
+		models, err := openapi.Models(&unstructured.Unstructured{}, s.kind, structural)
 		if err != nil {
 			return nil, err
 		}
-		tc, err := managedfields.NewTypeConverter(models, custom == nil)
+		tc, err := managedfields.NewTypeConverter(models, structural == nil)
 		if err != nil {
 			return nil, fmt.Errorf("field manager of %s: %w", s.kind, err)
 		}
