@@ -50,8 +50,8 @@ func TestTrackCreate(t *testing.T) {
 		t.Fatalf("entry = %+v", e)
 	}
 	for _, want := range []string{`"k:{\"name\":\"c19\"}"`, `"k:{\"containerPort\":8019,\"protocol\":\"TCP\"}"`, `"k:{\"name\":\"I\"}"`} {
-		if !strings.Contains(string(e.FieldsV1.Raw), want) {
-			t.Fatalf("fieldsV1 lacks %s: %s", want, e.FieldsV1.Raw)
+		if !strings.Contains(e.FieldsV1.GetRawString(), want) {
+			t.Fatalf("fieldsV1 lacks %s: %s", want, e.FieldsV1.GetRawString())
 		}
 	}
 }

@@ -68,7 +68,7 @@ func managers(entries []metav1.ManagedFieldsEntry) []string {
 func fieldsOf(entries []metav1.ManagedFieldsEntry, manager string, op metav1.ManagedFieldsOperationType) string {
 	for _, e := range entries {
 		if e.Manager == manager && e.Operation == op && e.FieldsV1 != nil {
-			return string(e.FieldsV1.Raw)
+			return e.FieldsV1.GetRawString()
 		}
 	}
 	return ""
@@ -308,7 +308,7 @@ func TestClientGoApply(t *testing.T) {
 		if entry == nil || entry.Subresource != "status" || entry.Operation != metav1.ManagedFieldsOperationApply {
 			t.Fatalf("managedFields = %v", managers(got.ManagedFields))
 		}
-		if f := string(entry.FieldsV1.Raw); f != `{"f:status":{"f:observedGeneration":{},"f:replicas":{}}}` {
+		if f := entry.FieldsV1.GetRawString(); f != `{"f:status":{"f:observedGeneration":{},"f:replicas":{}}}` {
 			t.Fatalf("status manager's fields = %s", f)
 		}
 	})
@@ -379,7 +379,7 @@ func TestClientGoApply(t *testing.T) {
 		var found bool
 		for _, e := range d.ManagedFields {
 			if e.Manager == "hpa" {
-				found = e.Subresource == "scale" && string(e.FieldsV1.Raw) == `{"f:spec":{"f:replicas":{}}}`
+				found = e.Subresource == "scale" && e.FieldsV1.GetRawString() == `{"f:spec":{"f:replicas":{}}}`
 			}
 		}
 		if !found {
@@ -512,7 +512,7 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 				ctrl = &u.GetManagedFields()[i]
 			}
 		}
-		if ctrl == nil || ctrl.Subresource != "status" || ctrl.Operation != metav1.ManagedFieldsOperationApply || string(ctrl.FieldsV1.Raw) != `{"f:status":{"f:phase":{}}}` {
+		if ctrl == nil || ctrl.Subresource != "status" || ctrl.Operation != metav1.ManagedFieldsOperationApply || ctrl.FieldsV1.GetRawString() != `{"f:status":{"f:phase":{}}}` {
 			t.Fatalf("ctrl's entry = %+v (managers %v)", ctrl, managers(u.GetManagedFields()))
 		}
 		if f := fieldsOf(u.GetManagedFields(), "kubectl", metav1.ManagedFieldsOperationApply); strings.Contains(f, "f:status") {
@@ -541,7 +541,7 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 		var ok bool
 		for _, e := range u.GetManagedFields() {
 			if e.Manager == "hpa" {
-				ok = e.Subresource == "scale" && e.Operation == metav1.ManagedFieldsOperationUpdate && string(e.FieldsV1.Raw) == `{"f:spec":{"f:replicas":{}}}`
+				ok = e.Subresource == "scale" && e.Operation == metav1.ManagedFieldsOperationUpdate && e.FieldsV1.GetRawString() == `{"f:spec":{"f:replicas":{}}}`
 			}
 		}
 		if !ok {
