@@ -31,6 +31,11 @@ var upstreamTypes = sync.OnceValue(func() *smdschema.Schema {
 	return tv.Schema()
 })
 
+// Warm loads upstream's list and map types ahead of the first document (reading client-go's
+// schema takes a fraction of a second): call it in the background while start-up does
+// other work.
+func Warm() { upstreamTypes() }
+
 // fieldMergeExtensions returns the x-kubernetes-list-type, x-kubernetes-list-map-keys and
 // x-kubernetes-map-type extensions and the default upstream's definition typeName writes
 // on its property field, if any.
