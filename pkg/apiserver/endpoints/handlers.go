@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -16,9 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -32,6 +36,11 @@ type scope struct {
 	namespaced  bool
 	typed       bool // built-in Go type: strategic merge patch allowed
 	stop        func() <-chan struct{}
+	parent      registry.Storage // a subresource's main resource
+
+	fmOnce sync.Once // fieldManager
+	fm     *managedfields.FieldManager
+	fmErr  error
 }
 
 func (s *scope) gr() schema.GroupResource { return s.names.GroupResource() }
@@ -86,6 +95,7 @@ func (s *scope) create(w http.ResponseWriter, r *http.Request, ns, name string) 
 		writeError(w, r, err)
 		return
 	}
+	obj = s.trackUpdate(nil, obj, managerOrUserAgent(opts.FieldManager, r.UserAgent()))
 	out, err := s.storage.(registry.Creater).Create(r.Context(), ns, name, obj, opts)
 	if err != nil {
 		writeError(w, r, err)
@@ -180,8 +190,9 @@ func (s *scope) update(w http.ResponseWriter, r *http.Request, ns, name string) 
 		writeError(w, r, err)
 		return
 	}
-	out, created, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(context.Context, runtime.Object) (runtime.Object, error) {
-		return obj.DeepCopyObject(), nil
+	manager := managerOrUserAgent(opts.FieldManager, r.UserAgent())
+	out, created, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		return s.trackUpdate(cur, obj.DeepCopyObject(), manager), nil
 	}, opts)
 	if err != nil {
 		writeError(w, r, err)
@@ -234,10 +245,12 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 			return
 		}
 	case applyPatchType:
-		writeError(w, r, unsupportedMediaType(ct+": server-side apply is not supported, use client-side kubectl apply"))
-		return
 	default:
 		writeError(w, r, unsupportedMediaType(ct))
+		return
+	}
+	if errs := metav1validation.ValidatePatchOptions(opts, types.PatchType(ct)); len(errs) > 0 {
+		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
 		return
 	}
 	patch, err := readBody(r)
@@ -245,6 +258,11 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		writeError(w, r, err)
 		return
 	}
+	if ct == applyPatchType {
+		s.apply(w, r, ns, name, patch, opts)
+		return
+	}
+	manager := managerOrUserAgent(opts.FieldManager, r.UserAgent())
 	var probe any
 	if err := json.Unmarshal(patch, &probe); err != nil {
 		writeError(w, r, syntaxError(patch, err))
@@ -291,7 +309,7 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		if err := checkName(obj, name); err != nil {
 			return nil, err
 		}
-		return obj, nil
+		return s.trackUpdate(cur, obj, manager), nil
 	}, uopts)
 	if err != nil {
 		writeError(w, r, err)

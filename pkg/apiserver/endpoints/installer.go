@@ -187,7 +187,7 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 	sort.Strings(subs)
 	for _, name := range subs {
 		st := r.Subresources[name]
-		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop}
+		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop, parent: r.Storage}
 		path := item + "/" + name
 		if c, ok := st.(registry.Connecter); ok {
 			for _, m := range c.ConnectMethods() {

@@ -209,6 +209,9 @@ func (g *generator) define(t reflect.Type) string {
 		}
 	} else {
 		def = g.structSchema(t)
+		for k, v := range typeMergeExtensions(name) {
+			def[k] = v
+		}
 	}
 	doc := typeDocs[name]
 	if d, ok := z.(swaggerDoccer); ok && d.SwaggerDoc()[""] != "" {
@@ -235,6 +238,10 @@ func (g *generator) structSchema(t reflect.Type) object {
 }
 
 func (g *generator) addFields(props object, t reflect.Type) {
+	typeName := ""
+	if t.Name() != "" && t.PkgPath() != "" {
+		typeName = definitionName(t)
+	}
 	var docs map[string]string
 	if d, ok := reflect.Zero(t).Interface().(swaggerDoccer); ok {
 		docs = d.SwaggerDoc()
@@ -268,6 +275,9 @@ func (g *generator) addFields(props object, t reflect.Type) {
 		}
 		if ps := f.Tag.Get("patchStrategy"); ps != "" {
 			s = g.withExt(s, "x-kubernetes-patch-strategy", ps)
+		}
+		if typeName != "" {
+			s = g.setExtensions(s, fieldMergeExtensions(typeName, name))
 		}
 		props[name] = g.withDoc(s, docs[name])
 	}

@@ -632,7 +632,8 @@ func customScale(sc *apiextensionsv1.CustomResourceSubresourceScale) *ScaleAcces
 		return 0
 	}
 	return &ScaleAccessor{
-		Replicas: func(obj runtime.Object) int32 { return readInt(obj, specPath) },
+		ReplicasPath: specPath,
+		Replicas:     func(obj runtime.Object) int32 { return readInt(obj, specPath) },
 		SetReplicas: func(obj runtime.Object, n int32) {
 			_ = unstructured.SetNestedField(obj.(*unstructured.Unstructured).Object, int64(n), specPath...)
 		},

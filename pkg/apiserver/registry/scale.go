@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // ScaleAccessor reads and writes the replica count of one kind, for its scale subresource.
@@ -24,6 +26,22 @@ type ScaleAccessor struct {
 	StatusReplicas func(obj runtime.Object) int32
 	// Selector is the pod selector in label-selector string form, "" if it has none.
 	Selector func(obj runtime.Object) string
+	// ReplicasPath is where Replicas lives (spec.replicas when nil), for the managedFields
+	// of scale writes.
+	ReplicasPath []string
+}
+
+// replicasMapping maps the parent's replicas path for the field managers' scale handler.
+func (s *ScaleStore) replicasMapping() managedfields.ResourcePathMappings {
+	p := fieldpath.MakePathOrDie("spec", "replicas")
+	if len(s.access.ReplicasPath) > 0 {
+		elems := make([]any, len(s.access.ReplicasPath))
+		for i, e := range s.access.ReplicasPath {
+			elems[i] = e
+		}
+		p = fieldpath.MakePathOrDie(elems...)
+	}
+	return managedfields.ResourcePathMappings{s.store.kind.GroupVersion().String(): p}
 }
 
 // labelSelectorString renders a selector as the Scale's status.selector, "" if invalid.
@@ -65,13 +83,19 @@ func (s *ScaleStore) Kind() schema.GroupVersionKind {
 
 func (s *ScaleStore) scaleOf(obj runtime.Object) *autoscalingv1.Scale {
 	a, _ := meta.Accessor(obj)
-	return &autoscalingv1.Scale{
+	sc := &autoscalingv1.Scale{
 		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: a.GetName(), Namespace: a.GetNamespace(), UID: a.GetUID(),
 			ResourceVersion: a.GetResourceVersion(), CreationTimestamp: a.GetCreationTimestamp()},
 		Spec:   autoscalingv1.ScaleSpec{Replicas: s.access.Replicas(obj)},
 		Status: autoscalingv1.ScaleStatus{Replicas: s.access.StatusReplicas(obj), Selector: s.access.Selector(obj)},
 	}
+	// The parent's managers of replicas, as managers of the Scale's spec.replicas (upstream's
+	// scale handler); the others are not the Scale's.
+	if entries, err := managedfields.NewScaleHandler(a.GetManagedFields(), s.store.kind.GroupVersion(), s.replicasMapping()).ToSubresource(); err == nil {
+		sc.ManagedFields = entries
+	}
+	return sc
 }
 
 func (s *ScaleStore) Get(ctx context.Context, ns, name string, opts *metav1.GetOptions) (runtime.Object, error) {
@@ -109,6 +133,10 @@ func (s *ScaleStore) Update(ctx context.Context, ns, name string, transform Tran
 			return nil, apierrors.NewConflict(s.store.gr(), name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 		}
 		s.access.SetReplicas(cur, scale.Spec.Replicas)
+		ca, _ := meta.Accessor(cur)
+		if entries, err := managedfields.NewScaleHandler(ca.GetManagedFields(), s.store.kind.GroupVersion(), s.replicasMapping()).ToParent(scale.ManagedFields); err == nil {
+			ca.SetManagedFields(entries)
+		}
 		return cur, nil
 	}, opts)
 	if err != nil {

@@ -521,7 +521,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			}
 		}
 		if !exists {
-			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate {
+			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
 				return nil, apierrors.NewNotFound(s.gr(), name)
 			}
 			created = true
@@ -550,8 +550,10 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 				// A custom resource's /status keeps its metadata, as upstream's.
 				copyField(merged, newObj, "ObjectMeta")
 			}
+			managed := na.GetManagedFields() // the field manager's record of this write
 			newObj = merged
 			na, _ = meta.Accessor(newObj)
+			na.SetManagedFields(managed)
 		} else if s.kind.Status {
 			copyField(newObj, current, "Status")
 		}
@@ -655,6 +657,19 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 	}
 	return out, created, nil
+}
+
+type createOnUpdateKey struct{}
+
+// WithCreateOnUpdate makes an Update of a missing object create it whatever the kind's
+// AllowCreateOnUpdate says, as server-side apply does upstream (forceAllowCreate).
+func WithCreateOnUpdate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, createOnUpdateKey{}, true)
+}
+
+func createOnUpdate(ctx context.Context) bool {
+	v, _ := ctx.Value(createOnUpdateKey{}).(bool)
+	return v
 }
 
 var (

@@ -58,6 +58,9 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 		if err != nil {
 			return nil, err
 		}
+		if na, err := meta.Accessor(merged); err == nil {
+			na.SetManagedFields(ra.GetManagedFields()) // the field manager's record of this write
+		}
 		if len(errs) == 0 {
 			na, _ := meta.Accessor(merged)
 			errs = apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))

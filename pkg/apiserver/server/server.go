@@ -24,6 +24,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/openapi"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -88,6 +89,7 @@ func (s *Server) Start(ctx context.Context) error {
 	phase := func(name string) {
 		s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
 	}
+	go openapi.Warm() // the documents' list types, read while etcd starts
 	if err := s.startEtcd(); err != nil {
 		return err
 	}

@@ -246,7 +246,7 @@ func main() {
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
-	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, rbac, crd, controllers, process); all when empty")
+	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, process); all when empty")
 	flag.Parse()
 	want := func(row string) bool {
 		if *rowList == "" {
@@ -386,6 +386,10 @@ func main() {
 			rows = append(rows, watchLatency(ctx, cs, etcd, sample, conc, *n))
 		}
 	}
+	var apply []pair
+	if want("apply") {
+		apply = applyRows(ctx, cs, *n)
+	}
 	var rbac []pair
 	if want("rbac") {
 		allowKubeconfig, allowPKI, stopAllow := alwaysAllowServer(dir, *fsync, *binary)
@@ -402,6 +406,9 @@ func main() {
 		stopCtl()
 	}
 	printRows(rows, *fsync, *binary)
+	if len(apply) > 0 {
+		printApplyRows(apply)
+	}
 	if len(rbac) > 0 {
 		printRBACRows(rbac)
 	}
