@@ -2,12 +2,15 @@ package registry
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/request"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 )
 
 // objectSubresources are subresources whose request body is an object of their own
@@ -95,6 +98,31 @@ func (s *Store) admissionFor(ctx context.Context, op admission.Operation, ns, na
 	u, _ := request.UserFrom(ctx)
 	return &admission.Attributes{Operation: op, Kind: s.kind.GVK(), Resource: s.kind.GroupVersion().WithResource(s.kind.Plural),
 		Subresource: info.Subresource, Namespace: ns, Name: name, Object: obj, OldObject: old, Options: opts, DryRun: dry, User: u}
+}
+
+// invalidManagedFieldsWarning is upstream's warning when mutating admission left
+// managedFields that do not decode (k8s.io/apiserver's fieldmanager admission wrapper).
+const invalidManagedFieldsWarning = ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests: %v"
+
+// admitMutating runs the mutating half of the chain on a create or update. managedFields that a
+// plugin (a webhook's patch, typically) leaves undecodable are put back as they were, with
+// a warning, as upstream's handlers wrap their admission.
+func (s *Store) admitMutating(ctx context.Context, a *admission.Attributes) error {
+	obj, err := meta.Accessor(a.Object)
+	if err != nil {
+		return s.admission().Admit(ctx, a)
+	}
+	before := obj.GetManagedFields()
+	if err := s.admission().Admit(ctx, a); err != nil {
+		return err
+	}
+	if after := obj.GetManagedFields(); len(after) > 0 {
+		if err := managedfields.ValidateManagedFields(after); err != nil {
+			obj.SetManagedFields(before)
+			request.AddWarning(ctx, fmt.Sprintf(invalidManagedFieldsWarning, err))
+		}
+	}
+	return nil
 }
 
 // admitDelete runs the whole chain on the deletion of cur.

@@ -422,7 +422,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	adm := s.admissionFor(ctx, admission.Create, ns, a.GetName(), obj, nil, createOpts, dry)
 	if adm != nil {
 		s.setKind(obj)
-		if err := s.admission().Admit(ctx, adm); err != nil {
+		if err := s.admitMutating(ctx, adm); err != nil {
 			return nil, err
 		}
 		// What the plugins added gets its defaults, as upstream decodes a webhook's patch
@@ -588,7 +588,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if adm != nil {
 			s.setKind(newObj)
 			s.setKind(current)
-			if err := s.admission().Admit(ctx, adm); err != nil {
+			if err := s.admitMutating(ctx, adm); err != nil {
 				return nil, err
 			}
 			if s.kind.Strategy.Default != nil && !statusOnly {

@@ -3,12 +3,16 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -555,4 +559,98 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestManagedFieldsAfterMutatingAdmission: a mutating webhook whose patch leaves
+// managedFields undecodable (an outdated webhook) does not corrupt the stored object: the
+// entries from before admission are kept, the rest of the patch applies, and the client is
+// warned in upstream's words.
+func TestManagedFieldsAfterMutatingAdmission(t *testing.T) {
+	s := servertest.New(t, nil)
+	hook, caPEM := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rev admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&rev); err != nil || rev.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		patch := []map[string]any{
+			{"op": "add", "path": "/metadata/labels", "value": map[string]string{"mangled": "yes"}},
+			{"op": "add", "path": "/metadata/managedFields", "value": []map[string]any{{"manager": "hook", "operation": "Mangle", "apiVersion": "v1"}}},
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		rev.Response = &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: true, PatchType: &pt}
+		rev.Response.Patch, _ = json.Marshal(patch)
+		rev.Request = nil
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&rev)
+	}))
+	cfg := servertest.RestConfig(t, s)
+	warn := &warnings{}
+	cfg.WarningHandler = warn
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mangle"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mwc := &admissionregv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mangle"},
+		Webhooks: []admissionregv1.MutatingWebhook{{
+			Name:                    "mangle.hacp.test",
+			ClientConfig:            admissionregv1.WebhookClientConfig{URL: ptr.To(hook.URL + "/mangle"), CABundle: caPEM},
+			Rules:                   configMapRule(admissionregv1.Create, admissionregv1.Update),
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "mangle"}},
+			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+		}}}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The configuration reaches the server by watch: wait until the webhook acts.
+	probe := 0
+	eventuallyOK(t, "webhook active", func() error {
+		probe++
+		out, err := cs.CoreV1().ConfigMaps("mangle").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", probe)}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if out.Labels["mangled"] != "yes" {
+			return fmt.Errorf("not mutated yet")
+		}
+		return nil
+	})
+
+	const want = ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests: operation must be `Apply` or `Update`"
+	check := func(t *testing.T, cm *corev1.ConfigMap, wantManagers []string) {
+		t.Helper()
+		if cm.Labels["mangled"] != "yes" {
+			t.Fatalf("labels %v: the rest of the webhook's patch was not applied", cm.Labels)
+		}
+		if got := managers(cm.ManagedFields); !slices.Equal(got, wantManagers) {
+			t.Fatalf("managedFields %v, want %v", got, wantManagers)
+		}
+		if !warn.has(want) {
+			t.Fatalf("warnings %q, want %q", warn.msgs, want)
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps("mangle").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1"}},
+		metav1.CreateOptions{FieldManager: "creator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, cm, []string{"creator/Update"})
+	got, err := cs.CoreV1().ConfigMaps("mangle").Get(ctx, "cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{"creator/Update"})
+
+	warn.mu.Lock()
+	warn.msgs = nil
+	warn.mu.Unlock()
+	got.Data["b"] = "2"
+	cm, err = cs.CoreV1().ConfigMaps("mangle").Update(ctx, got, metav1.UpdateOptions{FieldManager: "updater"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, cm, []string{"creator/Update", "updater/Update"})
 }
