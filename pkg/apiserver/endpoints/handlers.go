@@ -15,6 +15,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -97,6 +98,9 @@ func (s *scope) create(w http.ResponseWriter, r *http.Request, ns, name string) 
 	}
 	obj = s.trackUpdate(nil, obj, managerOrUserAgent(opts.FieldManager, r.UserAgent()))
 	out, err := s.storage.(registry.Creater).Create(r.Context(), ns, name, obj, opts)
+	if tooLargeWithManagedFields(err, obj) {
+		out, err = s.storage.(registry.Creater).Create(r.Context(), ns, name, obj, opts)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -191,9 +195,19 @@ func (s *scope) update(w http.ResponseWriter, r *http.Request, ns, name string) 
 		return
 	}
 	manager := managerOrUserAgent(opts.FieldManager, r.UserAgent())
-	out, created, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-		return s.trackUpdate(cur, obj.DeepCopyObject(), manager), nil
-	}, opts)
+	untracked := false
+	var tracked runtime.Object // what the last attempt tried to store
+	update := func() (runtime.Object, bool, error) {
+		return s.storage.(registry.Updater).Update(r.Context(), ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			tracked = dropManagedFields(s.trackUpdate(cur, obj.DeepCopyObject(), manager), untracked)
+			return tracked, nil
+		}, opts)
+	}
+	out, created, err := update()
+	if tooLargeWithManagedFields(err, tracked) {
+		untracked = true
+		out, created, err = update()
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -279,7 +293,9 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		return
 	}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, _, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+	untracked := false
+	var tracked runtime.Object // what the last attempt tried to store
+	update := func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(s.gr(), name)
 		}
@@ -309,13 +325,46 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		if err := checkName(obj, name); err != nil {
 			return nil, err
 		}
-		return s.trackUpdate(cur, obj, manager), nil
-	}, uopts)
+		tracked = dropManagedFields(s.trackUpdate(cur, obj, manager), untracked)
+		return tracked, nil
+	}
+	out, _, err := s.storage.(registry.Updater).Update(r.Context(), ns, name, update, uopts)
+	if tooLargeWithManagedFields(err, tracked) {
+		untracked = true
+		out, _, err = s.storage.(registry.Updater).Update(r.Context(), ns, name, update, uopts)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	writeObject(w, r, http.StatusOK, out)
+}
+
+// tooLargeWithManagedFields reports whether a write of obj was refused as too large for
+// storage while obj carries managedFields, and then drops them: as upstream's create, update
+// and (non-apply) patch handlers, the write is tried once more without them, which can be
+// large, and the object is stored untracked.
+func tooLargeWithManagedFields(err error, obj runtime.Object) bool {
+	if obj == nil || !apierrors.IsRequestEntityTooLargeError(err) {
+		return false
+	}
+	a, aerr := meta.Accessor(obj)
+	if aerr != nil || len(a.GetManagedFields()) == 0 {
+		return false
+	}
+	a.SetManagedFields(nil)
+	return true
+}
+
+// dropManagedFields removes obj's managedFields when drop is set (a retry of a write that
+// was too large with them).
+func dropManagedFields(obj runtime.Object, drop bool) runtime.Object {
+	if drop {
+		if a, err := meta.Accessor(obj); err == nil {
+			a.SetManagedFields(nil)
+		}
+	}
+	return obj
 }
 
 func indexByte(s string, b byte) int {
