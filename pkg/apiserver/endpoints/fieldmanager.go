@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
 )
@@ -69,19 +71,35 @@ func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
 	}
 	reset := resetFields(s.names.GroupResource(), s.subresource, s.kind.GroupVersion(), def)
 	if _, custom := s.storage.New().(*unstructured.Unstructured); custom {
-		var structural map[string]any // the definition's schema; nil: any content
-		if def != nil {
-			structural = def.OpenAPISchema
+		// Every served version's schema: managedFields entries recorded at another version
+		// are converted to it and kept (a version without a schema would drop them).
+		versions := []*registry.Kind{def}
+		if def != nil && len(def.Versions) > 0 {
+			versions = def.Versions
 		}
-		models, err := openapi.Models(&unstructured.Unstructured{}, s.kind, structural)
-		if err != nil {
-			return nil, err
+		models := map[string]*spec.Schema{}
+		preserveUnknown := false
+		for _, v := range versions {
+			var structural map[string]any // the definition's schema; nil: any content
+			gvk := s.kind
+			if v != nil {
+				structural, gvk = v.OpenAPISchema, v.GVK()
+			}
+			preserveUnknown = preserveUnknown || structural == nil
+			m, err := openapi.Models(&unstructured.Unstructured{}, gvk, structural)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(models, m)
 		}
-		tc, err := managedfields.NewTypeConverter(models, structural == nil)
+		tc, err := managedfields.NewTypeConverter(models, preserveUnknown)
 		if err != nil {
 			return nil, fmt.Errorf("field manager of %s: %w", s.kind, err)
 		}
 		conv := unstructuredConverter{}
+		if def != nil {
+			conv.convertTo = def.ConvertTo
+		}
 		return managedfields.NewDefaultCRDFieldManager(tc, conv, objectDefaulter{def}, unstructuredCreater{}, s.kind, s.kind.GroupVersion(), s.subresource, reset)
 	}
 	obj, err := registry.Scheme.New(s.kind)
@@ -205,10 +223,11 @@ func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, err
 	return u, nil
 }
 
-// unstructuredConverter converts custom resources between versions of one kind by their
-// apiVersion alone: the field managers of custom resources see the versions of a kind as
-// one schema (hacp converts between versions elsewhere, after field management).
-type unstructuredConverter struct{}
+// unstructuredConverter converts custom resources between the versions of one kind for
+// their field managers, as the definition converts them (its webhook, or apiVersion alone).
+type unstructuredConverter struct {
+	convertTo func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error) // nil: by apiVersion
+}
 
 func (unstructuredConverter) Convert(in, out, _ any) error {
 	u, ok := in.(*unstructured.Unstructured)
@@ -220,16 +239,27 @@ func (unstructuredConverter) Convert(in, out, _ any) error {
 	return nil
 }
 
-func (unstructuredConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+func (c unstructuredConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("unstructured converter: %T", in)
 	}
 	gvk := u.GroupVersionKind()
-	out := u.DeepCopy()
-	if t, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk}); ok {
-		out.SetGroupVersionKind(t)
+	t, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk})
+	if !ok || t == gvk {
+		return u.DeepCopy(), nil
 	}
+	if c.convertTo == nil {
+		out := u.DeepCopy()
+		out.SetGroupVersionKind(t)
+		return out, nil
+	}
+	m, err := c.convertTo(context.Background(), u.Object, t.GroupVersion().String())
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}
+	out.SetGroupVersionKind(t)
 	return out, nil
 }
 

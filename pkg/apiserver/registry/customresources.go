@@ -397,8 +397,12 @@ func (r *Registry) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition
 // customResourcesFor builds the resources of every served version of crd, the storage
 // version first.
 func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinition) ([]*Resource, error) {
-	var out []*Resource
+	var kinds []*Kind
+	var storageVersion string
 	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storageVersion = v.Name
+		}
 		if !v.Served {
 			continue
 		}
@@ -406,6 +410,15 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
+		kinds = append(kinds, k)
+	}
+	convert := convertByAPIVersion
+	if wc := r.newWebhookConverter(crd); wc != nil {
+		convert = wc.convert
+	}
+	var out []*Resource
+	for _, k := range kinds {
+		k.Versions, k.ConvertTo = kinds, convert
 		s := r.newCustomStore(crd, k)
 		if c := r.admission.Load(); c != nil {
 			s.adm.Store(c) // custom resources are admitted as built-ins are (webhooks included)
@@ -417,7 +430,7 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 		if k.Scale != nil {
 			res.Subresources["scale"] = &ScaleStore{store: s, access: k.Scale}
 		}
-		if v.Storage {
+		if k.Version == storageVersion {
 			out = append([]*Resource{res}, out...)
 		} else {
 			out = append(out, res)
@@ -502,6 +515,14 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 	}
 	u.Object = m
 	return nil
+}
+
+// convertByAPIVersion converts a custom object between versions of a definition whose
+// conversion strategy is None: the apiVersion alone changes.
+func convertByAPIVersion(_ context.Context, obj map[string]any, apiVersion string) (map[string]any, error) {
+	out := maps.Clone(obj)
+	out["apiVersion"] = apiVersion
+	return out, nil
 }
 
 // customKind is the Kind of one version of a custom resource.

@@ -104,6 +104,12 @@ type Kind struct {
 	// OpenAPISchema is a custom resource's openAPIV3Schema as decoded JSON, for the OpenAPI
 	// documents.
 	OpenAPISchema map[string]any
+	// Versions are every served version of a custom resource's kind, this one among them,
+	// and ConvertTo converts one of its objects to another of them (through the
+	// definition's webhook, or by apiVersion alone): field managers keep the managedFields
+	// entries recorded at another version with them.
+	Versions      []*Kind
+	ConvertTo     func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
 	structural    *structuralschema.Structural // a custom resource's schema, for defaulting on read
 }
 
