@@ -108,9 +108,9 @@ type Kind struct {
 	// and ConvertTo converts one of its objects to another of them (through the
 	// definition's webhook, or by apiVersion alone): field managers keep the managedFields
 	// entries recorded at another version with them.
-	Versions      []*Kind
-	ConvertTo     func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
-	structural    *structuralschema.Structural // a custom resource's schema, for defaulting on read
+	Versions   []*Kind
+	ConvertTo  func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
+	structural *structuralschema.Structural // a custom resource's schema, for defaulting on read
 }
 
 // Store is the generic store of one kind on top of storage.Interface.

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	corev1 "k8s.io/api/core/v1"
@@ -44,15 +45,37 @@ func NewServiceAccount(src admission.Source, get func(ctx context.Context, ns, n
 // Start fills the account cache.
 func (s *ServiceAccount) Start(ctx context.Context) { s.accounts.Start(ctx) }
 
+// Upstream's lookups of the default account, which is created just after its namespace:
+// a pod created right after the namespace waits for it rather than failing.
+const (
+	defaultAccountAttempts = 10
+	defaultAccountInterval = 500 * time.Millisecond
+)
+
 func (s *ServiceAccount) account(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 	if sa, ok := s.accounts.Get(ns, name); ok {
 		return sa, nil
 	}
-	obj, err := s.get(ctx, ns, name)
-	if err != nil {
-		return nil, err
+	attempts := 1
+	if name == DefaultServiceAccountName {
+		attempts = defaultAccountAttempts
 	}
-	return obj.(*corev1.ServiceAccount), nil
+	for i := 1; ; i++ {
+		obj, err := s.get(ctx, ns, name)
+		if err == nil {
+			return obj.(*corev1.ServiceAccount), nil
+		}
+		if !apierrors.IsNotFound(err) || i == attempts {
+			return nil, err
+		}
+		t := time.NewTimer(defaultAccountInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
 }
 
 // Admit assigns the account and mounts its token.
