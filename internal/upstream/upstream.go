@@ -280,6 +280,9 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) error 
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false"), env...)
+	// A test binary that dies (its -timeout) takes its build along: an orphaned build would
+	// go on competing for the cores with the next test's build of the same binaries.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
