@@ -403,7 +403,7 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 		if v.Storage {
 			storageVersion = v.Name
 		}
-		if !v.Served {
+		if !v.Served || r.servesBuiltin(crd.Spec.Group, v.Name, crd.Spec.Names.Plural) {
 			continue
 		}
 		k, err := customKind(crd, v)
@@ -515,6 +515,25 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 	}
 	u.Object = m
 	return nil
+}
+
+// servesBuiltin reports whether a built-in resource is served at group/version/plural. A
+// definition's version there is not served, neither its routes nor its discovery: the
+// built-in keeps them, as kube-apiserver's handler chain asks its built-in groups before the
+// custom resources' handler.
+func (r *Registry) servesBuiltin(group, version, plural string) bool {
+	same := func(n Names) bool { return n.Group == group && n.Version == version && n.Plural == plural }
+	for _, res := range r.Resources {
+		if same(res.Store.kind.Names) {
+			return true
+		}
+	}
+	for _, v := range r.Views {
+		if same(v.Names) {
+			return true
+		}
+	}
+	return false
 }
 
 // convertByAPIVersion converts a custom object between versions of a definition whose

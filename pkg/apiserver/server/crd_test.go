@@ -10,6 +10,7 @@ import (
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 )
@@ -402,5 +404,86 @@ func TestCustomResourceThreeMasters(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// ingressCRD claims networking.k8s.io/v1 ingresses, which a built-in serves, and a version
+// of its own, v7 (approved, as a protected group requires).
+const ingressCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ingresses.networking.k8s.io
+  annotations: {api-approved.kubernetes.io: "https://github.com/kubernetes/enhancements/pull/1111"}
+spec:
+  group: networking.k8s.io
+  scope: Namespaced
+  names: {plural: ingresses, singular: ingress, kind: Ingress}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v7
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestCustomResourceBuiltinNames: a definition's version that a built-in resource serves
+// is not served (the built-in keeps its routes, storage and discovery, as upstream's handler
+// chain asks the built-ins first); its other versions are.
+func TestCustomResourceBuiltinNames(t *testing.T) {
+	s := servertest.New(t, nil)
+	cfg := servertest.RestConfig(t, s)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	createCRD(t, dyn, ingressCRD)
+	v7 := schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v7", Resource: "ingresses"}
+	waitServed(t, dyn, v7)
+
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "i"}, Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{
+		Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}
+	if _, err := cs.NetworkingV1().Ingresses("default").Create(ctx, ing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(v7).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.io/v7", "kind": "Ingress", "metadata": map[string]any{"name": "c"}, "spec": map[string]any{"any": "thing"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{
+		"/registry/ingress/default/i":                     true, // the built-in's
+		"/registry/networking.k8s.io/ingresses/default/i": false,
+		"/registry/networking.k8s.io/ingresses/default/c": true, // the definition's own version
+	} {
+		resp, err := s.EtcdClient().Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.Kvs) == 1; got != want {
+			t.Errorf("%s stored: %v, want %v", key, got, want)
+		}
+	}
+	// The built-in's list does not see the definition's object, and v1 is listed once.
+	list, err := cs.NetworkingV1().Ingresses("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "i" {
+		t.Fatalf("built-in list: %v %v", list, err)
+	}
+	_, lists, err := cs.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			if r.Name == "ingresses" {
+				count[l.GroupVersion]++
+			}
+		}
+	}
+	if count["networking.k8s.io/v1"] != 1 || count["networking.k8s.io/v7"] != 1 {
+		t.Fatalf("ingresses in discovery by group-version: %v, want networking.k8s.io/v1 and v7 once each", count)
 	}
 }
