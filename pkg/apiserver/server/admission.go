@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
@@ -9,6 +10,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,7 @@ var implementedAdmission = map[string]bool{
 	admission.DefaultStorageClass:        true,
 	admission.MutatingAdmissionWebhook:   true,
 	admission.ValidatingAdmissionWebhook: true,
+	admission.ResourceQuota:              true,
 	admission.AlwaysAdmit:                true,
 	admission.AlwaysDeny:                 true,
 }
@@ -118,6 +121,8 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			chain = append(chain, dispatcher().Mutating())
 		case admission.ValidatingAdmissionWebhook:
 			chain = append(chain, dispatcher().Validating())
+		case admission.ResourceQuota:
+			chain = append(chain, start(s.resourceQuotaPlugin()))
 		case admission.AlwaysDeny:
 			chain = append(chain, admission.AlwaysDenyPlugin{})
 		}
@@ -126,6 +131,42 @@ func (s *Server) startAdmission(ctx context.Context) error {
 	s.admissionPlugins = names
 	s.registry.SetAdmission(chain)
 	return nil
+}
+
+// resourceQuotaPlugin is the ResourceQuota plugin on the registry's resourcequotas: it reads
+// a quota after a conflict and writes status.used through the status subresource, with the
+// quota's resourceVersion as the precondition.
+func (s *Server) resourceQuotaPlugin() *plugins.ResourceQuota {
+	res := s.registry.Resource(schema.GroupResource{Resource: "resourcequotas"})
+	status, _ := res.Subresources["status"].(registry.Updater)
+	get := func(ctx context.Context, ns, name string) (*corev1.ResourceQuota, error) {
+		obj, err := res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		q, ok := obj.(*corev1.ResourceQuota)
+		if !ok {
+			return nil, fmt.Errorf("resource quota %s/%s: unexpected %T", ns, name, obj)
+		}
+		return q, nil
+	}
+	update := func(ctx context.Context, q *corev1.ResourceQuota) (*corev1.ResourceQuota, error) {
+		if status == nil {
+			return nil, fmt.Errorf("resource quotas have no status subresource")
+		}
+		obj, _, err := status.Update(ctx, q.Namespace, q.Name, func(context.Context, runtime.Object) (runtime.Object, error) {
+			return q.DeepCopy(), nil
+		}, &metav1.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out, ok := obj.(*corev1.ResourceQuota)
+		if !ok {
+			return nil, fmt.Errorf("resource quota %s/%s: unexpected %T", q.Namespace, q.Name, obj)
+		}
+		return out, nil
+	}
+	return plugins.NewResourceQuota(res.Store, get, update)
 }
 
 // Webhooks returns the webhook dispatcher, nil when both webhook plugins are off (tests).
