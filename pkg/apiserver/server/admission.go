@@ -8,12 +8,15 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/admission/plugins"
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
+	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // implementedAdmission are the admission plugins hacp has.
@@ -90,6 +93,7 @@ func (s *Server) startAdmission(ctx context.Context) error {
 				Namespaces: store("", "namespaces"),
 				Resolve:    webhookclient.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
 				Logger:     s.log,
+				Authorizer: celAuthorizer{s},
 			})
 			hooks.Start(ctx)
 		}
@@ -167,6 +171,30 @@ func (s *Server) resourceQuotaPlugin() *plugins.ResourceQuota {
 		return out, nil
 	}
 	return plugins.NewResourceQuota(res.Store, get, update)
+}
+
+// celAuthorizer is the server's authorizer in k8s.io/apiserver's terms, for the
+// authorizer variable of webhooks' matchConditions.
+type celAuthorizer struct{ s *Server }
+
+func (c celAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if c.s.authz == nil {
+		return authorizer.DecisionNoOpinion, "no authorizer", nil
+	}
+	var u *request.User
+	if ui := a.GetUser(); ui != nil {
+		u = &request.User{Name: ui.GetName(), UID: ui.GetUID(), Groups: ui.GetGroups(), Extra: ui.GetExtra()}
+	}
+	d, reason, err := c.s.authz.Authorize(ctx, authz.Attributes{User: u, Verb: a.GetVerb(), ResourceRequest: a.IsResourceRequest(),
+		Namespace: a.GetNamespace(), APIGroup: a.GetAPIGroup(), APIVersion: a.GetAPIVersion(), Resource: a.GetResource(),
+		Subresource: a.GetSubresource(), Name: a.GetName(), Path: a.GetPath()})
+	switch d {
+	case authz.Allow:
+		return authorizer.DecisionAllow, reason, err
+	case authz.Deny:
+		return authorizer.DecisionDeny, reason, err
+	}
+	return authorizer.DecisionNoOpinion, reason, err
 }
 
 // Webhooks returns the webhook dispatcher, nil when both webhook plugins are off (tests).

@@ -21,6 +21,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -31,8 +32,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Config configures the webhook plugins.
@@ -42,6 +46,8 @@ type Config struct {
 	Namespaces admission.Source // for namespaceSelector
 	Resolve    webhookclient.ServiceResolver
 	Logger     *slog.Logger
+	// Authorizer answers matchConditions' authorizer checks (nil: such checks fail).
+	Authorizer authorizer.UnconditionalAuthorizer
 }
 
 // hook is one webhook of a configuration, mutating or validating, in a common form.
@@ -57,6 +63,7 @@ type hook struct {
 	objectSelector    *metav1.LabelSelector
 	reviewVersions    []string
 	reinvokeIfNeeded  bool
+	conditions        []matchconditions.Condition
 }
 
 // Dispatcher is the shared state of both webhook plugins.
@@ -116,7 +123,7 @@ func (d *Dispatcher) rebuildMutating() {
 			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions,
 				reinvokeIfNeeded: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregv1.IfNeededReinvocationPolicy}
-			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.conditions = matchconditions.Compile(w.MatchConditions)
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
@@ -132,20 +139,12 @@ func (d *Dispatcher) rebuildValidating() {
 		for i, w := range c.Webhooks {
 			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions}
-			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.conditions = matchconditions.Compile(w.MatchConditions)
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
 	}
 	d.validatingHooks.Store(&hooks)
-}
-
-// warnMatchConditions logs webhooks with matchConditions: hacp does not evaluate CEL, so
-// such a webhook is called for every request its rules and selectors match.
-func (d *Dispatcher) warnMatchConditions(config, name string, n int) {
-	if n > 0 {
-		d.cfg.Logger.Warn("admission webhook has matchConditions, which hacp does not evaluate: it is called whenever its rules and selectors match", "configuration", config, "webhook", name)
-	}
 }
 
 // setCommon fills upstream's defaults: failurePolicy Fail, timeout 10s.
@@ -183,7 +182,7 @@ func (validatingPlugin) Handles(op admission.Operation) bool { return allOps.Han
 // matches decides whether h is called for a: rules, then the namespace and object
 // selectors. An error (a selector that does not parse, a namespace that cannot be read) is
 // a call failure, subject to failurePolicy.
-func (d *Dispatcher) matches(h *hook, a *admission.Attributes) (bool, error) {
+func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
 	ruleOK := false
 	for _, r := range h.rules {
 		if ruleMatches(r, a) {
@@ -197,8 +196,86 @@ func (d *Dispatcher) matches(h *hook, a *admission.Attributes) (bool, error) {
 	if ok, err := d.namespaceSelectorMatches(h.namespaceSelector, a); !ok || err != nil {
 		return ok, err
 	}
-	return objectSelectorMatches(h.objectSelector, a)
+	if ok, err := objectSelectorMatches(h.objectSelector, a); !ok || err != nil {
+		return ok, err
+	}
+	return d.conditionsMatch(ctx, h, a)
 }
+
+// conditionError is a matchConditions evaluation error under failurePolicy Fail: upstream
+// refuses the request with it (403), not as a failed call.
+type conditionError struct{ err error }
+
+func (e *conditionError) Error() string { return e.err.Error() }
+
+// conditionsMatch evaluates h's matchConditions as upstream's matcher: any false condition
+// skips the webhook; otherwise evaluation errors skip it with failurePolicy Ignore and
+// refuse the request (403) with Fail.
+func (d *Dispatcher) conditionsMatch(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
+	if len(h.conditions) == 0 {
+		return true, nil
+	}
+	in, err := d.conditionInput(a)
+	if err == nil {
+		var ok bool
+		if ok, err = matchconditions.Match(ctx, h.conditions, in); err == nil || ok {
+			return ok, nil
+		}
+	}
+	if h.failurePolicy == admissionregv1.Ignore {
+		d.cfg.Logger.Warn("admission webhook's matchConditions failed, webhook skipped (failurePolicy Ignore)", "webhook", h.name, "err", err)
+		return false, nil
+	}
+	return false, &conditionError{apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, err)}
+}
+
+// conditionInput is what matchConditions see of a.
+func (d *Dispatcher) conditionInput(a *admission.Attributes) (matchconditions.Input, error) {
+	var in matchconditions.Input
+	var err error
+	if in.Object, err = matchconditions.ToMap(a.Object); err != nil {
+		return in, err
+	}
+	if in.OldObject, err = matchconditions.ToMap(a.OldObject); err != nil {
+		return in, err
+	}
+	if a.Namespace != "" {
+		if ns, ok := d.namespaces.Get("", a.Namespace); ok {
+			ns = ns.DeepCopy()
+			ns.ManagedFields = nil
+			if in.Namespace, err = matchconditions.ToMap(ns); err != nil {
+				return in, err
+			}
+		}
+	}
+	req, _, err := review(&admission.Attributes{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource,
+		Namespace: a.Namespace, Name: a.Name, Options: a.Options, DryRun: a.DryRun, User: a.User})
+	if err != nil {
+		return in, err
+	}
+	req.UID = ""
+	if in.Request, err = runtime.DefaultUnstructuredConverter.ToUnstructured(req); err != nil {
+		return in, err
+	}
+	if d.cfg.Authorizer != nil {
+		in.Authorizer = d.cfg.Authorizer
+		u := &user.DefaultInfo{}
+		if a.User != nil {
+			u = &user.DefaultInfo{Name: a.User.Name, UID: a.User.UID, Groups: a.User.Groups, Extra: a.User.Extra}
+		}
+		in.User = u
+		in.Resource = resourceOf{a}
+	}
+	return in, nil
+}
+
+// resourceOf is a request's resource for authorizer.requestResource.
+type resourceOf struct{ a *admission.Attributes }
+
+func (r resourceOf) GetName() string                          { return r.a.Name }
+func (r resourceOf) GetNamespace() string                     { return r.a.Namespace }
+func (r resourceOf) GetResource() schema.GroupVersionResource { return r.a.Resource }
+func (r resourceOf) GetSubresource() string                   { return r.a.Subresource }
 
 func (d *Dispatcher) namespaceSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
 	if sel == nil {
@@ -284,7 +361,7 @@ func (p mutatingPlugin) Admit(ctx context.Context, a *admission.Attributes) erro
 // callMutating calls h if it matches, applies its patch, and returns the object as sent
 // (nil when it was not called).
 func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Attributes, round, index int) ([]byte, error) {
-	ok, err := d.matches(h, a)
+	ok, err := d.matches(ctx, h, a)
 	if err == nil && !ok {
 		return nil, nil
 	}
@@ -352,7 +429,7 @@ func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes)
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		ok, err := p.d.matches(h, a)
+		ok, err := p.d.matches(ctx, h, a)
 		if err == nil && !ok {
 			continue
 		}
@@ -391,6 +468,9 @@ func (d *Dispatcher) failed(ctx context.Context, h *hook, err error, kind string
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Reason == metav1.StatusReasonBadRequest {
 		return err
+	}
+	if ce, ok := err.(*conditionError); ok {
+		return ce.err
 	}
 	ce := &callError{name: h.name, err: err}
 	if h.failurePolicy == admissionregv1.Ignore {
