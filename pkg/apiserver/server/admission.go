@@ -94,6 +94,14 @@ func (s *Server) startAdmission(ctx context.Context) error {
 				Resolve:    webhookclient.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
 				Logger:     s.log,
 				Authorizer: celAuthorizer{s},
+				Equivalents: func(gvr schema.GroupVersionResource) []webhook.Equivalent {
+					var out []webhook.Equivalent
+					for _, e := range s.registry.EquivalentResources(gvr) {
+						out = append(out, webhook.Equivalent{Resource: e.Resource, Kind: e.Kind})
+					}
+					return out
+				},
+				Convert: s.registry.ConvertForAdmission,
 			})
 			hooks.Start(ctx)
 		}

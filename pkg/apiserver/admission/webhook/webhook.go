@@ -48,6 +48,18 @@ type Config struct {
 	Logger     *slog.Logger
 	// Authorizer answers matchConditions' authorizer checks (nil: such checks fail).
 	Authorizer authorizer.UnconditionalAuthorizer
+	// Equivalents are the resources serving the same objects as a resource (other versions,
+	// other groups), with their kinds, for matchPolicy Equivalent; nil: none.
+	Equivalents func(schema.GroupVersionResource) []Equivalent
+	// Convert returns obj as kind to (a new object; obj is not changed), for a webhook
+	// matched through an equivalent resource; nil or an error: the object is sent as it is.
+	Convert func(ctx context.Context, obj runtime.Object, to schema.GroupVersionKind) (runtime.Object, error)
+}
+
+// Equivalent is a resource and its kind.
+type Equivalent struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
 }
 
 // hook is one webhook of a configuration, mutating or validating, in a common form.
@@ -64,6 +76,7 @@ type hook struct {
 	reviewVersions    []string
 	reinvokeIfNeeded  bool
 	conditions        []matchconditions.Condition
+	equivalent        bool // matchPolicy Equivalent (the default)
 }
 
 // Dispatcher is the shared state of both webhook plugins.
@@ -124,6 +137,7 @@ func (d *Dispatcher) rebuildMutating() {
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions,
 				reinvokeIfNeeded: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregv1.IfNeededReinvocationPolicy}
 			h.conditions = matchconditions.Compile(w.MatchConditions)
+			h.equivalent = w.MatchPolicy == nil || *w.MatchPolicy == admissionregv1.Equivalent
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
@@ -140,6 +154,7 @@ func (d *Dispatcher) rebuildValidating() {
 			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions}
 			h.conditions = matchconditions.Compile(w.MatchConditions)
+			h.equivalent = w.MatchPolicy == nil || *w.MatchPolicy == admissionregv1.Equivalent
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
@@ -179,27 +194,82 @@ type validatingPlugin struct{ d *Dispatcher }
 
 func (validatingPlugin) Handles(op admission.Operation) bool { return allOps.Handles(op) }
 
-// matches decides whether h is called for a: rules, then the namespace and object
-// selectors. An error (a selector that does not parse, a namespace that cannot be read) is
-// a call failure, subject to failurePolicy.
-func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
-	ruleOK := false
-	for _, r := range h.rules {
-		if ruleMatches(r, a) {
-			ruleOK = true
-			break
-		}
-	}
-	if !ruleOK {
-		return false, nil
+// matches decides whether h is called for a: rules (or, with matchPolicy Equivalent, a
+// rule for an equivalent resource), then the namespace and object selectors, then the
+// matchConditions. It returns what the webhook is sent: a itself, or a converted to the
+// equivalent resource's version; nil when it is not called. An error (a selector that does
+// not parse, a namespace that cannot be read) is a call failure, subject to failurePolicy.
+func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attributes) (*admission.Attributes, error) {
+	inv := d.ruleInvocation(ctx, h, a)
+	if inv == nil {
+		return nil, nil
 	}
 	if ok, err := d.namespaceSelectorMatches(h.namespaceSelector, a); !ok || err != nil {
-		return ok, err
+		return nil, err
 	}
 	if ok, err := objectSelectorMatches(h.objectSelector, a); !ok || err != nil {
-		return ok, err
+		return nil, err
 	}
-	return d.conditionsMatch(ctx, h, a)
+	if ok, err := d.conditionsMatch(ctx, h, inv); !ok || err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// ruleInvocation is upstream's rule matching: a rule for the request's resource, else (with
+// matchPolicy Equivalent) the first rule, in order, covering an equivalent resource; the
+// object is then converted to that resource's version when the server can.
+func (d *Dispatcher) ruleInvocation(ctx context.Context, h *hook, a *admission.Attributes) *admission.Attributes {
+	for _, r := range h.rules {
+		if ruleMatches(r, a) {
+			return a
+		}
+	}
+	if !h.equivalent || d.cfg.Equivalents == nil {
+		return nil
+	}
+	eqs := d.cfg.Equivalents(a.Resource)
+	if len(eqs) == 0 {
+		return nil
+	}
+	alt := *a
+	for _, r := range h.rules {
+		for _, eq := range eqs {
+			if eq.Resource == a.Resource {
+				continue
+			}
+			alt.Resource = eq.Resource
+			if ruleMatches(r, &alt) {
+				return d.convertInvocation(ctx, a, eq)
+			}
+		}
+	}
+	return nil
+}
+
+// convertInvocation is a as the equivalent resource eq: its objects converted to eq's kind.
+// When they cannot be, the webhook gets the request as it is (kind and resource as served).
+func (d *Dispatcher) convertInvocation(ctx context.Context, a *admission.Attributes, eq Equivalent) *admission.Attributes {
+	inv := *a
+	inv.Resource, inv.Kind = eq.Resource, eq.Kind
+	if a.Kind == eq.Kind {
+		return &inv
+	}
+	if d.cfg.Convert == nil {
+		return a
+	}
+	for _, o := range []*runtime.Object{&inv.Object, &inv.OldObject} {
+		if *o == nil {
+			continue
+		}
+		c, err := d.cfg.Convert(ctx, *o, eq.Kind)
+		if err != nil {
+			d.cfg.Logger.Debug("admission webhook: cannot convert to the equivalent resource's version; sending the request as it is", "from", a.Kind, "to", eq.Kind, "err", err)
+			return a
+		}
+		*o = c
+	}
+	return &inv
 }
 
 // conditionError is a matchConditions evaluation error under failurePolicy Fail: upstream
@@ -249,7 +319,7 @@ func (d *Dispatcher) conditionInput(a *admission.Attributes) (matchconditions.In
 		}
 	}
 	req, _, err := review(&admission.Attributes{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource,
-		Namespace: a.Namespace, Name: a.Name, Options: a.Options, DryRun: a.DryRun, User: a.User})
+		Namespace: a.Namespace, Name: a.Name, Options: a.Options, DryRun: a.DryRun, User: a.User}, nil)
 	if err != nil {
 		return in, err
 	}
@@ -361,14 +431,14 @@ func (p mutatingPlugin) Admit(ctx context.Context, a *admission.Attributes) erro
 // callMutating calls h if it matches, applies its patch, and returns the object as sent
 // (nil when it was not called).
 func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Attributes, round, index int) ([]byte, error) {
-	ok, err := d.matches(ctx, h, a)
-	if err == nil && !ok {
+	inv, err := d.matches(ctx, h, a)
+	if err == nil && inv == nil {
 		return nil, nil
 	}
 	var resp *admissionv1.AdmissionResponse
 	var sent []byte
 	if err == nil {
-		sent, resp, err = d.call(ctx, h, a)
+		sent, resp, err = d.call(ctx, h, inv, a)
 	}
 	if err != nil {
 		return nil, d.failed(ctx, h, err, "mutating", round, index)
@@ -385,8 +455,14 @@ func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Att
 		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 			return sent, d.failed(ctx, h, fmt.Errorf("unsupported patch type %v", resp.PatchType), "mutating", round, index)
 		}
-		if err := applyPatch(a.Object, sent, resp.Patch); err != nil {
+		if err := applyPatch(inv.Object, sent, resp.Patch); err != nil {
 			return sent, d.failed(ctx, h, err, "mutating", round, index)
+		}
+		if inv != a {
+			// Back to the version the request is served in.
+			if err := d.convertBack(ctx, inv.Object, a.Object, a.Kind); err != nil {
+				return sent, d.failed(ctx, h, err, "mutating", round, index)
+			}
 		}
 		mutated = true
 	}
@@ -399,6 +475,22 @@ func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Att
 	}{h.config, h.name, mutated})
 	request.AddAnnotation(ctx, key, string(v))
 	return sent, nil
+}
+
+// convertBack converts the patched equivalent object to kind and stores it in obj.
+func (d *Dispatcher) convertBack(ctx context.Context, patched, obj runtime.Object, kind schema.GroupVersionKind) error {
+	if patched == obj {
+		return nil
+	}
+	back, err := d.cfg.Convert(ctx, patched, kind)
+	if err != nil {
+		return fmt.Errorf("converting the patched object back to %s: %w", kind, err)
+	}
+	if reflect.TypeOf(back) != reflect.TypeOf(obj) {
+		return fmt.Errorf("converting the patched object back to %s: got %T", kind, back)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(back).Elem())
+	return nil
 }
 
 // applyPatch applies a JSON patch to obj (whose JSON is objJSON) in place.
@@ -429,8 +521,8 @@ func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes)
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		ok, err := p.d.matches(ctx, h, a)
-		if err == nil && !ok {
+		inv, err := p.d.matches(ctx, h, a)
+		if err == nil && inv == nil {
 			continue
 		}
 		if err != nil {
@@ -440,7 +532,7 @@ func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, resp, err := p.d.call(ctx, h, a)
+			_, resp, err := p.d.call(ctx, h, inv, a)
 			switch {
 			case err != nil:
 				errs[i] = p.d.failed(ctx, h, err, "validating", 0, i)
@@ -518,7 +610,8 @@ func toStatusErr(name string, result *metav1.Status) error {
 }
 
 // call sends one AdmissionReview and returns the object as sent and the response.
-func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes) ([]byte, *admissionv1.AdmissionResponse, error) {
+// a is what the webhook is sent (the request, or its equivalent), orig the request.
+func (d *Dispatcher) call(ctx context.Context, h *hook, a, orig *admission.Attributes) ([]byte, *admissionv1.AdmissionResponse, error) {
 	if a.DryRun && h.sideEffects != admissionregv1.SideEffectClassNone && h.sideEffects != admissionregv1.SideEffectClassNoneOnDryRun {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
 	}
@@ -529,7 +622,7 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes)
 	if !v1OK {
 		return nil, nil, fmt.Errorf("webhook does not accept known AdmissionReview versions %v (hacp sends v1)", h.reviewVersions)
 	}
-	req, objJSON, err := review(a)
+	req, objJSON, err := review(a, orig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -559,14 +652,20 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes)
 	return objJSON, out.Response, nil
 }
 
-// review builds the AdmissionRequest for a; objJSON is the object as sent.
-func review(a *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, error) {
+// review builds the AdmissionRequest for a, the request orig (nil: a) as seen in the
+// version of a's resource; objJSON is the object as sent.
+func review(a, orig *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, error) {
+	if orig == nil {
+		orig = a
+	}
 	gvk := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
 	gvr := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
+	reqGVK := metav1.GroupVersionKind{Group: orig.Kind.Group, Version: orig.Kind.Version, Kind: orig.Kind.Kind}
+	reqGVR := metav1.GroupVersionResource{Group: orig.Resource.Group, Version: orig.Resource.Version, Resource: orig.Resource.Resource}
 	dry := a.DryRun
 	req := &admissionv1.AdmissionRequest{
 		UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: gvr, SubResource: a.Subresource,
-		RequestKind: &gvk, RequestResource: &gvr, RequestSubResource: a.Subresource,
+		RequestKind: &reqGVK, RequestResource: &reqGVR, RequestSubResource: a.Subresource,
 		Name: a.Name, Namespace: a.Namespace, Operation: admissionv1.Operation(a.Operation), DryRun: &dry,
 	}
 	if u := a.User; u != nil {
