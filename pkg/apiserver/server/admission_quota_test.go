@@ -42,7 +42,7 @@ func quotaPod(name, cpu, mem string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
 }
 
-func wantQuotaForbidden(t *testing.T, err error, want string) {
+func wantForbiddenMessage(t *testing.T, err error, want string) {
 	t.Helper()
 	if !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Fatalf("got %v, want 403 %q", err, want)
@@ -96,7 +96,7 @@ func TestResourceQuota(t *testing.T) {
 		if err == nil {
 			return fmt.Errorf("a pod without requests was admitted")
 		}
-		wantQuotaForbidden(t, err, `pods "bare" is forbidden: failed quota: q: must specify limits.memory for: c; must specify requests.cpu for: c`)
+		wantForbiddenMessage(t, err, `pods "bare" is forbidden: failed quota: q: must specify limits.memory for: c; must specify requests.cpu for: c`)
 		return nil
 	})
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, quotaPod("dry", "400m", "256Mi"), dry); err != nil {
@@ -109,12 +109,12 @@ func TestResourceQuota(t *testing.T) {
 	}
 	wantUsed(t, cs, ns, "q", map[corev1.ResourceName]string{"pods": "1", "requests.cpu": "400m", "limits.memory": "256Mi", "configmaps": "0"})
 	_, err := cs.CoreV1().Pods(ns).Create(ctx, quotaPod("p2", "700m", "256Mi"), metav1.CreateOptions{})
-	wantQuotaForbidden(t, err, `pods "p2" is forbidden: exceeded quota: q, requested: requests.cpu=700m, used: requests.cpu=400m, limited: requests.cpu=1`)
+	wantForbiddenMessage(t, err, `pods "p2" is forbidden: exceeded quota: q, requested: requests.cpu=700m, used: requests.cpu=400m, limited: requests.cpu=1`)
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, quotaPod("p2", "600m", "256Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = cs.CoreV1().Pods(ns).Create(ctx, quotaPod("p3", "0", "1Mi"), metav1.CreateOptions{})
-	wantQuotaForbidden(t, err, `pods "p3" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`)
+	wantForbiddenMessage(t, err, `pods "p3" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`)
 	wantUsed(t, cs, ns, "q", map[corev1.ResourceName]string{"pods": "2", "requests.cpu": "1", "limits.memory": "512Mi"})
 
 	for _, name := range []string{"c1", "c2"} {
@@ -123,7 +123,7 @@ func TestResourceQuota(t *testing.T) {
 		}
 	}
 	_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c3"}}, metav1.CreateOptions{})
-	wantQuotaForbidden(t, err, `configmaps "c3" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=2, limited: configmaps=2`)
+	wantForbiddenMessage(t, err, `configmaps "c3" is forbidden: exceeded quota: q, requested: configmaps=1, used: configmaps=2, limited: configmaps=2`)
 	// Updates do not count objects again; nothing the quota does not track is charged.
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "c1", metav1.GetOptions{})
 	if err != nil {
@@ -149,7 +149,7 @@ func TestResourceQuota(t *testing.T) {
 			if err == nil {
 				return fmt.Errorf("admitted")
 			}
-			wantQuotaForbidden(t, err, `secrets "`+name+`" is forbidden: status unknown for quota: fresh, resources: secrets`)
+			wantForbiddenMessage(t, err, `secrets "`+name+`" is forbidden: status unknown for quota: fresh, resources: secrets`)
 			return nil
 		})
 	})
