@@ -124,6 +124,22 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			pods := store("", "pods")
+			ps.ListPods = func(ctx context.Context, ns string) ([]*corev1.Pod, error) {
+				list, err := pods.List(ctx, ns, &metav1.ListOptions{})
+				if err != nil {
+					return nil, err
+				}
+				pl, ok := list.(*corev1.PodList)
+				if !ok {
+					return nil, fmt.Errorf("pods: unexpected list %T", list)
+				}
+				out := make([]*corev1.Pod, len(pl.Items))
+				for i := range pl.Items {
+					out[i] = &pl.Items[i]
+				}
+				return out, nil
+			}
 			chain = append(chain, start(ps))
 		case admission.Priority:
 			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
