@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/config"
@@ -124,7 +125,9 @@ func DefaultConfig() *Config {
 		AnonymousAuth:               true,
 		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
 		AuthorizationMode:           "Node,RBAC",
-		AuditConfig:                 AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking"},
+		AuditConfig: AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking", AuditWebhookMode: audit.ModeBatch,
+			AuditWebhookBatchBufferSize: audit.DefaultWebhookBatchBufferSize, AuditWebhookBatchMaxSize: audit.DefaultWebhookBatchMaxSize,
+			AuditWebhookBatchMaxWait: audit.DefaultWebhookBatchMaxWait, AuditWebhookInitialBackoff: audit.DefaultWebhookInitialBackoff},
 	}
 }
 
