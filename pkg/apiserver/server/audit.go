@@ -18,6 +18,7 @@ type AuditConfig struct {
 	AuditLogMaxBackup int    `yaml:"audit-log-maxbackup"`
 	AuditLogMaxSize   int    `yaml:"audit-log-maxsize"`
 	AuditLogMode      string `yaml:"audit-log-mode"`
+	AuditLogCompress  bool   `yaml:"audit-log-compress"`
 
 	AuditWebhookConfigFile      string        `yaml:"audit-webhook-config-file"`
 	AuditWebhookMode            string        `yaml:"audit-webhook-mode"`
@@ -35,6 +36,7 @@ func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditLogMaxBackup, "audit-log-maxbackup", c.AuditLogMaxBackup, "keep at most this `number` of rotated audit log files (0: all)")
 	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", c.AuditLogMaxSize, "rotate the audit log before it grows past this many `megabytes` (0: 100)")
 	fs.StringVar(&c.AuditLogMode, "audit-log-mode", c.AuditLogMode, "blocking (a request writes its events before it goes on) or batch (a goroutine writes them; beyond 10000 waiting, events are dropped and logged)")
+	fs.BoolVar(&c.AuditLogCompress, "audit-log-compress", c.AuditLogCompress, "gzip rotated audit log files (NAME.gz)")
 	fs.StringVar(&c.AuditWebhookConfigFile, "audit-webhook-config-file", c.AuditWebhookConfigFile, "kubeconfig `file` naming a remote service audit events are POSTed to (audit.k8s.io/v1 EventLists), as kube-apiserver's; goes with --audit-policy-file")
 	fs.StringVar(&c.AuditWebhookMode, "audit-webhook-mode", c.AuditWebhookMode, "batch (a goroutine sends events in batches) or blocking (each event is sent before the request goes on)")
 	fs.IntVar(&c.AuditWebhookBatchBufferSize, "audit-webhook-batch-buffer-size", c.AuditWebhookBatchBufferSize, "batch mode: events held before they are dropped")
@@ -99,7 +101,7 @@ func (s *Server) startAudit() error {
 	var sinks audit.Sinks
 	if c.AuditLogPath != "" {
 		b, err := audit.NewLogBackend(audit.LogConfig{Path: c.AuditLogPath, Format: c.AuditLogFormat, MaxAgeDays: c.AuditLogMaxAge,
-			MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Logger: s.log})
+			MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Compress: c.AuditLogCompress, Logger: s.log})
 		if err != nil {
 			return fmt.Errorf("apiserver: --audit-log-path: %w", err)
 		}
