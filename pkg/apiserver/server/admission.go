@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	psaconfig "k8s.io/pod-security-admission/admission/api"
 )
 
 // implementedAdmission are the admission plugins hacp has.
@@ -124,6 +125,15 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if f := s.cfg.AdmissionControlConfigFile; f != "" {
+				cfg, err := loadPodSecurityConfig(f)
+				if err != nil {
+					return fmt.Errorf("--admission-control-config-file: %w", err)
+				}
+				if err := ps.Configure(cfg); err != nil {
+					return fmt.Errorf("--admission-control-config-file: %s: %w", f, err)
+				}
+			}
 			pods := store("", "pods")
 			ps.ListPods = func(ctx context.Context, ns string) ([]*corev1.Pod, error) {
 				list, err := pods.List(ctx, ns, &metav1.ListOptions{})
@@ -159,6 +169,24 @@ func (s *Server) startAdmission(ctx context.Context) error {
 	s.admissionPlugins = names
 	s.registry.SetAdmission(chain)
 	return nil
+}
+
+// loadPodSecurityConfig reads PodSecurity's configuration from an AdmissionConfiguration
+// file (nil when it has none).
+func loadPodSecurityConfig(file string) (*psaconfig.PodSecurityConfiguration, error) {
+	f, err := admission.LoadConfigFile(file)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := f.Plugins[admission.PodSecurity]
+	if !ok {
+		return nil, nil
+	}
+	cfg, err := plugins.ConfigurePodSecurity(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: plugin PodSecurity: %w", file, err)
+	}
+	return cfg, nil
 }
 
 // resourceQuotaPlugin is the ResourceQuota plugin on the registry's resourcequotas: it reads

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	psaconfig "k8s.io/pod-security-admission/admission/api"
+	psaload "k8s.io/pod-security-admission/admission/api/load"
+	psavalidation "k8s.io/pod-security-admission/admission/api/validation"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 )
@@ -37,6 +41,58 @@ type PodSecurity struct {
 	evaluator  policy.Evaluator
 	// ListPods, when set, lists a namespace's pods for the enforce-label-change warnings.
 	ListPods func(ctx context.Context, ns string) ([]*corev1.Pod, error)
+
+	defaults psaapi.Policy // for namespaces without labels
+	exempt   psaconfig.PodSecurityExemptions
+}
+
+// ConfigurePodSecurity reads the plugin's PodSecurityConfiguration
+// (pod-security.admission.config.k8s.io/v1, from --admission-control-config-file) and checks
+// it as upstream does.
+func ConfigurePodSecurity(data []byte) (*psaconfig.PodSecurityConfiguration, error) {
+	cfg, err := psaload.LoadFromData(data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := psavalidation.ValidatePodSecurityConfiguration(cfg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return cfg, nil
+}
+
+// Configure sets the default levels and the exemptions (nil: upstream's defaults, none).
+func (p *PodSecurity) Configure(cfg *psaconfig.PodSecurityConfiguration) error {
+	if cfg == nil {
+		return nil
+	}
+	pol, err := psaconfig.ToPolicy(cfg.Defaults)
+	if err != nil {
+		return err
+	}
+	p.defaults, p.exempt = pol, cfg.Exemptions
+	return nil
+}
+
+// exemption is why a request is exempt ("namespace", "user", "runtimeClass"), "" if it is not.
+func (p *PodSecurity) exemption(a *admission.Attributes, spec *corev1.PodSpec) string {
+	switch {
+	case a.Namespace != "" && slices.Contains(p.exempt.Namespaces, a.Namespace):
+		return "namespace"
+	case a.UserName() != "" && slices.Contains(p.exempt.Usernames, a.UserName()):
+		return "user"
+	case spec != nil && spec.RuntimeClassName != nil && *spec.RuntimeClassName != "" && slices.Contains(p.exempt.RuntimeClasses, *spec.RuntimeClassName):
+		return "runtimeClass"
+	}
+	return ""
+}
+
+// exempted records an exemption in the audit annotations.
+func (p *PodSecurity) exempted(ctx context.Context, a *admission.Attributes, spec *corev1.PodSpec) bool {
+	why := p.exemption(a, spec)
+	if why != "" {
+		request.AddAnnotation(ctx, "pod-security.kubernetes.io/"+psaapi.ExemptionReasonAnnotationKey, why)
+	}
+	return why != ""
 }
 
 // Upstream's defaults for checking existing pods against a new enforce level.
@@ -52,7 +108,7 @@ func NewPodSecurity(src admission.Source) (*PodSecurity, error) {
 		return nil, fmt.Errorf("pod security: %w", err)
 	}
 	return &PodSecurity{Operations: admission.Operations{admission.Create, admission.Update},
-		namespaces: admission.NewCache[*corev1.Namespace](src, nil), evaluator: ev}, nil
+		namespaces: admission.NewCache[*corev1.Namespace](src, nil), evaluator: ev, defaults: defaultPolicy}, nil
 }
 
 // Start fills the namespace cache.
@@ -73,12 +129,12 @@ func (p *PodSecurity) Validate(ctx context.Context, a *admission.Attributes) err
 		if !ok {
 			return nil
 		}
-		newPolicy, errs := psaapi.PolicyToEvaluate(ns.Labels, defaultPolicy)
+		newPolicy, errs := psaapi.PolicyToEvaluate(ns.Labels, p.defaults)
 		if len(errs) > 0 {
 			return apierrors.NewInvalid(a.Kind.GroupKind(), a.Name, errs)
 		}
 		if old, ok := a.OldObject.(*corev1.Namespace); ok && a.Operation == admission.Update {
-			oldPolicy, _ := psaapi.PolicyToEvaluate(old.Labels, defaultPolicy)
+			oldPolicy, _ := psaapi.PolicyToEvaluate(old.Labels, p.defaults)
 			for _, w := range p.enforceChangeWarnings(ctx, ns.Name, newPolicy.Enforce, oldPolicy.Enforce) {
 				request.AddWarning(ctx, w)
 			}
@@ -94,6 +150,9 @@ func (p *PodSecurity) Validate(ctx context.Context, a *admission.Attributes) err
 	if !ok {
 		return nil
 	}
+	if p.exempted(ctx, a, &pod.Spec) {
+		return nil
+	}
 	if a.Operation == admission.Update && a.Subresource == "" {
 		if old, ok := a.OldObject.(*corev1.Pod); ok && !significantUpdate(pod, old) {
 			return nil
@@ -103,7 +162,7 @@ func (p *PodSecurity) Validate(ctx context.Context, a *admission.Attributes) err
 	if ns, ok := p.namespaces.Get("", a.Namespace); ok {
 		labels = ns.Labels
 	}
-	pol, errs := psaapi.PolicyToEvaluate(labels, defaultPolicy)
+	pol, errs := psaapi.PolicyToEvaluate(labels, p.defaults)
 	if len(errs) > 0 {
 		request.AddAnnotation(ctx, "pod-security.kubernetes.io/error", fmt.Sprintf("Failed to parse policy: %v", errs.ToAggregate()))
 	}
@@ -165,16 +224,19 @@ func podTemplate(obj runtime.Object) *corev1.PodTemplateSpec {
 // validateTemplate is upstream's ValidatePodController: a workload's pod template against
 // the namespace's audit and warn levels (never enforce: the pods it makes are checked).
 func (p *PodSecurity) validateTemplate(ctx context.Context, a *admission.Attributes) error {
+	if p.exempted(ctx, a, nil) { // namespace or user; a runtime class once the template is known
+		return nil
+	}
 	var labels map[string]string
 	if ns, ok := p.namespaces.Get("", a.Namespace); ok {
 		labels = ns.Labels
 	}
-	pol, errs := psaapi.PolicyToEvaluate(labels, defaultPolicy)
+	pol, errs := psaapi.PolicyToEvaluate(labels, p.defaults)
 	if len(errs) == 0 && pol.Warn.Level == psaapi.LevelPrivileged && pol.Audit.Level == psaapi.LevelPrivileged {
 		return nil
 	}
 	tmpl := podTemplate(a.Object)
-	if tmpl == nil {
+	if tmpl == nil || p.exempted(ctx, a, &tmpl.Spec) {
 		return nil
 	}
 	if len(errs) > 0 {
@@ -199,7 +261,7 @@ func (p *PodSecurity) validateTemplate(ctx context.Context, a *admission.Attribu
 // level tightens: one warning per distinct violation, naming the first pod (and how many
 // others), after "existing pods in namespace ... violate the new PodSecurity enforce level".
 func (p *PodSecurity) enforceChangeWarnings(ctx context.Context, ns string, newLV, oldLV psaapi.LevelVersion) []string {
-	if newLV == oldLV || newLV.Level == psaapi.LevelPrivileged || p.ListPods == nil {
+	if newLV == oldLV || newLV.Level == psaapi.LevelPrivileged || p.ListPods == nil || slices.Contains(p.exempt.Namespaces, ns) {
 		return nil
 	}
 	if newLV.Version == oldLV.Version && psaapi.CompareLevels(newLV.Level, oldLV.Level) < 1 {
@@ -239,6 +301,9 @@ func (p *PodSecurity) enforceChangeWarnings(ctx context.Context, ns string, newL
 	var reasons []string
 	checked := len(pods)
 	for i, pod := range pods {
+		if rc := pod.Spec.RuntimeClassName; rc != nil && slices.Contains(p.exempt.RuntimeClasses, *rc) {
+			continue
+		}
 		r := policy.AggregateCheckResults(p.evaluator.EvaluatePod(newLV, &pod.ObjectMeta, &pod.Spec))
 		if !r.Allowed {
 			reason := r.ForbiddenReason()
