@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-const gadgetCRD = `apiVersion: apiextensions.k8s.io/v1
+const equivalentGadgetCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: gadgets.equiv.hacp.test
@@ -49,7 +49,7 @@ func TestAdmissionWebhookEquivalent(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(rc)
 	dyn := dynamic.NewForConfigOrDie(rc)
 	ctx := context.Background()
-	createCRD(t, dyn, gadgetCRD)
+	createCRD(t, dyn, equivalentGadgetCRD)
 	gadgetsV2 := schema.GroupVersionResource{Group: "equiv.hacp.test", Version: "v2", Resource: "gadgets"}
 	waitServed(t, dyn, gadgetsV2)
 
