@@ -96,6 +96,9 @@ func TestConfig(t *testing.T) {
 			badPolicy + ":6: rules.1.nonResourceURLs.0: Invalid value: \"/a*b\": non-resource URL wildcards '*' must be the final character of the rule"}},
 		{"unknown key in audit policy", []string{"--audit-policy-file", typoPolicy, "--audit-log-path", auditLog, "--check-config"}, 2, []string{typoPolicy + ":5: verb: unknown key (did you mean \"verbs\"?)"}},
 		{"audit policy without a log", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--check-config"}, 2, []string{"flag --audit-policy-file: needs audit-log-path"}},
+		{"unreadable audit webhook kubeconfig", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--audit-webhook-config-file", missing, "--check-config"}, 2, []string{"flag --audit-webhook-config-file: open " + missing}},
+		{"unreadable admission configuration", []string{"--admission-control-config-file", missing, "--check-config"}, 2, []string{"flag --admission-control-config-file: open " + missing}},
+		{"bad audit webhook mode", []string{"--audit-webhook-mode", "eventually", "--check-config"}, 2, []string{`flag --audit-webhook-mode: must be batch or blocking, not "eventually"`}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

@@ -247,6 +247,7 @@ func TestControlPlane(t *testing.T) {
 		{"NamespaceDeletion", cp.testNamespaceDeletion},
 		{"CronJob", cp.testCronJob},
 		{"LeaderElection", cp.testLeaderElection},
+		{"ResourceQuota", cp.testResourceQuota},
 		{"NoForbidden", cp.testNoForbidden},
 	} {
 		if !t.Run(s.name, func(t *testing.T) { cp.t = t; s.run(t) }) {
@@ -597,6 +598,41 @@ func (cp *controlPlane) testLeaderElection(t *testing.T) {
 // testNoForbidden: with their own identities and --use-service-account-credentials, no
 // controller or the scheduler was refused anything by hacp's RBAC, and their delegated
 // authentication found all it needs.
+// testResourceQuota: kube-controller-manager's resourcequota controller fills a quota's
+// status, hacp's ResourceQuota admission charges pods to it and refuses one too many, and the
+// controller gives the pod back when it is deleted.
+func (cp *controlPlane) testResourceQuota(t *testing.T) {
+	ctx := context.Background()
+	const ns = "quota-cp"
+	cp.kubectl("create", "namespace", ns)
+	cp.waitFor("default service account", func() (bool, string) {
+		_, err := cp.cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	cp.kubectl("create", "quota", "q", "--hard=pods=2", "-n", ns)
+	used := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			q, err := cp.cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			h, u := q.Status.Hard[corev1.ResourcePods], q.Status.Used[corev1.ResourcePods]
+			return h.String() == "2" && u.String() == want, fmt.Sprintf("status %+v", q.Status)
+		}
+	}
+	cp.waitFor("the controller sets the quota's status", used("0"))
+	cp.kubectl("run", "p1", "--image=busybox:1.36", "-n", ns, "--", "sleep", "3600")
+	cp.kubectl("run", "p2", "--image=busybox:1.36", "-n", ns, "--", "sleep", "3600")
+	out, err := cp.kubectlErr("run", "p3", "--image=busybox:1.36", "-n", ns, "--", "sleep", "3600")
+	if err == nil || !strings.Contains(out, `pods "p3" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`) {
+		t.Fatalf("third pod: %v\n%s", err, out)
+	}
+	cp.kubectl("delete", "pod", "p1", "-n", ns, "--wait=true")
+	cp.waitFor("the controller gives the deleted pod back", used("1"))
+	cp.kubectl("run", "p3", "--image=busybox:1.36", "-n", ns, "--", "sleep", "3600")
+	cp.kubectl("delete", "namespace", ns, "--wait=false")
+}
+
 func (cp *controlPlane) testNoForbidden(t *testing.T) {
 	for _, p := range append(append([]*proc{}, cp.kcm...), cp.sched...) {
 		for _, line := range strings.Split(string(p.tail(1<<30)), "\n") {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,8 @@ type LogConfig struct {
 	MaxBackups int
 	// MaxSizeMB rotates the file before it grows past this many megabytes (0: 100).
 	MaxSizeMB int
+	// Compress gzips rotated files (NAME.gz), as kube-apiserver's --audit-log-compress.
+	Compress bool
 	// Mode is ModeBlocking (each request writes its events before it goes on) or
 	// ModeBatch (a goroutine writes them; up to 10000 wait, more are dropped and logged).
 	Mode string
@@ -90,7 +93,7 @@ func NewLogBackend(cfg LogConfig) (*LogBackend, error) {
 			maxSize = DefaultMaxSizeMB
 		}
 		rf := &rotatingFile{path: cfg.Path, maxSize: int64(maxSize) << 20, maxBackups: cfg.MaxBackups,
-			maxAge: time.Duration(cfg.MaxAgeDays) * 24 * time.Hour}
+			maxAge: time.Duration(cfg.MaxAgeDays) * 24 * time.Hour, compress: cfg.Compress, logger: cfg.Logger}
 		if err := rf.open(); err != nil {
 			return nil, err
 		}
@@ -225,8 +228,12 @@ type rotatingFile struct {
 	maxSize    int64
 	maxBackups int
 	maxAge     time.Duration
+	compress   bool
+	logger     *slog.Logger
 	f          *os.File
 	size       int64
+	gzipping   sync.WaitGroup // rotated files being compressed
+	mill       sync.Mutex     // one compression (and the pruning after it) at a time
 }
 
 const backupTimeFormat = "2006-01-02T15-04-05.000"
@@ -263,12 +270,42 @@ func (r *rotatingFile) Write(p []byte) (int, error) {
 }
 
 func (r *rotatingFile) Close() error {
+	defer r.gzipping.Wait()
 	if r.f == nil {
 		return nil
 	}
 	err := r.f.Close()
 	r.f = nil
 	return err
+}
+
+// gzipFile compresses name to name.gz (mode 0600) and removes name, as lumberjack does.
+func gzipFile(name string) error {
+	in, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(name+".gz", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(out)
+	if _, err := io.Copy(zw, in); err != nil {
+		out.Close()
+		os.Remove(name + ".gz")
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		out.Close()
+		os.Remove(name + ".gz")
+		return err
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(name + ".gz")
+		return err
+	}
+	return os.Remove(name)
 }
 
 func (r *rotatingFile) rotate() error {
@@ -294,6 +331,19 @@ func (r *rotatingFile) rotate() error {
 	if err := r.open(); err != nil {
 		return err
 	}
+	if r.compress {
+		r.gzipping.Add(1)
+		go func() {
+			defer r.gzipping.Done()
+			r.mill.Lock()
+			defer r.mill.Unlock()
+			if err := gzipFile(name); err != nil && r.logger != nil {
+				r.logger.Error("audit: cannot compress a rotated log", "file", name, "err", err)
+			}
+			r.prune(dir, prefix, ext)
+		}()
+		return nil
+	}
 	r.prune(dir, prefix, ext)
 	return nil
 }
@@ -317,10 +367,11 @@ func (r *rotatingFile) prune(dir, prefix, ext string) {
 	var backups []backup
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, ext) {
+		stamp := strings.TrimSuffix(n, ".gz")
+		if e.IsDir() || !strings.HasPrefix(stamp, prefix) || !strings.HasSuffix(stamp, ext) {
 			continue
 		}
-		at, err := time.Parse(backupTimeFormat, strings.TrimSuffix(strings.TrimPrefix(n, prefix), ext))
+		at, err := time.Parse(backupTimeFormat, strings.TrimSuffix(strings.TrimPrefix(stamp, prefix), ext))
 		if err != nil {
 			continue
 		}

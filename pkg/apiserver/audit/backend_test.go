@@ -3,8 +3,10 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -96,6 +98,51 @@ func TestRotation(t *testing.T) {
 		fmt.Sscanf(seen[i][strings.Index(seen[i], "=")+1:], "%d", &b)
 		if b != a+1 {
 			t.Fatalf("events out of order or lost across files: %d then %d", a, b)
+		}
+	}
+}
+
+func TestRotationCompress(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	b, err := NewLogBackend(LogConfig{Path: path, MaxSizeMB: 1, MaxBackups: 2, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // four rotations
+		b.Process(bigEvent(i))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := filepath.Glob(filepath.Join(dir, "audit-*.log"))
+	gz, _ := filepath.Glob(filepath.Join(dir, "audit-*.log.gz"))
+	if len(plain) != 0 || len(gz) != 2 {
+		t.Fatalf("rotated files %v and %v, want 2 compressed ones only", plain, gz)
+	}
+	for _, f := range gz {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(zr)
+		fh.Close()
+		if err != nil || len(data) == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out := filepath.Join(t.TempDir(), "plain.log")
+		if err := os.WriteFile(out, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if len(readEvents(t, out)) == 0 {
+			t.Fatalf("%s holds no events", f)
+		}
+		if st, _ := os.Stat(f); st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s mode %v", f, st.Mode())
 		}
 	}
 }

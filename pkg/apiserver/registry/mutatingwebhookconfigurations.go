@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,6 +29,7 @@ func mutatingWebhookConfigurationsKind() *Kind {
 				for i, w := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
 					p := field.NewPath("webhooks").Index(i)
 					errs = append(errs, validateWebhook(w.Name, names, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, p)...)
+					errs = append(errs, matchconditions.Validate(w.MatchConditions, p.Child("matchConditions"))...)
 					if w.ReinvocationPolicy != nil {
 						errs = append(errs, oneOf(*w.ReinvocationPolicy, p.Child("reinvocationPolicy"), admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)...)
 					}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,6 +27,7 @@ func validatingWebhookConfigurationsKind() *Kind {
 				names := map[string]bool{}
 				for i, w := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
 					errs = append(errs, validateWebhook(w.Name, names, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, field.NewPath("webhooks").Index(i))...)
+					errs = append(errs, matchconditions.Validate(w.MatchConditions, field.NewPath("webhooks").Index(i).Child("matchConditions"))...)
 				}
 				return errs
 			},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -247,7 +248,48 @@ func TestAdmissionPlugins(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "badlabel", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "strictest"}}}, metav1.CreateOptions{})
+		// Workloads' pod templates: warn and audit levels, never enforce.
+		dep := func(name string) *appsv1.Deployment {
+			p := testPod("")
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: p.Spec}}}
+		}
+		if _, err := wcs.AppsV1().Deployments("restricted").Create(ctx, dep("priv"), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("a deployment is never refused by PodSecurity: %v", err)
+		}
+		warn.mu.Lock()
+		warn.msgs = nil
+		warn.mu.Unlock()
+		if _, err := wcs.AppsV1().Deployments("warned").Create(ctx, dep("priv"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if w := `would violate PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`; !warn.has(w) {
+			t.Fatalf("deployment warnings %v, want %q", warn.msgs, w)
+		}
+		// Tightening a namespace's enforce level warns about its existing pods.
+		warned, err := cs.CoreV1().Namespaces().Get(ctx, "warned", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+		if _, err := wcs.CoreV1().Namespaces().Update(ctx, warned, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if w := `existing pods in namespace "warned" violate the new PodSecurity enforce level "baseline:latest"`; !warn.has(w) {
+			t.Fatalf("namespace update warnings %v, want %q", warn.msgs, w)
+		}
+		found := false
+		warn.mu.Lock()
+		for _, m := range warn.msgs {
+			found = found || (strings.HasPrefix(m, "ps") && strings.HasSuffix(m, ": privileged"))
+		}
+		warn.mu.Unlock()
+		if !found {
+			t.Fatalf("namespace update warnings %v, want one naming a privileged pod", warn.msgs)
+		}
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "badlabel", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "strictest"}}}, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "pod-security.kubernetes.io/enforce") {
 			t.Fatalf("bad label: %v, want 422", err)
 		}

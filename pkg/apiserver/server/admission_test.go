@@ -44,11 +44,12 @@ type hookServer struct {
 	mu     sync.Mutex
 	calls  map[string]int // path + " " + operation + " " + name
 	dryRun map[string]bool
+	kinds  map[string]string // name: "kind version / requestKind version" of the last call
 }
 
 func newHookServer(t *testing.T) *hookServer {
 	t.Helper()
-	h := &hookServer{calls: map[string]int{}, dryRun: map[string]bool{}}
+	h := &hookServer{calls: map[string]int{}, dryRun: map[string]bool{}, kinds: map[string]string{}}
 	h.srv, h.caPEM = newTLSServer(t, http.HandlerFunc(h.serve))
 	return h
 }
@@ -96,6 +97,9 @@ func (h *hookServer) serve(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.calls[r.URL.Path+" "+string(req.Operation)+" "+req.Name]++
 	h.dryRun[req.Name] = req.DryRun != nil && *req.DryRun
+	if req.RequestKind != nil {
+		h.kinds[req.Name] = req.Kind.Group + "/" + req.Kind.Version + "." + req.Kind.Kind + " / " + req.RequestKind.Group + "/" + req.RequestKind.Version
+	}
 	h.mu.Unlock()
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	raw := req.Object.Raw

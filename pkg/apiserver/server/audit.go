@@ -3,6 +3,7 @@ package server
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/config"
@@ -17,6 +18,14 @@ type AuditConfig struct {
 	AuditLogMaxBackup int    `yaml:"audit-log-maxbackup"`
 	AuditLogMaxSize   int    `yaml:"audit-log-maxsize"`
 	AuditLogMode      string `yaml:"audit-log-mode"`
+	AuditLogCompress  bool   `yaml:"audit-log-compress"`
+
+	AuditWebhookConfigFile      string        `yaml:"audit-webhook-config-file"`
+	AuditWebhookMode            string        `yaml:"audit-webhook-mode"`
+	AuditWebhookBatchBufferSize int           `yaml:"audit-webhook-batch-buffer-size"`
+	AuditWebhookBatchMaxSize    int           `yaml:"audit-webhook-batch-max-size"`
+	AuditWebhookBatchMaxWait    time.Duration `yaml:"audit-webhook-batch-max-wait"`
+	AuditWebhookInitialBackoff  time.Duration `yaml:"audit-webhook-initial-backoff"`
 }
 
 func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
@@ -27,15 +36,24 @@ func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditLogMaxBackup, "audit-log-maxbackup", c.AuditLogMaxBackup, "keep at most this `number` of rotated audit log files (0: all)")
 	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", c.AuditLogMaxSize, "rotate the audit log before it grows past this many `megabytes` (0: 100)")
 	fs.StringVar(&c.AuditLogMode, "audit-log-mode", c.AuditLogMode, "blocking (a request writes its events before it goes on) or batch (a goroutine writes them; beyond 10000 waiting, events are dropped and logged)")
+	fs.BoolVar(&c.AuditLogCompress, "audit-log-compress", c.AuditLogCompress, "gzip rotated audit log files (NAME.gz)")
+	fs.StringVar(&c.AuditWebhookConfigFile, "audit-webhook-config-file", c.AuditWebhookConfigFile, "kubeconfig `file` naming a remote service audit events are POSTed to (audit.k8s.io/v1 EventLists), as kube-apiserver's; goes with --audit-policy-file")
+	fs.StringVar(&c.AuditWebhookMode, "audit-webhook-mode", c.AuditWebhookMode, "batch (a goroutine sends events in batches) or blocking (each event is sent before the request goes on)")
+	fs.IntVar(&c.AuditWebhookBatchBufferSize, "audit-webhook-batch-buffer-size", c.AuditWebhookBatchBufferSize, "batch mode: events held before they are dropped")
+	fs.IntVar(&c.AuditWebhookBatchMaxSize, "audit-webhook-batch-max-size", c.AuditWebhookBatchMaxSize, "batch mode: most events per request")
+	fs.DurationVar(&c.AuditWebhookBatchMaxWait, "audit-webhook-batch-max-wait", c.AuditWebhookBatchMaxWait, "batch mode: longest an event waits for its batch to fill")
+	fs.DurationVar(&c.AuditWebhookInitialBackoff, "audit-webhook-initial-backoff", c.AuditWebhookInitialBackoff, "wait before retrying a failed send (doubling for each retry; a batch is tried 3 times)")
 }
 
 func (c *AuditConfig) validate() []error {
 	var errs []error
 	switch {
-	case c.AuditPolicyFile != "" && c.AuditLogPath == "":
-		errs = append(errs, config.FieldErrorf("audit-policy-file", "needs audit-log-path, where the events go"))
+	case c.AuditPolicyFile != "" && c.AuditLogPath == "" && c.AuditWebhookConfigFile == "":
+		errs = append(errs, config.FieldErrorf("audit-policy-file", "needs audit-log-path or audit-webhook-config-file, where the events go"))
 	case c.AuditPolicyFile == "" && c.AuditLogPath != "":
 		errs = append(errs, config.FieldErrorf("audit-log-path", "needs audit-policy-file, which picks what is logged"))
+	case c.AuditPolicyFile == "" && c.AuditWebhookConfigFile != "":
+		errs = append(errs, config.FieldErrorf("audit-webhook-config-file", "needs audit-policy-file, which picks what is sent"))
 	case c.AuditPolicyFile != "":
 		if _, err := audit.LoadPolicy(c.AuditPolicyFile); err != nil {
 			errs = append(errs, config.FieldErrorf("audit-policy-file", "%v", err))
@@ -46,6 +64,20 @@ func (c *AuditConfig) validate() []error {
 	}
 	if c.AuditLogMode != audit.ModeBlocking && c.AuditLogMode != audit.ModeBatch {
 		errs = append(errs, config.FieldErrorf("audit-log-mode", "must be blocking or batch, not %q", c.AuditLogMode))
+	}
+	if c.AuditWebhookConfigFile != "" {
+		if _, _, err := audit.LoadWebhookKubeconfig(c.AuditWebhookConfigFile); err != nil {
+			errs = append(errs, config.FieldErrorf("audit-webhook-config-file", "%v", err))
+		}
+	}
+	if c.AuditWebhookMode != audit.ModeBlocking && c.AuditWebhookMode != audit.ModeBatch {
+		errs = append(errs, config.FieldErrorf("audit-webhook-mode", "must be batch or blocking, not %q", c.AuditWebhookMode))
+	}
+	for key, v := range map[string]int{"audit-webhook-batch-buffer-size": c.AuditWebhookBatchBufferSize, "audit-webhook-batch-max-size": c.AuditWebhookBatchMaxSize,
+		"audit-webhook-batch-max-wait": int(c.AuditWebhookBatchMaxWait), "audit-webhook-initial-backoff": int(c.AuditWebhookInitialBackoff)} {
+		if v <= 0 {
+			errs = append(errs, config.FieldErrorf(key, "must be positive"))
+		}
 	}
 	for key, v := range map[string]int{"audit-log-maxage": c.AuditLogMaxAge, "audit-log-maxbackup": c.AuditLogMaxBackup, "audit-log-maxsize": c.AuditLogMaxSize} {
 		if v < 0 {
@@ -66,13 +98,31 @@ func (s *Server) startAudit() error {
 	if err != nil {
 		return fmt.Errorf("apiserver: --audit-policy-file: %w", err)
 	}
-	b, err := audit.NewLogBackend(audit.LogConfig{Path: c.AuditLogPath, Format: c.AuditLogFormat, MaxAgeDays: c.AuditLogMaxAge,
-		MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Logger: s.log})
-	if err != nil {
-		return fmt.Errorf("apiserver: --audit-log-path: %w", err)
+	var sinks audit.Sinks
+	if c.AuditLogPath != "" {
+		b, err := audit.NewLogBackend(audit.LogConfig{Path: c.AuditLogPath, Format: c.AuditLogFormat, MaxAgeDays: c.AuditLogMaxAge,
+			MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Compress: c.AuditLogCompress, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("apiserver: --audit-log-path: %w", err)
+		}
+		s.auditLog = b
+		sinks = append(sinks, b)
 	}
-	s.auditLog = b
-	s.auditor = audit.New(p, b)
+	if c.AuditWebhookConfigFile != "" {
+		w, err := audit.NewWebhookBackend(audit.WebhookConfig{KubeconfigFile: c.AuditWebhookConfigFile, Mode: c.AuditWebhookMode,
+			BatchBufferSize: c.AuditWebhookBatchBufferSize, BatchMaxSize: c.AuditWebhookBatchMaxSize, BatchMaxWait: c.AuditWebhookBatchMaxWait,
+			InitialBackoff: c.AuditWebhookInitialBackoff, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("apiserver: --audit-webhook-config-file: %w", err)
+		}
+		s.auditWebhook = w
+		sinks = append(sinks, w)
+	}
+	if len(sinks) == 1 {
+		s.auditor = audit.New(p, sinks[0])
+	} else {
+		s.auditor = audit.New(p, sinks)
+	}
 	return nil
 }
 
@@ -80,6 +130,11 @@ func (s *Server) closeAudit() {
 	if s.auditLog != nil {
 		if err := s.auditLog.Close(); err != nil {
 			s.log.Warn("audit log close", "err", err)
+		}
+	}
+	if s.auditWebhook != nil {
+		if err := s.auditWebhook.Close(); err != nil {
+			s.log.Warn("audit webhook close", "err", err)
 		}
 	}
 }

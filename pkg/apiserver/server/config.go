@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/config"
@@ -83,6 +84,8 @@ type Config struct {
 	// Admission (pkg/apiserver/admission).
 	EnableAdmissionPlugins  []string `yaml:"enable-admission-plugins"`
 	DisableAdmissionPlugins []string `yaml:"disable-admission-plugins"`
+	// AdmissionControlConfigFile is an AdmissionConfiguration; hacp reads PodSecurity's.
+	AdmissionControlConfigFile string `yaml:"admission-control-config-file"`
 	// Audit (pkg/apiserver/audit).
 	AuditConfig `yaml:",inline"`
 }
@@ -124,7 +127,9 @@ func DefaultConfig() *Config {
 		AnonymousAuth:               true,
 		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
 		AuthorizationMode:           "Node,RBAC",
-		AuditConfig:                 AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking"},
+		AuditConfig: AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking", AuditWebhookMode: audit.ModeBatch,
+			AuditWebhookBatchBufferSize: audit.DefaultWebhookBatchBufferSize, AuditWebhookBatchMaxSize: audit.DefaultWebhookBatchMaxSize,
+			AuditWebhookBatchMaxWait: audit.DefaultWebhookBatchMaxWait, AuditWebhookInitialBackoff: audit.DefaultWebhookInitialBackoff},
 	}
 }
 
@@ -194,6 +199,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 	config.StringList(fs, &c.EnableAdmissionPlugins, "enable-admission-plugins", "admission `plugins` to run besides the default ones (comma-separated or repeatable; they run in upstream's fixed order). Default on: "+strings.Join(DefaultAdmissionPlugins(), ", ")+". Also: "+strings.Join(OptionalAdmissionPlugins(), ", "))
 	config.StringList(fs, &c.DisableAdmissionPlugins, "disable-admission-plugins", "admission `plugins` to turn off, even default ones (comma-separated or repeatable)")
+	fs.StringVar(&c.AdmissionControlConfigFile, "admission-control-config-file", c.AdmissionControlConfigFile, "AdmissionConfiguration `file` (apiserver.config.k8s.io/v1) with plugins' configurations; hacp reads PodSecurity's (pod-security.admission.config.k8s.io/v1: default levels and exemptions)")
 }
 
 // Validate checks the settings; errors name the key.
@@ -273,6 +279,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := AdmissionPlugins(c.EnableAdmissionPlugins, c.DisableAdmissionPlugins); err != nil {
 		errs = append(errs, config.FieldErrorf("enable-admission-plugins", "%v", err))
+	}
+	if c.AdmissionControlConfigFile != "" {
+		if _, err := loadPodSecurityConfig(c.AdmissionControlConfigFile); err != nil {
+			errs = append(errs, config.FieldErrorf("admission-control-config-file", "%v", err))
+		}
 	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))

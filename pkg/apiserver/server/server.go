@@ -53,8 +53,9 @@ type Server struct {
 	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
 	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
 
-	auditor  *audit.Auditor // nil without --audit-policy-file
-	auditLog *audit.LogBackend
+	auditor      *audit.Auditor // nil without --audit-policy-file
+	auditLog     *audit.LogBackend
+	auditWebhook *audit.WebhookBackend
 
 	metrics     *metrics
 	metricsHTTP *http.Server

@@ -15,7 +15,7 @@ import (
 // BenchmarkDefaultChain is what the default chain costs a write when no webhook is
 // configured: a ConfigMap create (no plugin applies) and a Pod create (ServiceAccount,
 // LimitRanger, Priority, PodSecurity look at it; their caches are empty here, so the
-// account is read through get).
+// account is read through get, and ResourceQuota finds no quota in the namespace).
 func BenchmarkDefaultChain(b *testing.B) {
 	d := webhook.New(webhook.Config{})
 	ps, err := NewPodSecurity(nil)
@@ -27,6 +27,7 @@ func BenchmarkDefaultChain(b *testing.B) {
 		NewLimitRanger(nil),
 		NewServiceAccount(nil, func(ctx context.Context, ns, name string) (runtime.Object, error) { return sa, nil }),
 		ps, NewPriority(nil), NewDefaultStorageClass(nil), d.Mutating(), d.Validating(),
+		NewResourceQuota(nil, nil, nil),
 	}
 	for _, tc := range []struct {
 		name string

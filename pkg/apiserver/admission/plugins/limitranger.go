@@ -9,16 +9,18 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
 // limitRangerAnnotation records what LimitRanger defaulted, as upstream.
 const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 
-// LimitRanger is upstream's LimitRanger plugin for containers: a new pod's containers get
-// the default requests and limits of their namespace's LimitRanges (type Container), and
-// a container outside their min and max is refused with upstream's messages. (Type Pod and
-// PersistentVolumeClaim limits and maxLimitRequestRatio are not enforced.)
+// LimitRanger is upstream's LimitRanger plugin: a new pod's containers get the default
+// requests and limits of their namespace's LimitRanges (type Container); containers (type
+// Container), the pod as a whole (type Pod: its containers' sum, or its largest init
+// container) and persistent volume claims' storage requests (type PersistentVolumeClaim)
+// outside their min, max or maxLimitRequestRatio are refused with upstream's messages.
 type LimitRanger struct {
 	admission.Operations
 	ranges *admission.Cache[*corev1.LimitRange]
@@ -26,7 +28,7 @@ type LimitRanger struct {
 
 // NewLimitRanger reads LimitRanges from src.
 func NewLimitRanger(src admission.Source) *LimitRanger {
-	return &LimitRanger{Operations: admission.Operations{admission.Create}, ranges: admission.NewCache[*corev1.LimitRange](src, nil)}
+	return &LimitRanger{Operations: admission.Operations{admission.Create, admission.Update}, ranges: admission.NewCache[*corev1.LimitRange](src, nil)}
 }
 
 // Start fills the LimitRange cache.
@@ -39,9 +41,27 @@ func (l *LimitRanger) rangesOf(ns string) []*corev1.LimitRange {
 	return rs
 }
 
+// limitRangerApplies is upstream's SupportsAttributes: pods on create (and their resize),
+// persistent volume claims on create and update, and no object being deleted.
+func limitRangerApplies(a *admission.Attributes) bool {
+	if a.Resource.Group != "" {
+		return false
+	}
+	if old, ok := a.OldObject.(interface{ GetDeletionTimestamp() *metav1.Time }); ok && a.OldObject != nil && old.GetDeletionTimestamp() != nil {
+		return false
+	}
+	switch a.Resource.Resource {
+	case "pods":
+		return (a.Subresource == "" && a.Operation == admission.Create) || (a.Subresource == "resize" && a.Operation == admission.Update)
+	case "persistentvolumeclaims":
+		return a.Subresource == ""
+	}
+	return false
+}
+
 // Admit fills the containers' default requests and limits.
 func (l *LimitRanger) Admit(_ context.Context, a *admission.Attributes) error {
-	if !isPod(a) {
+	if !limitRangerApplies(a) {
 		return nil
 	}
 	pod, ok := a.Object.(*corev1.Pod)
@@ -120,39 +140,120 @@ func mergeResources(c *corev1.Container, def corev1.ResourceRequirements) []stri
 	return notes
 }
 
-// Validate refuses containers outside their LimitRanges' min and max.
+// Validate refuses containers, pods and claims outside their LimitRanges.
 func (l *LimitRanger) Validate(_ context.Context, a *admission.Attributes) error {
-	if !isPod(a) {
-		return nil
-	}
-	pod, ok := a.Object.(*corev1.Pod)
-	if !ok {
+	if !limitRangerApplies(a) {
 		return nil
 	}
 	var errs []error
-	for _, lr := range l.rangesOf(a.Namespace) {
-		for _, item := range lr.Spec.Limits {
-			if item.Type != corev1.LimitTypeContainer {
-				continue
-			}
-			for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-				for _, c := range cs {
-					for _, k := range sortedNames(item.Min) {
-						if err := minConstraint(string(corev1.LimitTypeContainer), string(k), item.Min[k], c.Resources.Requests, c.Resources.Limits); err != nil {
-							errs = append(errs, err)
-						}
-					}
-					for _, k := range sortedNames(item.Max) {
-						if err := maxConstraint(string(corev1.LimitTypeContainer), string(k), item.Max[k], c.Resources.Requests, c.Resources.Limits); err != nil {
-							errs = append(errs, err)
-						}
-					}
-				}
-			}
+	switch obj := a.Object.(type) {
+	case *corev1.Pod:
+		for _, lr := range l.rangesOf(a.Namespace) {
+			errs = append(errs, validatePodLimits(lr, obj)...)
+		}
+	case *corev1.PersistentVolumeClaim:
+		for _, lr := range l.rangesOf(a.Namespace) {
+			errs = append(errs, validateClaimLimits(lr, obj)...)
 		}
 	}
 	if len(errs) > 0 {
 		return admission.NewForbidden(a, utilerrors.NewAggregate(errs))
+	}
+	return nil
+}
+
+// validatePodLimits is upstream's PodValidateLimitFunc (names in order, where upstream's
+// map order is random).
+func validatePodLimits(lr *corev1.LimitRange, pod *corev1.Pod) []error {
+	var errs []error
+	check := func(item corev1.LimitRangeItem, request, limit corev1.ResourceList) {
+		t := string(item.Type)
+		for _, k := range sortedNames(item.Min) {
+			if err := minConstraint(t, string(k), item.Min[k], request, limit); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, k := range sortedNames(item.Max) {
+			if err := maxConstraint(t, string(k), item.Max[k], request, limit); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, k := range sortedNames(item.MaxLimitRequestRatio) {
+			if err := limitRequestRatioConstraint(t, string(k), item.MaxLimitRequestRatio[k], request, limit); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, item := range lr.Spec.Limits {
+		switch item.Type {
+		case corev1.LimitTypeContainer:
+			for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+				for _, c := range cs {
+					check(item, c.Resources.Requests, c.Resources.Limits)
+				}
+			}
+		case corev1.LimitTypePod:
+			// Upstream's limitranger sums without the pod's overhead.
+			reqs := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests })
+			lims := aggregateContainers(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+			check(item, reqs, lims)
+		}
+	}
+	return errs
+}
+
+// validateClaimLimits is upstream's PersistentVolumeClaimValidateLimitFunc: min and max
+// against the claim's requests (its limits are not user input).
+func validateClaimLimits(lr *corev1.LimitRange, pvc *corev1.PersistentVolumeClaim) []error {
+	var errs []error
+	for _, item := range lr.Spec.Limits {
+		if item.Type != corev1.LimitTypePersistentVolumeClaim {
+			continue
+		}
+		t := string(item.Type)
+		for _, k := range sortedNames(item.Min) {
+			if err := minConstraint(t, string(k), item.Min[k], pvc.Spec.Resources.Requests, corev1.ResourceList{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, k := range sortedNames(item.Max) {
+			req, ok := pvc.Spec.Resources.Requests[k]
+			mx := item.Max[k]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s.  No request is specified", k, t, mx.String()))
+			case req.Cmp(mx) > 0:
+				errs = append(errs, fmt.Errorf("maximum %s usage per %s is %s, but request is %s", k, t, mx.String(), req.String()))
+			}
+		}
+	}
+	return errs
+}
+
+// limitRequestRatioConstraint is upstream's: limit/request at most the ratio, both required
+// and non-zero.
+func limitRequestRatioConstraint(limitType, name string, enforced resource.Quantity, request, limit corev1.ResourceList) error {
+	req, reqExists := request[corev1.ResourceName(name)]
+	lim, limExists := limit[corev1.ResourceName(name)]
+	reqV, limV := req.Value(), lim.Value()
+	if reqV <= resource.MaxMilliValue && limV <= resource.MaxMilliValue && enforced.Value() <= resource.MaxMilliValue {
+		reqV, limV = req.MilliValue(), lim.MilliValue()
+	}
+	if !reqExists || reqV == 0 {
+		return fmt.Errorf("%s max limit to request ratio per %s is %s, but no request is specified or request is 0", name, limitType, enforced.String())
+	}
+	if !limExists || limV == 0 {
+		return fmt.Errorf("%s max limit to request ratio per %s is %s, but no limit is specified or limit is 0", name, limitType, enforced.String())
+	}
+	observed := float64(limV) / float64(reqV)
+	display := observed
+	maxRatio := float64(enforced.Value())
+	if enforced.Value() <= resource.MaxMilliValue {
+		observed *= 1000
+		maxRatio = float64(enforced.MilliValue())
+	}
+	if observed > maxRatio {
+		return fmt.Errorf("%s max limit to request ratio per %s is %s, but provided ratio is %f", name, limitType, enforced.String(), display)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func TestDryRunSideEffects(t *testing.T) {
 	d := New(Config{})
 	for _, se := range []admissionregv1.SideEffectClass{admissionregv1.SideEffectClassUnknown, admissionregv1.SideEffectClassSome} {
 		h := &hook{name: "w", sideEffects: se, reviewVersions: []string{"v1"}}
-		_, _, err := d.call(t.Context(), h, &admission.Attributes{Operation: admission.Create, DryRun: true})
+		_, _, err := d.call(t.Context(), h, &admission.Attributes{Operation: admission.Create, DryRun: true}, nil)
 		st, ok := err.(interface{ Status() metav1.Status })
 		if !ok || st.Status().Code != 400 || st.Status().Message != `admission webhook "w" does not support dry run` {
 			t.Fatalf("%s: %v, want 400 does not support dry run", se, err)

@@ -21,6 +21,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -31,8 +32,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Config configures the webhook plugins.
@@ -42,6 +46,20 @@ type Config struct {
 	Namespaces admission.Source // for namespaceSelector
 	Resolve    webhookclient.ServiceResolver
 	Logger     *slog.Logger
+	// Authorizer answers matchConditions' authorizer checks (nil: such checks fail).
+	Authorizer authorizer.UnconditionalAuthorizer
+	// Equivalents are the resources serving the same objects as a resource (other versions,
+	// other groups), with their kinds, for matchPolicy Equivalent; nil: none.
+	Equivalents func(schema.GroupVersionResource) []Equivalent
+	// Convert returns obj as kind to (a new object; obj is not changed), for a webhook
+	// matched through an equivalent resource; nil or an error: the object is sent as it is.
+	Convert func(ctx context.Context, obj runtime.Object, to schema.GroupVersionKind) (runtime.Object, error)
+}
+
+// Equivalent is a resource and its kind.
+type Equivalent struct {
+	Resource schema.GroupVersionResource
+	Kind     schema.GroupVersionKind
 }
 
 // hook is one webhook of a configuration, mutating or validating, in a common form.
@@ -57,6 +75,8 @@ type hook struct {
 	objectSelector    *metav1.LabelSelector
 	reviewVersions    []string
 	reinvokeIfNeeded  bool
+	conditions        []matchconditions.Condition
+	equivalent        bool // matchPolicy Equivalent (the default)
 }
 
 // Dispatcher is the shared state of both webhook plugins.
@@ -116,7 +136,8 @@ func (d *Dispatcher) rebuildMutating() {
 			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions,
 				reinvokeIfNeeded: w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregv1.IfNeededReinvocationPolicy}
-			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.conditions = matchconditions.Compile(w.MatchConditions)
+			h.equivalent = w.MatchPolicy == nil || *w.MatchPolicy == admissionregv1.Equivalent
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
@@ -132,20 +153,13 @@ func (d *Dispatcher) rebuildValidating() {
 		for i, w := range c.Webhooks {
 			h := &hook{config: c.Name, name: w.Name, index: i, clientConfig: w.ClientConfig, rules: w.Rules,
 				namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector, reviewVersions: w.AdmissionReviewVersions}
-			d.warnMatchConditions(c.Name, w.Name, len(w.MatchConditions))
+			h.conditions = matchconditions.Compile(w.MatchConditions)
+			h.equivalent = w.MatchPolicy == nil || *w.MatchPolicy == admissionregv1.Equivalent
 			h.setCommon(w.FailurePolicy, w.SideEffects, w.TimeoutSeconds)
 			hooks = append(hooks, h)
 		}
 	}
 	d.validatingHooks.Store(&hooks)
-}
-
-// warnMatchConditions logs webhooks with matchConditions: hacp does not evaluate CEL, so
-// such a webhook is called for every request its rules and selectors match.
-func (d *Dispatcher) warnMatchConditions(config, name string, n int) {
-	if n > 0 {
-		d.cfg.Logger.Warn("admission webhook has matchConditions, which hacp does not evaluate: it is called whenever its rules and selectors match", "configuration", config, "webhook", name)
-	}
 }
 
 // setCommon fills upstream's defaults: failurePolicy Fail, timeout 10s.
@@ -180,25 +194,158 @@ type validatingPlugin struct{ d *Dispatcher }
 
 func (validatingPlugin) Handles(op admission.Operation) bool { return allOps.Handles(op) }
 
-// matches decides whether h is called for a: rules, then the namespace and object
-// selectors. An error (a selector that does not parse, a namespace that cannot be read) is
-// a call failure, subject to failurePolicy.
-func (d *Dispatcher) matches(h *hook, a *admission.Attributes) (bool, error) {
-	ruleOK := false
-	for _, r := range h.rules {
-		if ruleMatches(r, a) {
-			ruleOK = true
-			break
-		}
-	}
-	if !ruleOK {
-		return false, nil
+// matches decides whether h is called for a: rules (or, with matchPolicy Equivalent, a
+// rule for an equivalent resource), then the namespace and object selectors, then the
+// matchConditions. It returns what the webhook is sent: a itself, or a converted to the
+// equivalent resource's version; nil when it is not called. An error (a selector that does
+// not parse, a namespace that cannot be read) is a call failure, subject to failurePolicy.
+func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attributes) (*admission.Attributes, error) {
+	inv := d.ruleInvocation(ctx, h, a)
+	if inv == nil {
+		return nil, nil
 	}
 	if ok, err := d.namespaceSelectorMatches(h.namespaceSelector, a); !ok || err != nil {
-		return ok, err
+		return nil, err
 	}
-	return objectSelectorMatches(h.objectSelector, a)
+	if ok, err := objectSelectorMatches(h.objectSelector, a); !ok || err != nil {
+		return nil, err
+	}
+	if ok, err := d.conditionsMatch(ctx, h, inv); !ok || err != nil {
+		return nil, err
+	}
+	return inv, nil
 }
+
+// ruleInvocation is upstream's rule matching: a rule for the request's resource, else (with
+// matchPolicy Equivalent) the first rule, in order, covering an equivalent resource; the
+// object is then converted to that resource's version when the server can.
+func (d *Dispatcher) ruleInvocation(ctx context.Context, h *hook, a *admission.Attributes) *admission.Attributes {
+	for _, r := range h.rules {
+		if ruleMatches(r, a) {
+			return a
+		}
+	}
+	if !h.equivalent || d.cfg.Equivalents == nil {
+		return nil
+	}
+	eqs := d.cfg.Equivalents(a.Resource)
+	if len(eqs) == 0 {
+		return nil
+	}
+	alt := *a
+	for _, r := range h.rules {
+		for _, eq := range eqs {
+			if eq.Resource == a.Resource {
+				continue
+			}
+			alt.Resource = eq.Resource
+			if ruleMatches(r, &alt) {
+				return d.convertInvocation(ctx, a, eq)
+			}
+		}
+	}
+	return nil
+}
+
+// convertInvocation is a as the equivalent resource eq: its objects converted to eq's kind.
+// When they cannot be, the webhook gets the request as it is (kind and resource as served).
+func (d *Dispatcher) convertInvocation(ctx context.Context, a *admission.Attributes, eq Equivalent) *admission.Attributes {
+	inv := *a
+	inv.Resource, inv.Kind = eq.Resource, eq.Kind
+	if a.Kind == eq.Kind {
+		return &inv
+	}
+	if d.cfg.Convert == nil {
+		return a
+	}
+	for _, o := range []*runtime.Object{&inv.Object, &inv.OldObject} {
+		if *o == nil {
+			continue
+		}
+		c, err := d.cfg.Convert(ctx, *o, eq.Kind)
+		if err != nil {
+			d.cfg.Logger.Debug("admission webhook: cannot convert to the equivalent resource's version; sending the request as it is", "from", a.Kind, "to", eq.Kind, "err", err)
+			return a
+		}
+		*o = c
+	}
+	return &inv
+}
+
+// conditionError is a matchConditions evaluation error under failurePolicy Fail: upstream
+// refuses the request with it (403), not as a failed call.
+type conditionError struct{ err error }
+
+func (e *conditionError) Error() string { return e.err.Error() }
+
+// conditionsMatch evaluates h's matchConditions as upstream's matcher: any false condition
+// skips the webhook; otherwise evaluation errors skip it with failurePolicy Ignore and
+// refuse the request (403) with Fail.
+func (d *Dispatcher) conditionsMatch(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
+	if len(h.conditions) == 0 {
+		return true, nil
+	}
+	in, err := d.conditionInput(a)
+	if err == nil {
+		var ok bool
+		if ok, err = matchconditions.Match(ctx, h.conditions, in); err == nil || ok {
+			return ok, nil
+		}
+	}
+	if h.failurePolicy == admissionregv1.Ignore {
+		d.cfg.Logger.Warn("admission webhook's matchConditions failed, webhook skipped (failurePolicy Ignore)", "webhook", h.name, "err", err)
+		return false, nil
+	}
+	return false, &conditionError{apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, err)}
+}
+
+// conditionInput is what matchConditions see of a.
+func (d *Dispatcher) conditionInput(a *admission.Attributes) (matchconditions.Input, error) {
+	var in matchconditions.Input
+	var err error
+	if in.Object, err = matchconditions.ToMap(a.Object); err != nil {
+		return in, err
+	}
+	if in.OldObject, err = matchconditions.ToMap(a.OldObject); err != nil {
+		return in, err
+	}
+	if a.Namespace != "" {
+		if ns, ok := d.namespaces.Get("", a.Namespace); ok {
+			ns = ns.DeepCopy()
+			ns.ManagedFields = nil
+			if in.Namespace, err = matchconditions.ToMap(ns); err != nil {
+				return in, err
+			}
+		}
+	}
+	req, _, err := review(&admission.Attributes{Operation: a.Operation, Kind: a.Kind, Resource: a.Resource, Subresource: a.Subresource,
+		Namespace: a.Namespace, Name: a.Name, Options: a.Options, DryRun: a.DryRun, User: a.User}, nil)
+	if err != nil {
+		return in, err
+	}
+	req.UID = ""
+	if in.Request, err = runtime.DefaultUnstructuredConverter.ToUnstructured(req); err != nil {
+		return in, err
+	}
+	if d.cfg.Authorizer != nil {
+		in.Authorizer = d.cfg.Authorizer
+		u := &user.DefaultInfo{}
+		if a.User != nil {
+			u = &user.DefaultInfo{Name: a.User.Name, UID: a.User.UID, Groups: a.User.Groups, Extra: a.User.Extra}
+		}
+		in.User = u
+		in.Resource = resourceOf{a}
+	}
+	return in, nil
+}
+
+// resourceOf is a request's resource for authorizer.requestResource.
+type resourceOf struct{ a *admission.Attributes }
+
+func (r resourceOf) GetName() string                          { return r.a.Name }
+func (r resourceOf) GetNamespace() string                     { return r.a.Namespace }
+func (r resourceOf) GetResource() schema.GroupVersionResource { return r.a.Resource }
+func (r resourceOf) GetSubresource() string                   { return r.a.Subresource }
 
 func (d *Dispatcher) namespaceSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
 	if sel == nil {
@@ -284,14 +431,14 @@ func (p mutatingPlugin) Admit(ctx context.Context, a *admission.Attributes) erro
 // callMutating calls h if it matches, applies its patch, and returns the object as sent
 // (nil when it was not called).
 func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Attributes, round, index int) ([]byte, error) {
-	ok, err := d.matches(h, a)
-	if err == nil && !ok {
+	inv, err := d.matches(ctx, h, a)
+	if err == nil && inv == nil {
 		return nil, nil
 	}
 	var resp *admissionv1.AdmissionResponse
 	var sent []byte
 	if err == nil {
-		sent, resp, err = d.call(ctx, h, a)
+		sent, resp, err = d.call(ctx, h, inv, a)
 	}
 	if err != nil {
 		return nil, d.failed(ctx, h, err, "mutating", round, index)
@@ -308,8 +455,14 @@ func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Att
 		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 			return sent, d.failed(ctx, h, fmt.Errorf("unsupported patch type %v", resp.PatchType), "mutating", round, index)
 		}
-		if err := applyPatch(a.Object, sent, resp.Patch); err != nil {
+		if err := applyPatch(inv.Object, sent, resp.Patch); err != nil {
 			return sent, d.failed(ctx, h, err, "mutating", round, index)
+		}
+		if inv != a {
+			// Back to the version the request is served in.
+			if err := d.convertBack(ctx, inv.Object, a.Object, a.Kind); err != nil {
+				return sent, d.failed(ctx, h, err, "mutating", round, index)
+			}
 		}
 		mutated = true
 	}
@@ -322,6 +475,22 @@ func (d *Dispatcher) callMutating(ctx context.Context, h *hook, a *admission.Att
 	}{h.config, h.name, mutated})
 	request.AddAnnotation(ctx, key, string(v))
 	return sent, nil
+}
+
+// convertBack converts the patched equivalent object to kind and stores it in obj.
+func (d *Dispatcher) convertBack(ctx context.Context, patched, obj runtime.Object, kind schema.GroupVersionKind) error {
+	if patched == obj {
+		return nil
+	}
+	back, err := d.cfg.Convert(ctx, patched, kind)
+	if err != nil {
+		return fmt.Errorf("converting the patched object back to %s: %w", kind, err)
+	}
+	if reflect.TypeOf(back) != reflect.TypeOf(obj) {
+		return fmt.Errorf("converting the patched object back to %s: got %T", kind, back)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(back).Elem())
+	return nil
 }
 
 // applyPatch applies a JSON patch to obj (whose JSON is objJSON) in place.
@@ -352,8 +521,8 @@ func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes)
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		ok, err := p.d.matches(h, a)
-		if err == nil && !ok {
+		inv, err := p.d.matches(ctx, h, a)
+		if err == nil && inv == nil {
 			continue
 		}
 		if err != nil {
@@ -363,7 +532,7 @@ func (p validatingPlugin) Validate(ctx context.Context, a *admission.Attributes)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, resp, err := p.d.call(ctx, h, a)
+			_, resp, err := p.d.call(ctx, h, inv, a)
 			switch {
 			case err != nil:
 				errs[i] = p.d.failed(ctx, h, err, "validating", 0, i)
@@ -391,6 +560,9 @@ func (d *Dispatcher) failed(ctx context.Context, h *hook, err error, kind string
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Reason == metav1.StatusReasonBadRequest {
 		return err
+	}
+	if ce, ok := err.(*conditionError); ok {
+		return ce.err
 	}
 	ce := &callError{name: h.name, err: err}
 	if h.failurePolicy == admissionregv1.Ignore {
@@ -438,7 +610,8 @@ func toStatusErr(name string, result *metav1.Status) error {
 }
 
 // call sends one AdmissionReview and returns the object as sent and the response.
-func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes) ([]byte, *admissionv1.AdmissionResponse, error) {
+// a is what the webhook is sent (the request, or its equivalent), orig the request.
+func (d *Dispatcher) call(ctx context.Context, h *hook, a, orig *admission.Attributes) ([]byte, *admissionv1.AdmissionResponse, error) {
 	if a.DryRun && h.sideEffects != admissionregv1.SideEffectClassNone && h.sideEffects != admissionregv1.SideEffectClassNoneOnDryRun {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
 	}
@@ -449,7 +622,7 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes)
 	if !v1OK {
 		return nil, nil, fmt.Errorf("webhook does not accept known AdmissionReview versions %v (hacp sends v1)", h.reviewVersions)
 	}
-	req, objJSON, err := review(a)
+	req, objJSON, err := review(a, orig)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -479,14 +652,20 @@ func (d *Dispatcher) call(ctx context.Context, h *hook, a *admission.Attributes)
 	return objJSON, out.Response, nil
 }
 
-// review builds the AdmissionRequest for a; objJSON is the object as sent.
-func review(a *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, error) {
+// review builds the AdmissionRequest for a, the request orig (nil: a) as seen in the
+// version of a's resource; objJSON is the object as sent.
+func review(a, orig *admission.Attributes) (*admissionv1.AdmissionRequest, []byte, error) {
+	if orig == nil {
+		orig = a
+	}
 	gvk := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
 	gvr := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
+	reqGVK := metav1.GroupVersionKind{Group: orig.Kind.Group, Version: orig.Kind.Version, Kind: orig.Kind.Kind}
+	reqGVR := metav1.GroupVersionResource{Group: orig.Resource.Group, Version: orig.Resource.Version, Resource: orig.Resource.Resource}
 	dry := a.DryRun
 	req := &admissionv1.AdmissionRequest{
 		UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: gvr, SubResource: a.Subresource,
-		RequestKind: &gvk, RequestResource: &gvr, RequestSubResource: a.Subresource,
+		RequestKind: &reqGVK, RequestResource: &reqGVR, RequestSubResource: a.Subresource,
 		Name: a.Name, Namespace: a.Namespace, Operation: admissionv1.Operation(a.Operation), DryRun: &dry,
 	}
 	if u := a.User; u != nil {
