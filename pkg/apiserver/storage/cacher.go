@@ -636,7 +636,7 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, list
 			s.expires = time.Now().Add(c.cfg.HistoryWindow)
 		}
 		c.mu.Unlock()
-		if s == nil {
+		if s == nil || c.compacted(ctx, rev) {
 			return c.inner.GetList(ctx, key, opts, listObj)
 		}
 		return c.page(s.tree, rev, keyPrefix, fromKey, opts, listObj)
@@ -690,6 +690,13 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, list
 		c.mu.Unlock()
 	}
 	return nil
+}
+
+// compacted reports whether etcd may have compacted rev away (a token of a compacted
+// revision is expired, as when etcd serves it): one small read at rev.
+func (c *Cacher) compacted(ctx context.Context, rev int64) bool {
+	_, err := c.inner.kv.Get(ctx, c.prefix, clientv3.WithRev(rev), clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	return err != nil
 }
 
 // dropOldestSnapshot forgets the snapshot that expires first; c.mu is held.

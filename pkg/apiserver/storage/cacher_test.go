@@ -204,7 +204,7 @@ func TestCacherLists(t *testing.T) {
 }
 
 func TestCacherWatch(t *testing.T) {
-	ch, _ := newCacher(t, func(c *storage.CacherConfig) { c.HistoryCapacity = 5 })
+	ch, inner := newCacher(t, func(c *storage.CacherConfig) { c.HistoryCapacity = 5 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := create(t, ch, "a", map[string]string{"x": "1"})
@@ -276,15 +276,30 @@ func TestCacherWatch(t *testing.T) {
 			t.Fatalf("bookmark: %v", ev)
 		}
 	})
-	t.Run("older than the history is 410 Expired", func(t *testing.T) {
+	t.Run("older than the history: from etcd, then 410 Expired once compacted", func(t *testing.T) {
+		var first string
 		for i := range 6 {
-			update(t, ch, "a", strconv.Itoa(10+i))
+			u := update(t, ch, "a", strconv.Itoa(10+i))
+			if i == 0 {
+				first = u.ResourceVersion
+			}
 		}
 		w, err := ch.Watch(ctx, "configmaps", storage.ListOptions{Recursive: true, ResourceVersion: a.ResourceVersion})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := recv(t, w)
+		defer w.Stop()
+		for ev := recv(t, w); rvOf(ev.Object) != first; ev = recv(t, w) {
+		}
+		if _, err := inner.Compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w2, err := ch.Watch(ctx, "configmaps", storage.ListOptions{Recursive: true, ResourceVersion: a.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w2.Stop()
+		ev := recv(t, w2)
 		st, ok := ev.Object.(*metav1.Status)
 		if ev.Type != watch.Error || !ok || st.Code != http.StatusGone || st.Reason != metav1.StatusReasonExpired {
 			t.Fatalf("got %v", ev)

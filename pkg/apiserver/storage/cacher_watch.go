@@ -3,8 +3,6 @@ package storage
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -225,26 +223,11 @@ func (c *Cacher) bookmark(rev int64, initialEventsEnd bool) runtime.Object {
 	return obj
 }
 
-// errWatcher delivers one error event and ends.
-type errWatcher struct{ ch chan watch.Event }
-
-func newErrWatcher(code int32, reason metav1.StatusReason, msg string) *errWatcher {
-	ch := make(chan watch.Event, 1)
-	ch <- watch.Event{Type: watch.Error, Object: &metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Message: msg, Reason: reason, Code: code,
-	}}
-	close(ch)
-	return &errWatcher{ch: ch}
-}
-
-func (e *errWatcher) Stop()                          {}
-func (e *errWatcher) ResultChan() <-chan watch.Event { return e.ch }
-
 // Watch serves a watch from the cache. resourceVersion "0" starts with the cache's state
 // as ADDED events; "" does too, once the cache has seen etcd's current revision; N
-// continues after N from the cache's history (410 Expired when N is older than it), or,
-// with sendInitialEvents, starts with the state once the cache has seen N.
+// continues after N from the cache's history, or from etcd's when N is older than the
+// cache's window (410 Expired when etcd compacted it); with sendInitialEvents, N starts
+// with the state once the cache has seen N.
 func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch.Interface, error) {
 	if !c.inRange(key) {
 		return c.inner.Watch(ctx, key, opts)
@@ -293,9 +276,10 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 		w.initialEnd = opts.SendInitialEvents && opts.AllowBookmarks
 	} else {
 		if rv < c.historyFrom {
-			from := c.historyFrom
+			// Before the cache's window (it started, or dropped events, after rv): etcd
+			// still has the history unless it compacted it, and then answers 410 Expired.
 			c.mu.Unlock()
-			return newErrWatcher(http.StatusGone, metav1.StatusReasonExpired, fmt.Sprintf("too old resource version: %d (%d)", rv, from)), nil
+			return c.inner.Watch(ctx, key, opts)
 		}
 		w.startRev = rv
 		// The history after rv, queued unbounded: it is bounded by the history itself.
