@@ -43,6 +43,7 @@ var (
 	fanWatches = flag.Int("fanout-watchers", 1000, "watchers of the fan-out row")
 	fanEvents  = flag.Int("fanout-events", 1000, "events of the fan-out row")
 	fanRate    = flag.Int("fanout-rate", 50, "events per second the fan-out row writes")
+	cacheParts = flag.String("cache-parts", "lists,fanout,memory", "which parts of the cache rows to run")
 	// The fan-out client: the bench runs itself with these.
 	fanClient     = flag.Bool("fanout-client", false, "internal: be the fan-out row's watch client")
 	fanKubeconfig = flag.String("fanout-kubeconfig", "", "internal: the fan-out client's kubeconfig")
@@ -90,10 +91,30 @@ func cacheRows(ctx context.Context, dir string, fsync bool, binary string, n int
 	defer on.stop()
 	off := startCacheServer(dir, exe, "cache-off", fsync, false)
 	defer off.stop()
-	for _, s := range []*cacheServer{on, off} {
-		s.fill(ctx, "big", *bigN)
-		s.fill(ctx, "list100", 100)
+	part := func(name string) bool { return strings.Contains(","+*cacheParts+",", ","+name+",") }
+	if part("lists") || part("memory") {
+		for _, s := range []*cacheServer{on, off} {
+			s.fill(ctx, "big", *bigN)
+			s.fill(ctx, "list100", 100)
+		}
 	}
+	if part("lists") {
+		listCacheRows(ctx, exe, fsync, n, on, off)
+	}
+	if part("fanout") {
+		fmt.Println()
+		for _, s := range []*cacheServer{on, off} {
+			fanout(ctx, s)
+		}
+	}
+	if part("memory") {
+		fmt.Println()
+		cacheMemory(ctx, on)
+	}
+}
+
+// listCacheRows measures gets and lists on the two servers.
+func listCacheRows(ctx context.Context, exe string, fsync bool, n int, on, off *cacheServer) {
 	both := func(name string, conc, ops int, op func(s *cacheServer, i int) error) pair {
 		return measureOps(name, conc, ops, func(i int) error { return op(on, i) }, func(i int) error { return op(off, i) })
 	}
@@ -156,13 +177,6 @@ func cacheRows(ctx context.Context, dir string, fsync bool, binary string, n int
 			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
 	}
 	fmt.Printf("\nRSS after the rows: with the cache %s, without %s\n", readRSS(on.cmd.Process.Pid), readRSS(off.cmd.Process.Pid))
-
-	fmt.Println()
-	for _, s := range []*cacheServer{on, off} {
-		fanout(ctx, s)
-	}
-	fmt.Println()
-	cacheMemory(ctx, on)
 }
 
 func rvName(rv string) string {
