@@ -114,6 +114,7 @@ type Cacher struct {
 	floor atomic.Int64
 
 	startOnce sync.Once
+	started   atomic.Bool
 	stopOnce  sync.Once
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -156,6 +157,7 @@ func (c *Cacher) Start(ctx context.Context) {
 	c.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(ctx)
 		c.cancel = cancel
+		c.started.Store(true)
 		go c.run(ctx)
 	})
 }
@@ -208,6 +210,9 @@ func (c *Cacher) ResourceVersion() int64 {
 // broken etcd watch (tests use it; clients watch again). It returns once the cache serves
 // again, or has stopped.
 func (c *Cacher) Restart() {
+	if !c.started.Load() {
+		return
+	}
 	c.mu.Lock()
 	c.restart = true
 	gen := c.generation
