@@ -494,6 +494,36 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		flusher.Flush()
 	}
 	first := true
+	// emit writes one event; false when the watch ends (an error event, or the client gone).
+	emit := func(ev watch.Event) bool {
+		obj := ev.Object
+		if ev.Type != watch.Error {
+			switch {
+			case out.kind == outTable && ev.Type == watch.Bookmark:
+				obj = bookmarkTable(obj)
+			case out.kind == outTable:
+				t, err := out.transform(r, obj)
+				if err != nil {
+					obj = ErrorStatus(err)
+					ev.Type = watch.Error
+					break
+				}
+				if !first {
+					t.(*metav1.Table).ColumnDefinitions = nil
+				}
+				first = false
+				obj = t
+			case out.kind == outPartialMetadata:
+				if p, err := partialMetadata(obj); err == nil {
+					obj = p
+				}
+			}
+		}
+		if err := write(ev.Type, obj); err != nil {
+			return false
+		}
+		return ev.Type != watch.Error
+	}
 	var stop <-chan struct{}
 	if s.stop != nil {
 		stop = s.stop()
@@ -508,37 +538,29 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 			if !ok {
 				return
 			}
-			obj := ev.Object
-			if ev.Type != watch.Error {
-				switch {
-				case out.kind == outTable && ev.Type == watch.Bookmark:
-					obj = bookmarkTable(obj)
-				case out.kind == outTable:
-					t, err := out.transform(r, obj)
-					if err != nil {
-						obj = ErrorStatus(err)
-						ev.Type = watch.Error
-						break
+			// Write what is queued behind this event too, then flush once (a watcher
+			// that falls behind catches up in fewer, larger writes).
+			for n := 0; ; n++ {
+				if !emit(ev) {
+					if flusher != nil {
+						flusher.Flush()
 					}
-					if !first {
-						t.(*metav1.Table).ColumnDefinitions = nil
-					}
-					first = false
-					obj = t
-				case out.kind == outPartialMetadata:
-					if p, err := partialMetadata(obj); err == nil {
-						obj = p
-					}
+					return
+				}
+				if n == 100 {
+					break
+				}
+				more := false
+				select {
+				case ev, more = <-wi.ResultChan():
+				default:
+				}
+				if !more {
+					break
 				}
 			}
-			if err := write(ev.Type, obj); err != nil {
-				return
-			}
-			if flusher != nil && len(wi.ResultChan()) == 0 {
+			if flusher != nil {
 				flusher.Flush()
-			}
-			if ev.Type == watch.Error {
-				return
 			}
 		}
 	}

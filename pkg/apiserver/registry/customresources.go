@@ -156,9 +156,11 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 	if r.custom.served == nil {
 		r.custom.served = map[string][]*Resource{}
 	}
-	for name := range r.custom.served {
+	var retired []*Resource // replaced or no longer served: their caches stop
+	for name, res := range r.custom.served {
 		if defs[name] == nil || !crdEstablished(defs[name]) {
 			delete(r.custom.served, name)
+			retired = append(retired, res...)
 			changed = true
 		}
 	}
@@ -169,6 +171,7 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 		if prev := old[name]; prev != nil && servedEqual(prev, crd) && r.custom.served[name] != nil {
 			continue // a status-only change: what is served stays
 		}
+		retired = append(retired, r.custom.served[name]...)
 		res, err := r.customResourcesFor(crd)
 		if err != nil {
 			r.log.Warn("custom resource definition not served", "name", name, "err", err)
@@ -184,6 +187,9 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 	}
 	hooks := slices.Clone(r.custom.onChange)
 	r.custom.mu.Unlock()
+	for _, res := range retired {
+		stopCache(res)
+	}
 	for _, crd := range defs {
 		if crd.DeletionTimestamp != nil {
 			r.cleanupCRD(crd.Name)
@@ -388,7 +394,7 @@ func (r *Registry) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition
 			if err != nil {
 				return nil, err
 			}
-			return r.newCustomStore(crd, k), nil
+			return r.newCustomStore(crd, k, false), nil
 		}
 	}
 	return nil, fmt.Errorf("no storage version")
@@ -419,7 +425,7 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 	var out []*Resource
 	for _, k := range kinds {
 		k.Versions, k.ConvertTo = kinds, convert
-		s := r.newCustomStore(crd, k)
+		s := r.newCustomStore(crd, k, true)
 		if c := r.admission.Load(); c != nil {
 			s.adm.Store(c) // custom resources are admitted as built-ins are (webhooks included)
 		}
@@ -439,10 +445,17 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no served version")
 	}
+	for _, res := range out {
+		if c, ok := res.Store.storage.(*storage.Cacher); ok {
+			c.Start(r.ctx)
+		}
+	}
 	return out, nil
 }
 
-func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition, k *Kind) *Store {
+// newCustomStore returns a store of one version of crd; cached, with a watch cache that
+// the caller starts.
+func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition, k *Kind, cached bool) *Store {
 	var storageVersion string
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
@@ -451,7 +464,15 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 	}
 	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, served: k.GVK().GroupVersion().String(),
 		structural: k.structural, webhook: r.newWebhookConverter(crd)}
-	st := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
+	etcd := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
+	var st storage.Interface = etcd
+	// A conversion webhook is called on every read: its failures stay the reader's, as
+	// before, rather than the cache's (no cache for such versions).
+	if cached && codec.webhook == nil {
+		if c := r.newCacher(etcd, k, k.GVK()); c != nil {
+			st = c
+		}
+	}
 	s := &Store{kind: k, storage: st}
 	if k.Namespaced {
 		s.namespaces = r.namespaceAccepts

@@ -59,6 +59,8 @@ type Registry struct {
 
 	admission atomic.Pointer[admissionChain] // SetAdmission's, for stores made later (custom resources)
 
+	cachers []*storage.Cacher // the built-in resources' watch caches
+
 	convOnce    sync.Once
 	convClients *webhookclient.Clients // of CRDs' conversion webhooks
 }
@@ -82,6 +84,16 @@ type Config struct {
 	// the Services (RepairServices); 0: every 3 minutes, as upstream's repair controllers;
 	// negative: never in the background (tests run passes themselves).
 	ServiceRepairInterval time.Duration
+	// WatchCache serves each resource's lists, watches and gets that allow it from a
+	// watch cache fed by one etcd watch (storage.Cacher), as kube-apiserver's --watch-cache.
+	WatchCache bool
+	// WatchCacheSizes sets the event history of some resources' caches ("configmaps",
+	// "deployments.apps"); DefaultWatchCacheSize that of the others (0: the cache's default).
+	// A size of 0 in WatchCacheSizes turns the cache off for that resource.
+	WatchCacheSizes       map[string]int
+	DefaultWatchCacheSize int
+	// WatchCacheMetrics, when set, count the caches' work (the server registers them).
+	WatchCacheMetrics *storage.CacherMetrics
 	// StorageMediaType is how objects are written to etcd: StorageProtobuf (the default, as
 	// kube-apiserver), StorageJSON or StorageYAML. Every encoding is always read. An unknown
 	// type (callers check it with CheckStorageMediaType) is logged and the default used.
@@ -136,6 +148,10 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 			sc.defaults = k.Strategy.Default // defaults on read, as kube-apiserver
 		}
 		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		if c := r.newCacher(st.(*storage.Etcd3), k, gvk); c != nil {
+			st = c
+			r.cachers = append(r.cachers, c)
+		}
 		if k.StorageOf != nil {
 			st = &convertingStorage{inner: st, conv: k.StorageOf}
 		}
@@ -188,6 +204,37 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	return r
 }
 
+// newCacher returns the watch cache for kind k over st, whose objects are of kind gvk, or
+// nil when the cache is off for it.
+func (r *Registry) newCacher(st *storage.Etcd3, k *Kind, gvk schema.GroupVersionKind) *storage.Cacher {
+	if !r.cfg.WatchCache {
+		return nil
+	}
+	size := r.cfg.DefaultWatchCacheSize
+	name := k.GroupResource().String()
+	if n, ok := r.cfg.WatchCacheSizes[name]; ok {
+		if n == 0 {
+			return nil
+		}
+		size = n
+	}
+	root := k.KeyRoot
+	if root == "" {
+		root = k.Plural
+	}
+	return storage.NewCacher(st, storage.CacherConfig{Resource: name, KeyRoot: root, HistoryCapacity: size,
+		BookmarkInterval: r.cfg.BookmarkInterval, Metrics: r.cfg.WatchCacheMetrics, Logger: r.log,
+		// Shared objects get their kind once, here: the store's setKind then writes nothing.
+		Prepare: func(obj runtime.Object) { obj.GetObjectKind().SetGroupVersionKind(gvk) }})
+}
+
+// stopCache stops the watch cache under res's store, if it has one.
+func stopCache(res *Resource) {
+	if c, ok := res.Store.storage.(*storage.Cacher); ok {
+		c.Stop()
+	}
+}
+
 // RepairServices runs one pass of the Service IP and NodePort repair (Start runs it every
 // few minutes): reservations no Service holds are freed when two passes in a row found them.
 func (r *Registry) RepairServices(ctx context.Context) error {
@@ -233,6 +280,9 @@ func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 // it stops when ctx ends.
 func (r *Registry) Start(ctx context.Context) error {
 	r.ctx = ctx
+	for _, c := range r.cachers {
+		c.Start(ctx)
+	}
 	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
 		_, err := r.namespaces().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -248,6 +298,12 @@ func (r *Registry) Start(ctx context.Context) error {
 	go func() {
 		defer r.wg.Done()
 		<-ctx.Done()
+		for _, c := range r.cachers {
+			c.Stop()
+		}
+		for _, res := range r.CustomResources() {
+			stopCache(res)
+		}
 		r.sessMu.Lock()
 		defer r.sessMu.Unlock()
 		if r.sess != nil {

@@ -194,8 +194,12 @@ func (s *Store) checkName(name string) error {
 	return nil
 }
 
+// setKind sets obj's kind; it writes nothing when the kind is set already, so objects the
+// watch cache shares (which have it) are only read.
 func (s *Store) setKind(obj runtime.Object) {
-	obj.GetObjectKind().SetGroupVersionKind(s.kind.GVK())
+	if gvk := s.kind.GVK(); obj.GetObjectKind().GroupVersionKind() != gvk {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
 }
 
 // Get returns one object.

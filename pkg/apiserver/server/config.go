@@ -3,14 +3,17 @@ package server
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"github.com/hacp/hacp/pkg/config"
 )
 
@@ -54,6 +57,10 @@ type Config struct {
 	EtcdElectionTimeout         time.Duration `yaml:"etcd-election-timeout"`
 	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
 	EtcdCompactionInterval      time.Duration `yaml:"etcd-compaction-interval"`
+	// The watch cache (kube-apiserver's flags).
+	WatchCache            bool     `yaml:"watch-cache"`
+	DefaultWatchCacheSize int      `yaml:"default-watch-cache-size"`
+	WatchCacheSizes       []string `yaml:"watch-cache-sizes"`
 
 	MaxRequestsInflight         int           `yaml:"max-requests-inflight"`
 	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
@@ -119,6 +126,8 @@ func DefaultConfig() *Config {
 		EtcdElectionTimeout:         defaultEtcdElection,
 		WatchBookmarkInterval:       time.Minute,
 		EtcdCompactionInterval:      5 * time.Minute,
+		WatchCache:                  true,
+		DefaultWatchCacheSize:       storage.DefaultHistoryCapacity,
 		MaxRequestsInflight:         400,
 		MaxMutatingRequestsInflight: 200,
 		RequestTimeout:              time.Minute,
@@ -171,6 +180,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time. A lone member (no --etcd-initial-cluster) left at the default timing ticks every 20ms with a 100ms timeout instead: it has no peer to disturb, and restarts elect it within 0.1s. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.EtcdCompactionInterval, "etcd-compaction-interval", c.EtcdCompactionInterval, "with --etcd-servers, compact etcd's history this often (kube-apiserver's flag and default), in turns with the other apiservers on that etcd; 0 disables (an embedded member compacts itself: --etcd-auto-compaction-retention)")
+	fs.BoolVar(&c.WatchCache, "watch-cache", c.WatchCache, "serve lists, watches and gets that allow it from a watch cache per resource, fed by one etcd watch each (kube-apiserver's flag); false reads etcd for every request")
+	fs.IntVar(&c.DefaultWatchCacheSize, "default-watch-cache-size", c.DefaultWatchCacheSize, "events each watch cache keeps for watches that start at an older resourceVersion (older ones get 410 Expired); events older than 5 minutes are dropped too")
+	config.StringList(fs, &c.WatchCacheSizes, "watch-cache-sizes", "`resource[.group]#size` of one resource's watch cache history, e.g. pods#5000 (comma-separated or repeatable; size 0 turns that resource's cache off)")
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
@@ -285,10 +297,37 @@ func (c *Config) Validate() error {
 			errs = append(errs, config.FieldErrorf("admission-control-config-file", "%v", err))
 		}
 	}
+	if c.DefaultWatchCacheSize < 0 {
+		errs = append(errs, config.FieldErrorf("default-watch-cache-size", "must not be negative"))
+	}
+	if _, err := ParseWatchCacheSizes(c.WatchCacheSizes); err != nil {
+		errs = append(errs, config.FieldErrorf("watch-cache-sizes", "%v", err))
+	}
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
 	}
 	errs = append(errs, c.validateAuthn()...)
 	errs = append(errs, c.AuditConfig.validate()...)
 	return errors.Join(errs...)
+}
+
+// ParseWatchCacheSizes reads --watch-cache-sizes: resource[.group]#size items, each also
+// possibly a comma-separated list.
+func ParseWatchCacheSizes(items []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range items {
+		for _, f := range strings.Split(item, ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			name, size, ok := strings.Cut(f, "#")
+			n, err := strconv.Atoi(size)
+			if !ok || name == "" || err != nil || n < 0 {
+				return nil, fmt.Errorf("%q is not resource[.group]#size", f)
+			}
+			out[strings.ToLower(name)] = n
+		}
+	}
+	return out, nil
 }

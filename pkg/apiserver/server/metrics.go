@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/hacp/hacp/pkg/apiserver/request"
+	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
+	cache    *storage.CacherMetrics
 }
 
 func newMetrics() *metrics {
@@ -34,7 +36,9 @@ func newMetrics() *metrics {
 			Name: "apiserver_current_inflight_requests", Help: "Requests being served, read-only or mutating.",
 		}, []string{"request_kind"}),
 	}
+	m.cache = storage.NewCacherMetrics()
 	m.registry.MustRegister(m.requests, m.duration, m.inflight, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(m.cache.Collectors()...)
 	return m
 }
 

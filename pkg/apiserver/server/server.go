@@ -105,7 +105,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if len(s.cfg.EtcdServers) > 0 {
 		compaction = s.cfg.EtcdCompactionInterval
 	}
+	cacheSizes, _ := ParseWatchCacheSizes(s.cfg.WatchCacheSizes) // checked by Validate
 	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
+		WatchCache: s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
 		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
 		ServiceRanges: registry.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	if err := s.registry.Start(regCtx); err != nil {

@@ -246,8 +246,13 @@ func main() {
 	fsync := flag.Bool("fsync", true, "keep etcd's fsync on (off measures CPU cost only)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
-	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, process); all when empty")
+	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, cache, process); all when empty")
+	watchCache := flag.Bool("watch-cache", true, "run the apiserver measured with its watch cache (false: every read goes to etcd, as before the cache)")
 	flag.Parse()
+	if *fanClient {
+		fanoutClientMain()
+		return
+	}
 	want := func(row string) bool {
 		if *rowList == "" {
 			return true
@@ -272,10 +277,12 @@ func main() {
 	cfg, err := servertest.Config(filepath.Join(dir, "bench"))
 	must(err)
 	cfg.EtcdUnsafeNoFsync = !*fsync
+	cfg.WatchCache = *watchCache
+	watchCacheOn = *watchCache
 	var kubeconfig string
 	var stop func()
 	if *binary != "" {
-		proc := startProcess(*binary, cfg)
+		proc := startProcess(*binary, cfg, fmt.Sprintf("--watch-cache=%v", *watchCache))
 		serverPID = proc.Process.Pid
 		kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
 		stop = func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
@@ -419,6 +426,9 @@ func main() {
 		printControllerRows(ctl)
 	}
 	stop()
+	if want("cache") {
+		cacheRows(ctx, dir, *fsync, *binary, *n)
+	}
 	if want("process") {
 		fmt.Println()
 		processNumbers(*binary)
@@ -471,7 +481,7 @@ func printRows(rows []pair, fsync bool, binary string) {
 	if binary != "" {
 		server = binary + " (its own process; cpu/op adds its CPU time)"
 	}
-	fmt.Printf("measured: %s\n", server)
+	fmt.Printf("measured: %s, watch cache %s\n", server, map[bool]string{true: "on", false: "off (--watch-cache=false)"}[watchCacheOn])
 	fmt.Printf("apiserver (client-go typed clientset: protobuf over HTTP/2 and TLS) vs the same etcd (clientv3 over gRPC) in one run;\nfsync=%v, GOMAXPROCS=%d, %d alternating rounds per row, load average %s\n\n", fsync, numCPU(), rounds, loadavg())
 	fmt.Printf("%-18s %4s | %10s %9s %9s %8s | %10s %9s %9s %8s | %7s\n", "op", "conc", "api ops/s", "p50", "p99", "cpu/op", "etcd ops/s", "p50", "p99", "cpu/op", "ratio")
 	for _, p := range rows {
@@ -665,6 +675,9 @@ func round(d time.Duration) string {
 }
 
 func numCPU() int { return runtimeGOMAXPROCS() }
+
+// watchCacheOn says whether the apiserver measured runs its watch cache (-watch-cache).
+var watchCacheOn = true
 
 // onExit stops the apiserver process measured, if any, when the bench gives up.
 var onExit = func() {}
