@@ -27,9 +27,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// eventually waits for cond. Its deadline is above client-go's reflector backoff (up to 30 s
+// between attempts, plus as much jitter, once a server has been unreachable for a while), so
+// an informer merely waiting out its backoff under load is not taken for one that never
+// recovers.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
