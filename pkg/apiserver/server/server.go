@@ -173,6 +173,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.background.Add(1)
 	go s.keepClientCAPublished(regCtx)
+	s.background.Add(1)
+	go s.keepLegacyTokenTracking(regCtx)
 	if s.cfg.MetricsBindAddress != "" {
 		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
 		if err != nil {
