@@ -11,6 +11,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -96,7 +97,17 @@ func TestLegacyTokenTracking(t *testing.T) {
 	}
 	today := func() string { return time.Now().UTC().Format(time.DateOnly) }
 
-	use()
+	// the first use waits for the binding to reach the authorizer's cache
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := legacy.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			t.Fatalf("legacy token: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
 	if day, _ := lastUsed(); day != today() {
 		t.Fatalf("last used %q after a use, want %s", day, today())
 	}
