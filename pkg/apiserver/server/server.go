@@ -24,7 +24,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
-	"github.com/hacp/hacp/pkg/apiserver/openapi"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -89,7 +88,6 @@ func (s *Server) Start(ctx context.Context) error {
 	phase := func(name string) {
 		s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
 	}
-	go openapi.Warm() // the documents' list types, read while etcd starts
 	if err := s.startEtcd(); err != nil {
 		return err
 	}
@@ -118,20 +116,23 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
+	phase("authn")
 	if err := s.startAuthz(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
+	phase("authz")
 	if err := s.startAdmission(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
-	phase("authn, authz and admission")
+	phase("admission")
 	if err := s.publishClientCA(regCtx); err != nil {
 		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
 	}
+	phase("client CA")
 	if err := s.startAudit(); err != nil {
 		cancel()
 		s.closeEtcd()
