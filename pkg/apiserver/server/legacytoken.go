@@ -97,7 +97,7 @@ func (s *Server) markLegacyTokenUsed(_ context.Context, sec *corev1.Secret, day 
 		}
 		if c.UID != sec.UID {
 			return nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, sec.Name,
-				fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", sec.UID, c.UID))
+				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", sec.UID, c.UID))
 		}
 		if c.Labels == nil {
 			c.Labels = map[string]string{}
