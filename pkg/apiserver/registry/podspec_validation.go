@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -1320,7 +1321,7 @@ func validateResourceQuantityValue(name corev1.ResourceName, q resource.Quantity
 		errs = append(errs, field.Invalid(p, q.String(), apivalidation.IsNegativeErrorMsg))
 	}
 	if isExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
-		errs = append(errs, field.Invalid(p, q, "must be an integer"))
+		errs = append(errs, field.Invalid(p, goSyntax{q}, "must be an integer"))
 	}
 	return errs
 }
@@ -1344,20 +1345,35 @@ func validateContainerResourceName(name corev1.ResourceName, p *field.Path) fiel
 	errs := validateQualifiedName(v, p)
 	if len(errs) == 0 && !strings.Contains(v, "/") && !standardResourceNames.Has(v) && !isHugePageResourceName(name) &&
 		!strings.HasPrefix(v, "requests.hugepages-") {
-		errs = append(errs, field.Invalid(p, name, "must be a standard resource type or fully qualified"))
+		errs = append(errs, field.Invalid(p, stringer(name), "must be a standard resource type or fully qualified"))
 	}
 	if len(errs) != 0 {
 		return errs
 	}
 	if !strings.Contains(v, "/") {
 		if v != "cpu" && v != "memory" && v != "ephemeral-storage" && !isHugePageResourceName(name) {
-			return append(errs, field.Invalid(p, name, "must be a standard resource for containers"))
+			return append(errs, field.Invalid(p, stringer(name), "must be a standard resource for containers"))
 		}
 	} else if !isNativeResource(name) && !isExtendedResourceName(name) {
-		return append(errs, field.Invalid(p, name, "doesn't follow extended resource name standard"))
+		return append(errs, field.Invalid(p, stringer(name), "doesn't follow extended resource name standard"))
 	}
 	return errs
 }
+
+// stringer and goSyntax make a field error print its value as kube-apiserver 1.33's
+// apimachinery did (its String(), or Go syntax), where today's would print it as JSON:
+// `Invalid value: pods` and `Invalid value: resource.Quantity{...}`, as upstream answers.
+type stringer corev1.ResourceName
+
+func (s stringer) String() string               { return string(s) }
+func (s stringer) MarshalJSON() ([]byte, error) { return nil, errUpstreamFormat }
+
+type goSyntax struct{ v any }
+
+func (g goSyntax) GoString() string             { return fmt.Sprintf("%#v", g.v) }
+func (g goSyntax) MarshalJSON() ([]byte, error) { return nil, errUpstreamFormat }
+
+var errUpstreamFormat = errors.New("printed as upstream prints it")
 
 func isHugePageResourceName(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
