@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -100,7 +101,21 @@ type ServiceAccounts struct {
 	Audiences []string // --api-audiences
 	Get       Getter
 	Now       func() time.Time
+	// MarkLegacyTokenUsed labels the Secret of a legacy token that authenticated with
+	// LegacyTokenLastUsedLabel=day, if its uid is still secret's (upstream's merge patch with
+	// the uid as precondition); nil: no tracking.
+	MarkLegacyTokenUsed func(ctx context.Context, secret *corev1.Secret, day string) error
+	// Log reports what tracking could not write; nil: slog's default.
+	Log *slog.Logger
 }
+
+// Upstream's labels on the Secret of a legacy token (k8s.io/kubernetes pkg/serviceaccount):
+// the day it last authenticated, and the day kube-controller-manager's legacy token cleaner
+// found it unused, after which it no longer authenticates.
+const (
+	LegacyTokenLastUsedLabel     = "kubernetes.io/legacy-token-last-used"
+	LegacyTokenInvalidSinceLabel = "kubernetes.io/legacy-token-invalid-since"
+)
 
 func (v *ServiceAccounts) now() time.Time {
 	if v.Now != nil {
@@ -210,31 +225,68 @@ func (v *ServiceAccounts) legacy(ctx context.Context, token string, c *Claims, a
 	if !ok || sec.DeletionTimestamp != nil || subtle.ConstantTimeCompare(sec.Data[corev1.ServiceAccountTokenKey], []byte(token)) != 1 {
 		return nil, nil, fmt.Errorf("token does not match secret %s/%s", c.LegacyNamespace, c.LegacySecretName)
 	}
-	if err := v.checkLive(ctx, "serviceaccounts", c.LegacyNamespace, &Ref{Name: c.LegacySAName, UID: c.LegacySAUID}, v.now()); err != nil {
+	saObj, err := v.live(ctx, "serviceaccounts", c.LegacyNamespace, &Ref{Name: c.LegacySAName, UID: c.LegacySAUID}, v.now())
+	if err != nil {
 		return nil, nil, err
 	}
+	if sec.Labels[LegacyTokenInvalidSinceLabel] != "" {
+		v.markLegacyTokenUsed(ctx, sec)
+		return nil, nil, fmt.Errorf("the token in secret %s/%s for service account %s/%s has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '%s' label from the secret to temporarily allow use of this token",
+			c.LegacyNamespace, c.LegacySecretName, c.LegacyNamespace, c.LegacySAName, LegacyTokenInvalidSinceLabel)
+	}
+	if sa, ok := saObj.(*corev1.ServiceAccount); ok && slices.ContainsFunc(sa.Secrets, func(r corev1.ObjectReference) bool { return r.Name == sec.Name }) {
+		request.AddWarning(ctx, "Use tokens from the TokenRequest API or manually created secret-based tokens instead of auto-generated secret-based tokens.")
+	}
+	v.markLegacyTokenUsed(ctx, sec)
 	return saUser(c.LegacyNamespace, c.LegacySAName, c.LegacySAUID), auds, nil
+}
+
+// markLegacyTokenUsed records today (UTC) on the token's Secret unless it holds today or
+// tomorrow already (another apiserver's clock), so a token costs at most one write a day.
+// A failed write is logged, not the request's failure, as upstream.
+func (v *ServiceAccounts) markLegacyTokenUsed(ctx context.Context, sec *corev1.Secret) {
+	if v.MarkLegacyTokenUsed == nil {
+		return
+	}
+	now := v.now().UTC()
+	today, tomorrow := now.Format(time.DateOnly), now.AddDate(0, 0, 1).Format(time.DateOnly)
+	if last := sec.Labels[LegacyTokenLastUsedLabel]; last == today || last == tomorrow {
+		return
+	}
+	if err := v.MarkLegacyTokenUsed(ctx, sec, today); err != nil {
+		log := v.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Error("failed to label legacy service account token with last-used date", "secret", sec.Namespace+"/"+sec.Name, "err", err)
+	}
 }
 
 // checkLive: the object ref names must exist with the same uid and not have been deleted
 // more than a minute ago (upstream's grace for graceful deletion).
 func (v *ServiceAccounts) checkLive(ctx context.Context, resource, ns string, ref *Ref, now time.Time) error {
+	_, err := v.live(ctx, resource, ns, ref, now)
+	return err
+}
+
+// live is checkLive returning the object.
+func (v *ServiceAccounts) live(ctx context.Context, resource, ns string, ref *Ref, now time.Time) (runtime.Object, error) {
 	what := strings.TrimSuffix(resource, "s")
 	obj, err := v.Get(ctx, resource, ns, ref.Name)
 	if err != nil {
-		return liveErr(what, ns, ref.Name, err)
+		return nil, liveErr(what, ns, ref.Name, err)
 	}
 	m, err := metaOf(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ref.UID != "" && string(m.GetUID()) != ref.UID {
-		return fmt.Errorf("%s UID (%s) does not match claim (%s)", what, m.GetUID(), ref.UID)
+		return nil, fmt.Errorf("%s UID (%s) does not match claim (%s)", what, m.GetUID(), ref.UID)
 	}
 	if dt := m.GetDeletionTimestamp(); dt != nil && dt.Time.Before(now.Add(-leeway)) {
-		return fmt.Errorf("%s %s/%s has been deleted", what, ns, ref.Name)
+		return nil, fmt.Errorf("%s %s/%s has been deleted", what, ns, ref.Name)
 	}
-	return nil
+	return obj, nil
 }
 
 func liveErr(what, ns, name string, err error) error {

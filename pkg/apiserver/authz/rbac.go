@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -358,6 +359,31 @@ func (r *RBAC) applyClusterRoleBinding(t watch.EventType, o runtime.Object) {
 }
 
 // waitForPolicy waits until the caches hold every object of p (by name), or ctx ends.
+// cached is the cache's object of gr (one of the four RBAC kinds) named ns/name, or nil.
+func (r *RBAC) cached(gr schema.GroupResource, ns, name string) runtime.Object {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	switch gr {
+	case grRoles:
+		if x := r.roles[nsName(ns, name)]; x != nil {
+			return x
+		}
+	case grClusterRoles:
+		if x := r.clusterRoles[name]; x != nil {
+			return x
+		}
+	case grRoleBindings:
+		if x := r.rbs[nsName(ns, name)]; x != nil {
+			return x
+		}
+	case grClusterRoleBindings:
+		if x := r.crbs[name]; x != nil {
+			return x
+		}
+	}
+	return nil
+}
+
 func (r *RBAC) waitForPolicy(ctx context.Context, p Policy) error {
 	missing := func() string {
 		r.mu.RLock()

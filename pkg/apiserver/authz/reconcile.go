@@ -147,6 +147,16 @@ func (z *Authz) reconcile(ctx context.Context, gr schema.GroupResource, ns strin
 	store := z.reg.Resource(gr).Store
 	a, _ := metaOf(want)
 	name := a.GetName()
+	// The caches hold what etcd held at start: an object there that needs nothing costs no
+	// etcd round trip (on a restart, that is all of them).
+	if cur := z.rbac.cached(gr, ns, name); cur != nil {
+		if !autoupdate(cur) {
+			return nil
+		}
+		if _, changed := fix(cur.DeepCopyObject()); !changed {
+			return nil
+		}
+	}
 	_, err := store.Create(ctx, ns, "", want.DeepCopyObject(), &metav1.CreateOptions{})
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		if err != nil {
@@ -200,6 +210,7 @@ func (z *Authz) reconcileBinding(ctx context.Context, gr schema.GroupResource, n
 		}
 		return changed
 	}
+	cached := z.rbac.cached(gr, ns, wantMeta.Name)
 	err := z.reconcile(ctx, gr, ns, want, func(cur runtime.Object) (runtime.Object, bool) {
 		switch c := cur.DeepCopyObject().(type) {
 		case *rbacv1.ClusterRoleBinding:
@@ -220,26 +231,36 @@ func (z *Authz) reconcileBinding(ctx context.Context, gr schema.GroupResource, n
 	if err != nil {
 		return err
 	}
+	if cached != nil && (roleRefOf(cached) == ref || !autoupdate(cached)) {
+		return nil
+	}
 	// A binding whose roleRef differs cannot be updated (roleRef is immutable): recreate it.
 	store := z.reg.Resource(gr).Store
 	cur, err := store.Get(ctx, ns, wantMeta.Name, &metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("authz: reconcile bootstrap %s %s: %w", gr, wantMeta.Name, err)
 	}
-	var curRef rbacv1.RoleRef
-	switch c := cur.(type) {
-	case *rbacv1.ClusterRoleBinding:
-		curRef = c.RoleRef
-	case *rbacv1.RoleBinding:
-		curRef = c.RoleRef
-	}
-	if curRef == ref || !autoupdate(cur) {
+	if roleRefOf(cur) == ref || !autoupdate(cur) {
 		return nil
 	}
 	if _, _, err := store.Delete(ctx, ns, wantMeta.Name, nil); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("authz: recreate bootstrap %s %s: %w", gr, wantMeta.Name, err)
 	}
-	return z.reconcile(ctx, gr, ns, want, func(runtime.Object) (runtime.Object, bool) { return nil, false })
+	// (not through reconcile: the cache still holds the binding just deleted)
+	if _, err := store.Create(ctx, ns, "", want.DeepCopyObject(), &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("authz: create bootstrap %s %s: %w", gr, wantMeta.Name, err)
+	}
+	return nil
+}
+
+func roleRefOf(obj runtime.Object) rbacv1.RoleRef {
+	switch c := obj.(type) {
+	case *rbacv1.ClusterRoleBinding:
+		return c.RoleRef
+	case *rbacv1.RoleBinding:
+		return c.RoleRef
+	}
+	return rbacv1.RoleRef{}
 }
 
 // aggregate is upstream's clusterrole aggregation controller: the rules of a ClusterRole

@@ -41,6 +41,18 @@ func podsKind() *Kind {
 				defaultPodSpec(&pod.Spec)
 				defaultRequestsFromLimits(pod.Spec.InitContainers)
 				defaultRequestsFromLimits(pod.Spec.Containers)
+				// SetDefaults_Pod: a host-network pod's host ports are its container ports
+				if pod.Spec.HostNetwork {
+					for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+						for i := range cs {
+							for j := range cs[i].Ports {
+								if cs[i].Ports[j].HostPort == 0 {
+									cs[i].Ports[j].HostPort = cs[i].Ports[j].ContainerPort
+								}
+							}
+						}
+					}
+				}
 				if pod.Spec.EnableServiceLinks == nil {
 					t := true
 					pod.Spec.EnableServiceLinks = &t
@@ -50,7 +62,20 @@ func podsKind() *Kind {
 				}
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
-				return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
+				return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"), podSpecOptions{resourceIsPod: true})
+			},
+			// upstream's ValidatePodCreate
+			ValidateNew: func(obj runtime.Object) field.ErrorList {
+				spec := &obj.(*corev1.Pod).Spec
+				p := field.NewPath("spec")
+				var errs field.ErrorList
+				if len(spec.EphemeralContainers) > 0 {
+					errs = append(errs, field.Forbidden(p.Child("ephemeralContainers"), "cannot be set on create"))
+				}
+				if spec.NodeName != "" && len(spec.SchedulingGates) != 0 {
+					errs = append(errs, field.Forbidden(p.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+				}
+				return errs
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)

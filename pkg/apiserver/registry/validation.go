@@ -11,53 +11,9 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// validatePodSpec is the minimal pod spec validation shared by pods and pod templates.
-func validatePodSpec(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(spec.Containers) == 0 {
-		errs = append(errs, field.Required(p.Child("containers"), ""))
-	}
-	names := sets.New[string]()
-	check := func(cs []corev1.Container, path *field.Path) {
-		for i, c := range cs {
-			cp := path.Index(i)
-			if c.Name == "" {
-				errs = append(errs, field.Required(cp.Child("name"), ""))
-			} else {
-				for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
-					errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-				}
-				if names.Has(c.Name) {
-					errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
-				}
-				names.Insert(c.Name)
-			}
-			if c.Image == "" {
-				errs = append(errs, field.Required(cp.Child("image"), ""))
-			}
-			for j, port := range c.Ports {
-				pp := cp.Child("ports").Index(j)
-				for _, msg := range utilvalidation.IsValidPortNum(int(port.ContainerPort)) {
-					errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
-				}
-				errs = append(errs, validateProtocol(port.Protocol, pp.Child("protocol"))...)
-			}
-		}
-	}
-	check(spec.InitContainers, p.Child("initContainers"))
-	check(spec.Containers, p.Child("containers"))
-	switch spec.RestartPolicy {
-	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
-	default:
-		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy, []string{"Always", "OnFailure", "Never"}))
-	}
-	return errs
-}
 
 func validateProtocol(proto corev1.Protocol, p *field.Path) field.ErrorList {
 	switch proto {
@@ -252,7 +208,7 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, p 
 	// upstream's ValidatePodTemplateSpec reports these without "metadata"
 	errs = append(errs, metav1validation.ValidateLabels(t.Labels, p.Child("labels"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, p.Child("annotations"))...)
-	errs = append(errs, validatePodSpec(&t.Spec, p.Child("spec"))...)
+	errs = append(errs, validatePodSpec(&t.Spec, p.Child("spec"), podSpecOptions{})...)
 	return errs
 }
 

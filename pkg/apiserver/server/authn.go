@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +173,8 @@ func (s *Server) setupAuthn() error {
 	}
 	st := &authnState{authn: a}
 	if len(keys) > 0 {
-		a.ServiceAccounts = &authn.ServiceAccounts{Issuers: cfg.ServiceAccountIssuers, Keys: keys, Audiences: a.APIAudiences, Get: s.getObject}
+		a.ServiceAccounts = &authn.ServiceAccounts{Issuers: cfg.ServiceAccountIssuers, Keys: keys, Audiences: a.APIAudiences, Get: s.getObject,
+			MarkLegacyTokenUsed: s.markLegacyTokenUsed, Log: s.log}
 		var err error
 		st.oidc, st.jwks, err = authn.DiscoveryHandlers(cfg.ServiceAccountIssuers[0], cfg.ServiceAccountJWKSURI, keys)
 		if err != nil {
@@ -217,7 +220,18 @@ func (s *Server) installAuthn(mux *http.ServeMux) {
 // the authorizers' to decide (RBAC grants system:public-info-viewer to everyone), as upstream.
 func (s *Server) authenticate(next, failed http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// warnings of the authenticators (a legacy token's), sent with the answer as
+		// upstream's warning recorder does; written here, before the handler's goroutines
+		var warned []string
+		r = r.WithContext(request.WithWarnings(r.Context(), func(msg string) {
+			if !slices.Contains(warned, msg) {
+				warned = append(warned, msg)
+			}
+		}))
 		u, err := s.authnState.authn.AuthenticateRequest(r)
+		for _, msg := range warned {
+			w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		}
 		if err != nil {
 			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}

@@ -555,6 +555,19 @@ func TestBootstrapReconcileOnRestart(t *testing.T) {
 	if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, "system:monitoring", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// system:public-info-viewer bound to another role: recreated with its own
+	pub, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, pub.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantRef := pub.RoleRef
+	pub.ResourceVersion, pub.UID, pub.RoleRef.Name = "", "", "system:discovery"
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, pub, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -588,5 +601,8 @@ func TestBootstrapReconcileOnRestart(t *testing.T) {
 	}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:monitoring", metav1.GetOptions{}); err != nil {
 		t.Fatalf("deleted bootstrap binding not recreated: %v", err)
+	}
+	if pub, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{}); err != nil || pub.RoleRef != wantRef {
+		t.Fatalf("binding with another roleRef after restart: %v %v, want %v", pub.RoleRef, err, wantRef)
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
-	"github.com/hacp/hacp/pkg/apiserver/openapi"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -90,7 +89,6 @@ func (s *Server) Start(ctx context.Context) error {
 	phase := func(name string) {
 		s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
 	}
-	go openapi.Warm() // the documents' list types, read while etcd starts
 	if err := s.startEtcd(); err != nil {
 		return err
 	}
@@ -121,20 +119,23 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
+	phase("authn")
 	if err := s.startAuthz(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
+	phase("authz")
 	if err := s.startAdmission(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
-	phase("authn, authz and admission")
+	phase("admission")
 	if err := s.publishClientCA(regCtx); err != nil {
 		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
 	}
+	phase("client CA")
 	if err := s.startAudit(); err != nil {
 		cancel()
 		s.closeEtcd()
@@ -176,6 +177,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.background.Add(1)
 	go s.keepClientCAPublished(regCtx)
+	s.background.Add(1)
+	go s.keepLegacyTokenTracking(regCtx)
 	if s.cfg.MetricsBindAddress != "" {
 		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
 		if err != nil {
