@@ -225,6 +225,11 @@ func TestAuthnClientGo(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The authorizer learns of the binding through its watch.
+	eventuallyOK(t, "the binding reaches the authorizer", func() error {
+		_, err := kubernetes.NewForConfigOrDie(tokenConfig(t, s, "bob-token")).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
