@@ -299,15 +299,7 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		})
 	}
 	one(s.Secret != nil, "secret", func(fp *field.Path) field.ErrorList {
-		var errs field.ErrorList
-		if s.Secret.SecretName == "" {
-			errs = append(errs, field.Required(fp.Child("secretName"), ""))
-		}
-		errs = append(errs, validateFileMode(s.Secret.DefaultMode, fp.Child("defaultMode"))...)
-		for i := range s.Secret.Items {
-			errs = append(errs, validateKeyToPath(&s.Secret.Items[i], fp.Child("items").Index(i))...)
-		}
-		return errs
+		return validateKeyedVolume(fp, "secretName", s.Secret.SecretName, s.Secret.DefaultMode, s.Secret.Items)
 	})
 	if s.NFS != nil {
 		one(true, "nfs", func(fp *field.Path) field.ErrorList {
@@ -374,15 +366,7 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		one(true, "flexVolume", func(fp *field.Path) field.ErrorList { return required("driver")(s.FlexVolume.Driver)(fp) })
 	}
 	one(s.ConfigMap != nil, "configMap", func(fp *field.Path) field.ErrorList {
-		var errs field.ErrorList
-		if s.ConfigMap.Name == "" {
-			errs = append(errs, field.Required(fp.Child("name"), ""))
-		}
-		errs = append(errs, validateFileMode(s.ConfigMap.DefaultMode, fp.Child("defaultMode"))...)
-		for i := range s.ConfigMap.Items {
-			errs = append(errs, validateKeyToPath(&s.ConfigMap.Items[i], fp.Child("items").Index(i))...)
-		}
-		return errs
+		return validateKeyedVolume(fp, "name", s.ConfigMap.Name, s.ConfigMap.DefaultMode, s.ConfigMap.Items)
 	})
 	if s.AzureFile != nil {
 		one(true, "azureFile", func(fp *field.Path) field.ErrorList {
@@ -434,6 +418,20 @@ func validateFileMode(mode *int32, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, *mode, fileModeErrorMsg)}
 	}
 	return nil
+}
+
+// validateKeyedVolume checks a secret or configMap volume source: the object it names (its
+// name field is nameField), its default mode and the keys it projects.
+func validateKeyedVolume(fp *field.Path, nameField, name string, mode *int32, items []corev1.KeyToPath) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(fp.Child(nameField), ""))
+	}
+	errs = append(errs, validateFileMode(mode, fp.Child("defaultMode"))...)
+	for i := range items {
+		errs = append(errs, validateKeyToPath(&items[i], fp.Child("items").Index(i))...)
+	}
+	return errs
 }
 
 func validateKeyToPath(kp *corev1.KeyToPath, p *field.Path) field.ErrorList {
