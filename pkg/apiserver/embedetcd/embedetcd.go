@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,13 +152,45 @@ func (s *Server) Client() (*clientv3.Client, error) {
 }
 
 // FreeLocalURL returns http://127.0.0.1:PORT for a port that was free a moment ago.
+// It prefers ports below the kernel's ephemeral range: a port bound with :0 and
+// closed again is soon handed to some outgoing connection, and the member that
+// meant to listen on it then fails with "address already in use".
 func FreeLocalURL() (string, error) {
+	lo := ephemeralLow()
+	for range 20 {
+		port := lo/2 + rand.IntN(lo/2)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return "http://" + l.Addr().String(), nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 if unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo >= 2048 {
+				return lo
+			}
+		}
+	}
+	return 32768
+}
+
+// IsAddrInUse reports whether err is a listener's "address already in use",
+// which callers that picked ports with FreeLocalURL retry with fresh ports.
+func IsAddrInUse(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "address already in use")
 }
 
 // StartLocal starts a single loopback member in dir on free ports, retrying
@@ -176,7 +211,7 @@ func StartLocal(dir string, noFsync bool) (*Server, error) {
 			return s, nil
 		}
 		last = err
-		if !strings.Contains(err.Error(), "address already in use") {
+		if !IsAddrInUse(err) {
 			return nil, err
 		}
 	}

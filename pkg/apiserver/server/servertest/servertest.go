@@ -51,21 +51,31 @@ func Start(cfg *server.Config, log *slog.Logger) (*server.Server, error) {
 }
 
 // New starts a server for t and stops it when the test ends. mutate may change the config.
+// A start that loses one of its picked ports to another process is retried with new ones.
 func New(t testing.TB, mutate func(*server.Config)) *server.Server {
 	t.Helper()
-	cfg, err := Config(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	var err error
+	for range 5 {
+		var cfg *server.Config
+		cfg, err = Config(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mutate != nil {
+			mutate(cfg)
+		}
+		var s *server.Server
+		s, err = Start(cfg, nil)
+		if err == nil {
+			t.Cleanup(func() { _ = s.Shutdown() })
+			return s
+		}
+		if !embedetcd.IsAddrInUse(err) {
+			break
+		}
 	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	s, err := Start(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return s
+	t.Fatal(err)
+	return nil
 }
 
 // RestConfig is an admin client config for s.
