@@ -99,6 +99,9 @@ func TestConfig(t *testing.T) {
 		{"unreadable audit webhook kubeconfig", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--audit-webhook-config-file", missing, "--check-config"}, 2, []string{"flag --audit-webhook-config-file: open " + missing}},
 		{"unreadable admission configuration", []string{"--admission-control-config-file", missing, "--check-config"}, 2, []string{"flag --admission-control-config-file: open " + missing}},
 		{"bad audit webhook mode", []string{"--audit-webhook-mode", "eventually", "--check-config"}, 2, []string{`flag --audit-webhook-mode: must be batch or blocking, not "eventually"`}},
+		{"unknown audit event version", []string{"--audit-webhook-version", "audit.k8s.io/v1beta1", "--audit-log-truncate-max-event-size", "0", "--check-config"}, 2, []string{
+			`flag --audit-webhook-version: must be audit.k8s.io/v1, the only audit event version served, not "audit.k8s.io/v1beta1"`,
+			"flag --audit-log-truncate-max-event-size: must be positive"}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,9 +33,9 @@ const (
 // kube-apiserver's (lumberjack's default).
 const DefaultMaxSizeMB = 100
 
-// batchBuffer is how many events batch mode holds before it drops them (upstream's
-// --audit-log-batch-buffer-size default).
-const batchBuffer = 10000
+// DefaultLogBatchBufferSize is how many events batch mode holds before it drops them
+// (upstream's --audit-log-batch-buffer-size default).
+const DefaultLogBatchBufferSize = 10000
 
 // LogConfig configures the log backend.
 type LogConfig struct {
@@ -54,8 +53,13 @@ type LogConfig struct {
 	// Compress gzips rotated files (NAME.gz), as kube-apiserver's --audit-log-compress.
 	Compress bool
 	// Mode is ModeBlocking (each request writes its events before it goes on) or
-	// ModeBatch (a goroutine writes them; up to 10000 wait, more are dropped and logged).
+	// ModeBatch (a goroutine writes them; up to BatchBufferSize wait, more are dropped
+	// and logged).
 	Mode string
+	// BatchBufferSize is how many events batch mode holds (0: 10000).
+	BatchBufferSize int
+	// Truncate limits the size of each event (JSON format; off by default, as upstream).
+	Truncate Truncate
 	// Logger reports write errors and dropped events.
 	Logger *slog.Logger
 }
@@ -100,7 +104,11 @@ func NewLogBackend(cfg LogConfig) (*LogBackend, error) {
 		b.w, b.closer = rf, rf
 	}
 	if cfg.Mode == ModeBatch {
-		b.queue = make(chan []byte, batchBuffer)
+		size := cfg.BatchBufferSize
+		if size <= 0 {
+			size = DefaultLogBatchBufferSize
+		}
+		b.queue = make(chan []byte, size)
 		b.done = make(chan struct{})
 		go b.drain()
 	}
@@ -111,7 +119,7 @@ func NewLogBackend(cfg LogConfig) (*LogBackend, error) {
 func (b *LogBackend) Process(ev *Event) {
 	line, err := b.encode(ev)
 	if err != nil {
-		b.cfg.Logger.Error("audit: cannot encode event", "auditID", ev.AuditID, "err", err)
+		b.cfg.Logger.Error("audit: event dropped", "auditID", ev.AuditID, "err", err)
 		return
 	}
 	if b.queue == nil {
@@ -173,7 +181,7 @@ func (b *LogBackend) encode(ev *Event) ([]byte, error) {
 	if b.cfg.Format == FormatLegacy {
 		return []byte(legacyLine(ev) + "\n"), nil
 	}
-	data, err := json.Marshal(ev)
+	data, err := b.cfg.Truncate.encode(ev)
 	if err != nil {
 		return nil, err
 	}

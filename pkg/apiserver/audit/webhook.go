@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -21,6 +22,8 @@ const (
 	DefaultWebhookBatchMaxSize    = 400
 	DefaultWebhookBatchMaxWait    = 30 * time.Second
 	DefaultWebhookInitialBackoff  = 10 * time.Second
+	DefaultWebhookThrottleQPS     = 10
+	DefaultWebhookThrottleBurst   = 15
 )
 
 // webhookRetries is how many times a batch is sent before it is dropped (upstream retries
@@ -41,20 +44,30 @@ type WebhookConfig struct {
 	BatchMaxWait                  time.Duration
 	// InitialBackoff is the wait before the first retry of a failed send (doubling after).
 	InitialBackoff time.Duration
-	Logger         *slog.Logger
+	// Throttle, when set, limits batch mode to ThrottleQPS requests a second with bursts
+	// of ThrottleBurst (upstream's --audit-webhook-batch-throttle-*: on, 10, 15).
+	Throttle      bool
+	ThrottleQPS   float64
+	ThrottleBurst int
+	// Truncate limits event and request sizes (off by default, as upstream).
+	Truncate Truncate
+	Logger   *slog.Logger
 }
 
 // WebhookBackend POSTs audit.k8s.io/v1 EventLists to a remote service, as kube-apiserver's
 // --audit-webhook-config-file backend.
 type WebhookBackend struct {
-	cfg    WebhookConfig
-	client *http.Client
-	url    string
+	cfg     WebhookConfig
+	client  *http.Client
+	url     string
+	limiter *rate.Limiter // nil: not throttled
+
+	stopCtx    context.Context // done at Close
+	cancelStop context.CancelFunc
 
 	mu      sync.Mutex
 	queue   chan json.RawMessage
 	done    chan struct{}
-	stop    chan struct{}
 	closed  bool
 	dropped int
 }
@@ -107,7 +120,18 @@ func NewWebhookBackend(cfg WebhookConfig) (*WebhookBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &WebhookBackend{cfg: cfg, client: hc, url: url, stop: make(chan struct{})}
+	b := &WebhookBackend{cfg: cfg, client: hc, url: url}
+	b.stopCtx, b.cancelStop = context.WithCancel(context.Background())
+	if cfg.Mode == ModeBatch && cfg.Throttle {
+		qps, burst := cfg.ThrottleQPS, cfg.ThrottleBurst
+		if qps <= 0 {
+			qps = DefaultWebhookThrottleQPS
+		}
+		if burst <= 0 {
+			burst = DefaultWebhookThrottleBurst
+		}
+		b.limiter = rate.NewLimiter(rate.Limit(qps), burst)
+	}
 	if cfg.Mode == ModeBatch {
 		b.queue = make(chan json.RawMessage, cfg.BatchBufferSize)
 		b.done = make(chan struct{})
@@ -118,9 +142,9 @@ func NewWebhookBackend(cfg WebhookConfig) (*WebhookBackend, error) {
 
 // Process implements Sink.
 func (b *WebhookBackend) Process(ev *Event) {
-	data, err := json.Marshal(ev)
+	data, err := b.cfg.Truncate.encode(ev)
 	if err != nil {
-		b.cfg.Logger.Error("audit webhook: cannot encode event", "auditID", ev.AuditID, "err", err)
+		b.cfg.Logger.Error("audit webhook: event dropped", "auditID", ev.AuditID, "err", err)
 		return
 	}
 	if b.queue == nil {
@@ -154,8 +178,14 @@ func (b *WebhookBackend) run() {
 		if len(batch) == 0 {
 			return
 		}
-		if err := b.send(context.Background(), batch, webhookRetries); err != nil {
-			b.cfg.Logger.Error("audit webhook: batch dropped", "events", len(batch), "err", err)
+		for _, part := range b.cfg.Truncate.split(batch) {
+			if err := b.throttle(); err != nil {
+				b.cfg.Logger.Error("audit webhook: batch dropped", "events", len(part), "err", err)
+				continue
+			}
+			if err := b.send(context.Background(), part, webhookRetries); err != nil {
+				b.cfg.Logger.Error("audit webhook: batch dropped", "events", len(part), "err", err)
+			}
 		}
 		batch, timer = nil, nil
 	}
@@ -179,6 +209,17 @@ func (b *WebhookBackend) run() {
 	}
 }
 
+// throttle waits for the limiter, if any; once Close began, what is left goes at once.
+func (b *WebhookBackend) throttle() error {
+	if b.limiter == nil {
+		return nil
+	}
+	if err := b.limiter.Wait(b.stopCtx); err != nil && b.stopCtx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
 // send POSTs one EventList, retrying a failed send with backoff (not after Close).
 func (b *WebhookBackend) send(ctx context.Context, events []json.RawMessage, tries int) error {
 	var buf bytes.Buffer
@@ -197,7 +238,7 @@ func (b *WebhookBackend) send(ctx context.Context, events []json.RawMessage, tri
 		if try > 0 {
 			select {
 			case <-time.After(backoff):
-			case <-b.stop:
+			case <-b.stopCtx.Done():
 				return fmt.Errorf("shutting down after: %w", err)
 			}
 			backoff *= 2
@@ -236,7 +277,7 @@ func (b *WebhookBackend) Close() error {
 		return nil
 	}
 	b.closed = true
-	close(b.stop)
+	b.cancelStop()
 	if b.queue != nil {
 		close(b.queue)
 	}

@@ -23,6 +23,8 @@ type receiver struct {
 	mu    sync.Mutex
 	lists []EventList
 	bad   []string
+	// onList, if set, is called (under mu) for each list received.
+	onList func()
 }
 
 // EventList is what the webhook backend POSTs.
@@ -50,6 +52,9 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		r.lists = append(r.lists, l)
+		if r.onList != nil {
+			r.onList()
+		}
 	}))
 	t.Cleanup(r.srv.Close)
 	return r

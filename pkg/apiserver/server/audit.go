@@ -19,6 +19,12 @@ type AuditConfig struct {
 	AuditLogMaxSize   int    `yaml:"audit-log-maxsize"`
 	AuditLogMode      string `yaml:"audit-log-mode"`
 	AuditLogCompress  bool   `yaml:"audit-log-compress"`
+	AuditLogVersion   string `yaml:"audit-log-version"`
+
+	AuditLogBatchBufferSize      int  `yaml:"audit-log-batch-buffer-size"`
+	AuditLogTruncateEnabled      bool `yaml:"audit-log-truncate-enabled"`
+	AuditLogTruncateMaxEventSize int  `yaml:"audit-log-truncate-max-event-size"`
+	AuditLogTruncateMaxBatchSize int  `yaml:"audit-log-truncate-max-batch-size"`
 
 	AuditWebhookConfigFile      string        `yaml:"audit-webhook-config-file"`
 	AuditWebhookMode            string        `yaml:"audit-webhook-mode"`
@@ -26,6 +32,14 @@ type AuditConfig struct {
 	AuditWebhookBatchMaxSize    int           `yaml:"audit-webhook-batch-max-size"`
 	AuditWebhookBatchMaxWait    time.Duration `yaml:"audit-webhook-batch-max-wait"`
 	AuditWebhookInitialBackoff  time.Duration `yaml:"audit-webhook-initial-backoff"`
+	AuditWebhookVersion         string        `yaml:"audit-webhook-version"`
+
+	AuditWebhookBatchThrottleEnable  bool    `yaml:"audit-webhook-batch-throttle-enable"`
+	AuditWebhookBatchThrottleQPS     float64 `yaml:"audit-webhook-batch-throttle-qps"`
+	AuditWebhookBatchThrottleBurst   int     `yaml:"audit-webhook-batch-throttle-burst"`
+	AuditWebhookTruncateEnabled      bool    `yaml:"audit-webhook-truncate-enabled"`
+	AuditWebhookTruncateMaxEventSize int     `yaml:"audit-webhook-truncate-max-event-size"`
+	AuditWebhookTruncateMaxBatchSize int     `yaml:"audit-webhook-truncate-max-batch-size"`
 }
 
 func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
@@ -37,12 +51,24 @@ func (c *AuditConfig) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.AuditLogMaxSize, "audit-log-maxsize", c.AuditLogMaxSize, "rotate the audit log before it grows past this many `megabytes` (0: 100)")
 	fs.StringVar(&c.AuditLogMode, "audit-log-mode", c.AuditLogMode, "blocking (a request writes its events before it goes on) or batch (a goroutine writes them; beyond 10000 waiting, events are dropped and logged)")
 	fs.BoolVar(&c.AuditLogCompress, "audit-log-compress", c.AuditLogCompress, "gzip rotated audit log files (NAME.gz)")
+	fs.StringVar(&c.AuditLogVersion, "audit-log-version", c.AuditLogVersion, "API `version` of the events written (only audit.k8s.io/v1, as kube-apiserver 1.33)")
+	fs.IntVar(&c.AuditLogBatchBufferSize, "audit-log-batch-buffer-size", c.AuditLogBatchBufferSize, "batch mode: events held before they are dropped")
+	fs.BoolVar(&c.AuditLogTruncateEnabled, "audit-log-truncate-enabled", c.AuditLogTruncateEnabled, "an event larger than --audit-log-truncate-max-event-size loses its request and response objects (annotated audit.k8s.io/truncated), or is dropped if still too large")
+	fs.IntVar(&c.AuditLogTruncateMaxEventSize, "audit-log-truncate-max-event-size", c.AuditLogTruncateMaxEventSize, "with truncation: largest event written, in `bytes`")
+	fs.IntVar(&c.AuditLogTruncateMaxBatchSize, "audit-log-truncate-max-batch-size", c.AuditLogTruncateMaxBatchSize, "with truncation: largest batch, in `bytes` (accepted for kube-apiserver compatibility: the log writes one event at a time)")
 	fs.StringVar(&c.AuditWebhookConfigFile, "audit-webhook-config-file", c.AuditWebhookConfigFile, "kubeconfig `file` naming a remote service audit events are POSTed to (audit.k8s.io/v1 EventLists), as kube-apiserver's; goes with --audit-policy-file")
 	fs.StringVar(&c.AuditWebhookMode, "audit-webhook-mode", c.AuditWebhookMode, "batch (a goroutine sends events in batches) or blocking (each event is sent before the request goes on)")
 	fs.IntVar(&c.AuditWebhookBatchBufferSize, "audit-webhook-batch-buffer-size", c.AuditWebhookBatchBufferSize, "batch mode: events held before they are dropped")
 	fs.IntVar(&c.AuditWebhookBatchMaxSize, "audit-webhook-batch-max-size", c.AuditWebhookBatchMaxSize, "batch mode: most events per request")
 	fs.DurationVar(&c.AuditWebhookBatchMaxWait, "audit-webhook-batch-max-wait", c.AuditWebhookBatchMaxWait, "batch mode: longest an event waits for its batch to fill")
 	fs.DurationVar(&c.AuditWebhookInitialBackoff, "audit-webhook-initial-backoff", c.AuditWebhookInitialBackoff, "wait before retrying a failed send (doubling for each retry; a batch is tried 3 times)")
+	fs.StringVar(&c.AuditWebhookVersion, "audit-webhook-version", c.AuditWebhookVersion, "API `version` of the EventLists sent (only audit.k8s.io/v1, as kube-apiserver 1.33)")
+	fs.BoolVar(&c.AuditWebhookBatchThrottleEnable, "audit-webhook-batch-throttle-enable", c.AuditWebhookBatchThrottleEnable, "batch mode: limit the rate of requests to the webhook")
+	fs.Float64Var(&c.AuditWebhookBatchThrottleQPS, "audit-webhook-batch-throttle-qps", c.AuditWebhookBatchThrottleQPS, "batch mode, throttled: most requests a second")
+	fs.IntVar(&c.AuditWebhookBatchThrottleBurst, "audit-webhook-batch-throttle-burst", c.AuditWebhookBatchThrottleBurst, "batch mode, throttled: most requests at once after a quiet time")
+	fs.BoolVar(&c.AuditWebhookTruncateEnabled, "audit-webhook-truncate-enabled", c.AuditWebhookTruncateEnabled, "an event larger than --audit-webhook-truncate-max-event-size loses its request and response objects (annotated audit.k8s.io/truncated), or is dropped if still too large; batches are split to stay under --audit-webhook-truncate-max-batch-size")
+	fs.IntVar(&c.AuditWebhookTruncateMaxEventSize, "audit-webhook-truncate-max-event-size", c.AuditWebhookTruncateMaxEventSize, "with truncation: largest event sent, in `bytes`")
+	fs.IntVar(&c.AuditWebhookTruncateMaxBatchSize, "audit-webhook-truncate-max-batch-size", c.AuditWebhookTruncateMaxBatchSize, "with truncation: most `bytes` of events in one request")
 }
 
 func (c *AuditConfig) validate() []error {
@@ -79,6 +105,22 @@ func (c *AuditConfig) validate() []error {
 			errs = append(errs, config.FieldErrorf(key, "must be positive"))
 		}
 	}
+	for key, v := range map[string]string{"audit-log-version": c.AuditLogVersion, "audit-webhook-version": c.AuditWebhookVersion} {
+		if v != audit.Version {
+			errs = append(errs, config.FieldErrorf(key, "must be %s, the only audit event version served, not %q", audit.Version, v))
+		}
+	}
+	for key, v := range map[string]int{"audit-log-batch-buffer-size": c.AuditLogBatchBufferSize,
+		"audit-log-truncate-max-event-size": c.AuditLogTruncateMaxEventSize, "audit-log-truncate-max-batch-size": c.AuditLogTruncateMaxBatchSize,
+		"audit-webhook-truncate-max-event-size": c.AuditWebhookTruncateMaxEventSize, "audit-webhook-truncate-max-batch-size": c.AuditWebhookTruncateMaxBatchSize,
+		"audit-webhook-batch-throttle-burst": c.AuditWebhookBatchThrottleBurst} {
+		if v <= 0 {
+			errs = append(errs, config.FieldErrorf(key, "must be positive"))
+		}
+	}
+	if c.AuditWebhookBatchThrottleQPS <= 0 {
+		errs = append(errs, config.FieldErrorf("audit-webhook-batch-throttle-qps", "must be positive"))
+	}
 	for key, v := range map[string]int{"audit-log-maxage": c.AuditLogMaxAge, "audit-log-maxbackup": c.AuditLogMaxBackup, "audit-log-maxsize": c.AuditLogMaxSize} {
 		if v < 0 {
 			errs = append(errs, config.FieldErrorf(key, "must not be negative, not %d", v))
@@ -101,7 +143,9 @@ func (s *Server) startAudit() error {
 	var sinks audit.Sinks
 	if c.AuditLogPath != "" {
 		b, err := audit.NewLogBackend(audit.LogConfig{Path: c.AuditLogPath, Format: c.AuditLogFormat, MaxAgeDays: c.AuditLogMaxAge,
-			MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Compress: c.AuditLogCompress, Logger: s.log})
+			MaxBackups: c.AuditLogMaxBackup, MaxSizeMB: c.AuditLogMaxSize, Mode: c.AuditLogMode, Compress: c.AuditLogCompress,
+			BatchBufferSize: c.AuditLogBatchBufferSize, Logger: s.log,
+			Truncate: audit.Truncate{Enabled: c.AuditLogTruncateEnabled, MaxEventSize: c.AuditLogTruncateMaxEventSize, MaxBatchSize: c.AuditLogTruncateMaxBatchSize}})
 		if err != nil {
 			return fmt.Errorf("apiserver: --audit-log-path: %w", err)
 		}
@@ -111,7 +155,9 @@ func (s *Server) startAudit() error {
 	if c.AuditWebhookConfigFile != "" {
 		w, err := audit.NewWebhookBackend(audit.WebhookConfig{KubeconfigFile: c.AuditWebhookConfigFile, Mode: c.AuditWebhookMode,
 			BatchBufferSize: c.AuditWebhookBatchBufferSize, BatchMaxSize: c.AuditWebhookBatchMaxSize, BatchMaxWait: c.AuditWebhookBatchMaxWait,
-			InitialBackoff: c.AuditWebhookInitialBackoff, Logger: s.log})
+			InitialBackoff: c.AuditWebhookInitialBackoff, Logger: s.log,
+			Throttle: c.AuditWebhookBatchThrottleEnable, ThrottleQPS: c.AuditWebhookBatchThrottleQPS, ThrottleBurst: c.AuditWebhookBatchThrottleBurst,
+			Truncate: audit.Truncate{Enabled: c.AuditWebhookTruncateEnabled, MaxEventSize: c.AuditWebhookTruncateMaxEventSize, MaxBatchSize: c.AuditWebhookTruncateMaxBatchSize}})
 		if err != nil {
 			return fmt.Errorf("apiserver: --audit-webhook-config-file: %w", err)
 		}

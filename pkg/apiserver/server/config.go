@@ -138,7 +138,11 @@ func DefaultConfig() *Config {
 		AuthorizationMode:           "Node,RBAC",
 		AuditConfig: AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking", AuditWebhookMode: audit.ModeBatch,
 			AuditWebhookBatchBufferSize: audit.DefaultWebhookBatchBufferSize, AuditWebhookBatchMaxSize: audit.DefaultWebhookBatchMaxSize,
-			AuditWebhookBatchMaxWait: audit.DefaultWebhookBatchMaxWait, AuditWebhookInitialBackoff: audit.DefaultWebhookInitialBackoff},
+			AuditWebhookBatchMaxWait: audit.DefaultWebhookBatchMaxWait, AuditWebhookInitialBackoff: audit.DefaultWebhookInitialBackoff,
+			AuditLogVersion: audit.Version, AuditWebhookVersion: audit.Version, AuditLogBatchBufferSize: audit.DefaultLogBatchBufferSize,
+			AuditLogTruncateMaxEventSize: audit.DefaultTruncateMaxEventSize, AuditLogTruncateMaxBatchSize: audit.DefaultTruncateMaxBatchSize,
+			AuditWebhookTruncateMaxEventSize: audit.DefaultTruncateMaxEventSize, AuditWebhookTruncateMaxBatchSize: audit.DefaultTruncateMaxBatchSize,
+			AuditWebhookBatchThrottleEnable: true, AuditWebhookBatchThrottleQPS: audit.DefaultWebhookThrottleQPS, AuditWebhookBatchThrottleBurst: audit.DefaultWebhookThrottleBurst},
 	}
 }
 
