@@ -320,6 +320,16 @@ func TestAuthorizationRBAC(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "# TYPE") {
 			t.Fatalf("system:monitoring /metrics: %d %.200s", resp.StatusCode, body)
 		}
+		// --profiling (on by default, as upstream): cluster-admin only.
+		req, _ = http.NewRequest("GET", s.URL()+"/debug/pprof/goroutine?debug=1", nil)
+		if resp := doRaw(t, aliceRC, req); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("alice /debug/pprof/goroutine: %d", resp.StatusCode)
+		}
+		resp = doRaw(t, servertest.RestConfig(t, s), req)
+		body, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile: total") {
+			t.Fatalf("admin /debug/pprof/goroutine: %d %.200s", resp.StatusCode, body)
+		}
 		anon := rest.AnonymousClientConfig(aliceRC)
 		for _, p := range []string{"/healthz", "/livez", "/readyz", "/version"} {
 			req, _ := http.NewRequest("GET", s.URL()+p, nil)
@@ -328,6 +338,15 @@ func TestAuthorizationRBAC(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProfilingOff: --profiling=false serves no /debug/pprof/, even to cluster-admin.
+func TestProfilingOff(t *testing.T) {
+	s := servertest.New(t, func(c *server.Config) { c.Profiling = false })
+	req, _ := http.NewRequest("GET", s.URL()+"/debug/pprof/", nil)
+	if resp := doRaw(t, servertest.RestConfig(t, s), req); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("admin /debug/pprof/ with profiling off: %d, want 404", resp.StatusCode)
+	}
 }
 
 type kubectlError struct{ stderr string }

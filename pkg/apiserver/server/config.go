@@ -66,6 +66,8 @@ type Config struct {
 	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
 	RequestTimeout              time.Duration `yaml:"request-timeout"`
 	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
+	Profiling                   bool          `yaml:"profiling"`
+	ContentionProfiling         bool          `yaml:"contention-profiling"`
 
 	AdvertiseAddress      string `yaml:"advertise-address"`
 	ServiceClusterIPRange string `yaml:"service-cluster-ip-range"`
@@ -134,6 +136,7 @@ func DefaultConfig() *Config {
 		ServiceClusterIPRange:       registry.DefaultServiceClusterIPRange,
 		ServiceNodePortRange:        registry.DefaultServiceNodePortRange,
 		AnonymousAuth:               true,
+		Profiling:                   true,
 		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
 		AuthorizationMode:           "Node,RBAC",
 		AuditConfig: AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking", AuditWebhookMode: audit.ModeBatch,
@@ -203,6 +206,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", c.ServiceAccountJWKSURI, "jwks_uri `URL` in /.well-known/openid-configuration (default: the issuer's host with /openid/v1/jwks)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
+	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go's profiles under /debug/pprof/ on the secure port, to users allowed the non-resource URL (cluster-admin), as kube-apiserver")
+	fs.BoolVar(&c.ContentionProfiling, "contention-profiling", c.ContentionProfiling, "with --profiling, also record block and mutex contention (costs CPU)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")
 	fs.StringVar(&c.RequestHeaderClientCAFile, "requestheader-client-ca-file", c.RequestHeaderClientCAFile, "CA bundle `file` of front proxies: a client certificate from it (with an allowed name) authenticates as the user its X-Remote-* headers name (default with generated certificates: cert-dir/front-proxy-ca.crt)")
 	config.StringList(fs, &c.RequestHeaderAllowedNames, "requestheader-allowed-names", "common `name` a front proxy's certificate must have (repeatable; empty: any from the CA; default with generated certificates: front-proxy-client)")

@@ -106,6 +106,9 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	}
 	s.installAuthn(mux)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	if s.cfg.Profiling {
+		installProfiling(mux, s.cfg.ContentionProfiling)
+	}
 	mux.Handle("/", api)
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)

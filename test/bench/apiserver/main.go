@@ -103,18 +103,32 @@ func startProcess(exe string, cfg *server.Config, extra ...string) *exec.Cmd {
 	prev := onExit
 	onExit = func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); prev() }
 	t0 := time.Now()
-	waitReady(secure, t0)
-	// The admin kubeconfig is written once the server serves.
-	for kubeconfig := filepath.Join(cfg.DataDir, "admin.kubeconfig"); ; {
+	// The admin kubeconfig is written once the server serves; /readyz is asked as admin,
+	// since --authorization-mode=AlwaysAllow turns anonymous requests away (as upstream).
+	kubeconfig := filepath.Join(cfg.DataDir, "admin.kubeconfig")
+	for {
 		if _, err := os.Stat(kubeconfig); err == nil {
 			break
 		}
-		if time.Since(t0) > 30*time.Second {
-			must(fmt.Errorf("apiserver wrote no %s in 30s", kubeconfig))
+		if time.Since(t0) > 2*time.Minute {
+			must(fmt.Errorf("apiserver wrote no %s in 2m", kubeconfig))
 		}
 		time.Sleep(5 * time.Millisecond) // poll
 	}
-	return cmd
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	must(err)
+	rc.Timeout = time.Second
+	admin := kubernetes.NewForConfigOrDie(rc).Discovery().RESTClient()
+	for {
+		_, err := admin.Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err == nil {
+			return cmd
+		}
+		if time.Since(t0) > 2*time.Minute {
+			must(fmt.Errorf("apiserver on port %s not ready after 2m: %v", secure, err))
+		}
+		time.Sleep(5 * time.Millisecond) // poll
+	}
 }
 
 // waitReady polls /readyz on the secure port until it answers 200 (30 s at most from t0).
@@ -127,9 +141,10 @@ func waitReady(port string, t0 time.Time) {
 			if resp.StatusCode == 200 {
 				return
 			}
+			err = fmt.Errorf("/readyz: %s", resp.Status)
 		}
-		if time.Since(t0) > 30*time.Second {
-			must(fmt.Errorf("apiserver not ready after 30s"))
+		if time.Since(t0) > 2*time.Minute {
+			must(fmt.Errorf("apiserver on port %s not ready after 2m: %v", port, err))
 		}
 		time.Sleep(5 * time.Millisecond) // poll
 	}
@@ -397,10 +412,9 @@ func main() {
 	if want("apply") {
 		apply = applyRows(ctx, cs, *n)
 	}
-	var rbac []pair
+	var rbac []authzRow
 	if want("rbac") {
-		allowKubeconfig, allowPKI, stopAllow := alwaysAllowServer(dir, *fsync, *binary)
-		rbac = rbacRows(ctx, cs, rc, filepath.Join(cfg.DataDir, "pki"), *n, allowKubeconfig, allowPKI, stopAllow)
+		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
 	}
 	var crdJSON, crdProto []pair
 	if want("crd") {

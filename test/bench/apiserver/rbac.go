@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -19,22 +19,39 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// alwaysAllowServer starts a second apiserver, like the measured one but with
-// --authorization-mode=AlwaysAllow, and returns its admin kubeconfig, its PKI directory and
-// how to stop it.
-func alwaysAllowServer(dir string, fsync bool, binary string) (kubeconfig, pki string, stop func()) {
-	cfg, err := servertest.Config(filepath.Join(dir, "always-allow"))
-	must(err)
-	cfg.EtcdUnsafeNoFsync = !fsync
-	cfg.AuthorizationMode = "AlwaysAllow"
-	if binary != "" {
-		proc := startProcess(binary, cfg, "--authorization-mode", "AlwaysAllow")
-		return filepath.Join(cfg.DataDir, "admin.kubeconfig"), filepath.Join(cfg.DataDir, "pki"),
-			func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
+// authzServer is one apiserver process of the rbac rows.
+type authzServer struct {
+	kubeconfig, pki string
+	pid             int
+	stop            func()
+}
+
+// authzServers starts two apiserver processes alike but for --authorization-mode: the
+// default Node,RBAC and AlwaysAllow. Both are fresh processes from the same program, so
+// their CPU time can be read apart and neither carries the state of the bench's other rows.
+// binary is the program (-apiserver); without it the bench builds cmd/apiserver.
+func authzServers(dir string, fsync bool, binary string) (rbac, allow authzServer) {
+	if binary == "" {
+		binary = filepath.Join(dir, "apiserver-authz")
+		cmd := exec.Command("go", "build", "-o", binary, "github.com/hacp/hacp/cmd/apiserver")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		must(cmd.Run())
 	}
-	s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	must(err)
-	return s.KubeconfigPath(), filepath.Join(cfg.DataDir, "pki"), func() { _ = s.Shutdown() }
+	start := func(name, mode string) authzServer {
+		cfg, err := servertest.Config(filepath.Join(dir, name))
+		must(err)
+		cfg.EtcdUnsafeNoFsync = !fsync
+		proc := startProcess(binary, cfg, "--authorization-mode", mode)
+		return authzServer{kubeconfig: filepath.Join(cfg.DataDir, "admin.kubeconfig"), pki: filepath.Join(cfg.DataDir, "pki"),
+			pid: proc.Process.Pid, stop: func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }}
+	}
+	return start("authz-rbac", "Node,RBAC"), start("authz-allow", "AlwaysAllow")
+}
+
+// authzRow is a pair of the rbac rows with each server's CPU time per operation.
+type authzRow struct {
+	pair
+	rbacCPU, allowCPU time.Duration
 }
 
 // benchUser returns a client for user bench-user (group bench-group, not system:masters)
@@ -49,33 +66,40 @@ func benchUser(rc *rest.Config, pki string) kubernetes.Interface {
 }
 
 // rbacRows compares, in the same run and alternating rounds, the same requests by the same
-// non-admin user (bench-user, group bench-group) on two apiservers: the measured one
-// (--authorization-mode Node,RBAC), where a RoleBinding to the edit ClusterRole in its
-// namespace allows them among 1000 RoleBindings of other users, and a second one with
-// --authorization-mode=AlwaysAllow: the cost of RBAC over AlwaysAllow. The pair's "etcd"
-// side is the AlwaysAllow server here.
-func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, pki string, n int, allowKubeconfig, allowPKI string, stopAllow func()) []pair {
-	defer stopAllow()
-	user := benchUser(rc, pki)
-	arc, err := clientcmd.BuildConfigFromFlags("", allowKubeconfig)
-	must(err)
-	arc.QPS, arc.Burst = 1e6, 1e6
-	allowUser := benchUser(arc, allowPKI)
+// non-admin user (bench-user, group bench-group) on two apiserver processes in the same
+// state: one with the default --authorization-mode Node,RBAC, where a RoleBinding to the edit
+// ClusterRole in its namespace allows them among 1000 RoleBindings of other users, and one
+// with --authorization-mode=AlwaysAllow: the cost of RBAC over AlwaysAllow, as rates and as
+// each server's own CPU time per request (which the machine's other load disturbs far less).
+// The pair's "api" side is the RBAC server, its "etcd" side the AlwaysAllow one.
+func rbacRows(ctx context.Context, dir string, fsync bool, binary string, n int) []authzRow {
+	rs, as := authzServers(dir, fsync, binary)
+	defer rs.stop()
+	defer as.stop()
+	client := func(s authzServer) (admin, user kubernetes.Interface) {
+		rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+		must(err)
+		rc.QPS, rc.Burst = 1e6, 1e6
+		return kubernetes.NewForConfigOrDie(rc), benchUser(rc, s.pki)
+	}
+	radmin, user := client(rs)
+	aadmin, allowUser := client(as)
 
-	for _, c := range []kubernetes.Interface{admin, allowUser} {
-		_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+	// The same objects on both servers, so that they differ in the authorizer only.
+	for _, c := range []kubernetes.Interface{radmin, aadmin} {
+		_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}, metav1.CreateOptions{})
+		must(err)
+		for i := range 1000 {
+			_, err := c.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-%04d", i)},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+				Subjects: []rbacv1.Subject{{Kind: "User", Name: fmt.Sprintf("other-%04d", i)}}}, metav1.CreateOptions{})
+			must(err)
+		}
+		_, err = c.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-edit"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+			Subjects: []rbacv1.Subject{{Kind: "Group", Name: "bench-group"}}}, metav1.CreateOptions{})
 		must(err)
 	}
-	for i := range 1000 {
-		_, err := admin.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-%04d", i)},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
-			Subjects: []rbacv1.Subject{{Kind: "User", Name: fmt.Sprintf("other-%04d", i)}}}, metav1.CreateOptions{})
-		must(err)
-	}
-	_, err = admin.RbacV1().RoleBindings("rbac").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bench-edit"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "bench-group"}}}, metav1.CreateOptions{})
-	must(err)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if _, err := user.CoreV1().ConfigMaps("rbac").List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
 			break
@@ -85,7 +109,13 @@ func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, 
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	var rows []pair
+	var rows []authzRow
+	measureRow := func(name string, conc, ops int, rbacOp, allowOp func(int) error) {
+		r0, a0 := pidCPU(rs.pid), pidCPU(as.pid)
+		p := measureOps(name, conc, ops, rbacOp, allowOp)
+		done := time.Duration(rounds * (ops / rounds))
+		rows = append(rows, authzRow{pair: p, rbacCPU: (pidCPU(rs.pid) - r0) / done, allowCPU: (pidCPU(as.pid) - a0) / done})
+	}
 	for _, conc := range []int{1, 32} {
 		ops := n
 		if conc > 1 {
@@ -103,30 +133,43 @@ func rbacRows(ctx context.Context, admin kubernetes.Interface, rc *rest.Config, 
 				return err
 			}
 		}
-		rows = append(rows, measureOps("create", conc, ops, create(mk(ucm), "u"), create(mk(acm), "a")))
-		rows = append(rows, measureOps("get", conc, ops, func(i int) error {
+		measureRow("create", conc, ops, create(mk(ucm), "u"), create(mk(acm), "a"))
+		measureRow("get", conc, ops, func(i int) error {
 			_, err := ucm.Get(ctx, fmt.Sprintf("c%d-u-%05d", conc, i%ops), metav1.GetOptions{})
 			return err
 		}, func(i int) error {
 			_, err := acm.Get(ctx, fmt.Sprintf("c%d-a-%05d", conc, i%ops), metav1.GetOptions{})
 			return err
-		}))
+		})
 		lops := ops / 4
-		rows = append(rows, measureOps("list rv=0", conc, lops, func(int) error {
+		measureRow("list rv=0", conc, lops, func(int) error {
 			_, err := ucm.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 100})
 			return err
 		}, func(int) error {
 			_, err := acm.List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 100})
 			return err
-		}))
+		})
 	}
 	return rows
 }
 
 // printRBACRows prints rbacRows' table.
-func printRBACRows(rows []pair) {
-	printSideBySide("authorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, same run (ratio: rbac/allow):",
-		"rbac", "allow", rows)
+func printRBACRows(rows []authzRow) {
+	var pairs []pair
+	for _, r := range rows {
+		pairs = append(pairs, r.pair)
+	}
+	printSideBySide("authorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, two fresh apiserver processes in the same state, same run (ratio: rbac/allow):",
+		"rbac", "allow", pairs)
+	fmt.Println("\nthe same rows, CPU time of each apiserver process (with its etcd member) per request (ratio: rbac/allow; 10 ms clock ticks):")
+	fmt.Printf("%-18s %4s | %12s %12s | %7s\n", "op", "conc", "rbac CPU/op", "allow CPU/op", "ratio")
+	for _, r := range rows {
+		ratio := 0.0
+		if r.allowCPU > 0 {
+			ratio = float64(r.rbacCPU) / float64(r.allowCPU)
+		}
+		fmt.Printf("%-18s %4d | %12s %12s | %6.0f%%\n", r.api.name, r.api.conc, r.rbacCPU.Round(time.Microsecond), r.allowCPU.Round(time.Microsecond), 100*ratio)
+	}
 }
 
 // printSideBySide prints rows measured on two servers (the pair's api side is left, its etcd
