@@ -6,12 +6,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -458,48 +454,23 @@ type kubeAPIServer struct {
 func startKubeAPIServer(t *testing.T, bin, etcdURL string, extra ...string) *kubeAPIServer {
 	t.Helper()
 	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, "sa.key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
-	writePEM(t, filepath.Join(dir, "sa.pub"), "PUBLIC KEY", pub)
-	// AlwaysAllow turns kube-apiserver's anonymous authentication off: a static token.
-	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(`interop-token,admin,,"system:masters"`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
+	args, err := upstream.KubeAPIServerArgs(dir, etcdURL, strconv.Itoa(port), "interop-token")
+	if err != nil {
+		t.Fatal(err)
+	}
 	logPath := filepath.Join(dir, "kube-apiserver.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin,
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
-		"--authorization-mode=AlwaysAllow",
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
-		"--service-cluster-ip-range=10.96.0.0/12", // hacp's range
-		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false",
-		// kube-controller-manager does not run here to create default ServiceAccounts.
-		"--disable-admission-plugins=ServiceAccount",
-	)
+	cmd := exec.Command(bin, args...)
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -562,13 +533,6 @@ func (k *kubeAPIServer) stop(t *testing.T) {
 		_ = k.cmd.Process.Kill()
 		<-k.done
 		t.Fatal("kube-apiserver did not stop within 1m of SIGTERM")
-	}
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 

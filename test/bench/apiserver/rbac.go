@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -29,14 +27,9 @@ type authzServer struct {
 // authzServers starts two apiserver processes alike but for --authorization-mode: the
 // default Node,RBAC and AlwaysAllow. Both are fresh processes from the same program, so
 // their CPU time can be read apart and neither carries the state of the bench's other rows.
-// binary is the program (-apiserver); without it the bench builds cmd/apiserver.
+// binary is the program (-apiserver), else bin/apiserver, else one the bench builds.
 func authzServers(dir string, fsync bool, binary string) (rbac, allow authzServer) {
-	if binary == "" {
-		binary = filepath.Join(dir, "apiserver-authz")
-		cmd := exec.Command("go", "build", "-o", binary, "github.com/hacp/hacp/cmd/apiserver")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		must(cmd.Run())
-	}
+	binary = apiserverBinary(binary, dir)
 	start := func(name, mode string) authzServer {
 		cfg, err := servertest.Config(filepath.Join(dir, name))
 		must(err)

@@ -43,7 +43,7 @@ var (
 	fanWatches = flag.Int("fanout-watchers", 1000, "watchers of the fan-out row")
 	fanEvents  = flag.Int("fanout-events", 1000, "events of the fan-out row")
 	fanRate    = flag.Int("fanout-rate", 50, "events per second the fan-out row writes")
-	cacheParts = flag.String("cache-parts", "lists,fanout,memory", "which parts of the cache rows to run")
+	cacheParts = flag.String("cache-parts", "lists,fanout,memory,kube", "which parts of the cache rows to run (kube: side by side with kube-apiserver 1.33 on the same etcd)")
 	// The fan-out client: the bench runs itself with these.
 	fanClient     = flag.Bool("fanout-client", false, "internal: be the fan-out row's watch client")
 	fanKubeconfig = flag.String("fanout-kubeconfig", "", "internal: the fan-out client's kubeconfig")
@@ -110,6 +110,9 @@ func cacheRows(ctx context.Context, dir string, fsync bool, binary string, n int
 	if part("memory") {
 		fmt.Println()
 		cacheMemory(ctx, on)
+	}
+	if part("kube") {
+		kubeRows(ctx, dir, n, on, part("lists") || part("memory"))
 	}
 }
 
@@ -217,7 +220,7 @@ type fanoutResult struct {
 // writes the events at a steady rate, each stamped with the time its write started; the
 // client records when each watcher got each event.
 func fanout(ctx context.Context, s *cacheServer) {
-	ns := "fanout"
+	ns := "fanout-" + s.name
 	_, err := s.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	must(err)
 	self, err := os.Executable()
