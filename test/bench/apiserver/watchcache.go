@@ -47,6 +47,7 @@ var (
 	// The fan-out client: the bench runs itself with these.
 	fanClient     = flag.Bool("fanout-client", false, "internal: be the fan-out row's watch client")
 	fanKubeconfig = flag.String("fanout-kubeconfig", "", "internal: the fan-out client's kubeconfig")
+	fanNamespace  = flag.String("fanout-namespace", "", "internal: the namespace the fan-out client watches")
 )
 
 // cacheServer is one apiserver process of the cache rows.
@@ -225,7 +226,7 @@ func fanout(ctx context.Context, s *cacheServer) {
 	must(err)
 	self, err := os.Executable()
 	must(err)
-	client := exec.Command(self, "-fanout-client", "-fanout-kubeconfig", s.kubeconfig,
+	client := exec.Command(self, "-fanout-client", "-fanout-kubeconfig", s.kubeconfig, "-fanout-namespace", ns,
 		"-fanout-watchers", strconv.Itoa(*fanWatches), "-fanout-events", strconv.Itoa(*fanEvents))
 	client.Stderr = os.Stderr
 	out, err := client.StdoutPipe()
@@ -265,7 +266,7 @@ func fanoutClientMain() {
 	rc.QPS, rc.Burst = 1e6, 1e6
 	cs := kubernetes.NewForConfigOrDie(rc)
 	ctx := context.Background()
-	cms := cs.CoreV1().ConfigMaps("fanout")
+	cms := cs.CoreV1().ConfigMaps(*fanNamespace)
 	l, err := cms.List(ctx, metav1.ListOptions{})
 	must(err)
 	lats := make([][]time.Duration, *fanWatches)
