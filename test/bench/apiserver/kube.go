@@ -39,11 +39,11 @@ func kubeRows(ctx context.Context, dir string, n int, on *cacheServer, filled bo
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		l, err := kube.cs.CoreV1().ConfigMaps("big").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		_, nsErr := kube.cs.CoreV1().Namespaces().Get(ctx, "kube-create", metav1.GetOptions{ResourceVersion: "0"})
-		if err == nil && nsErr == nil && len(l.Items) == *bigN {
+		if err == nil && nsErr == nil && l != nil && len(l.Items) == *bigN {
 			break
 		}
 		if time.Now().After(deadline) {
-			must(fmt.Errorf("kube-apiserver does not serve hacp's objects: %v, %v, %d configmaps", err, nsErr, len(l.Items)))
+			must(fmt.Errorf("kube-apiserver does not serve all of hacp's objects: %v, %v", err, nsErr))
 		}
 		time.Sleep(50 * time.Millisecond) // poll
 	}
