@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -61,6 +62,21 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 		if na, err := meta.Accessor(merged); err == nil {
 			na.SetManagedFields(ra.GetManagedFields()) // the field manager's record of this write
 		}
+		// Admission sees the subresource's write as an update of the object (upstream's
+		// attributes name the subresource): mutating plugins before validation, validating
+		// ones after.
+		var updateOpts runtime.Object = &metav1.UpdateOptions{}
+		if opts != nil {
+			updateOpts = opts
+		}
+		adm := s.admissionFor(ctx, admission.Update, ns, name, merged, current, updateOpts, dry)
+		if adm != nil && len(errs) == 0 {
+			s.setKind(merged)
+			s.setKind(current)
+			if err := s.admitMutating(ctx, adm); err != nil {
+				return nil, err
+			}
+		}
 		if len(errs) == 0 {
 			na, _ := meta.Accessor(merged)
 			errs = apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
@@ -70,6 +86,11 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 			return nil, s.invalid(name, errs)
 		}
 		s.setKind(merged)
+		if adm != nil {
+			if err := s.admission().Validate(ctx, adm); err != nil {
+				return nil, err
+			}
+		}
 		if dry {
 			result = merged
 			return nil, errDryRun

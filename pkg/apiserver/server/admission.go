@@ -22,18 +22,27 @@ import (
 
 // implementedAdmission are the admission plugins hacp has.
 var implementedAdmission = map[string]bool{
-	admission.NamespaceLifecycle:         true,
-	admission.LimitRanger:                true,
-	admission.ServiceAccount:             true,
-	admission.Priority:                   true,
-	admission.NodeRestriction:            true,
-	admission.PodSecurity:                true,
-	admission.DefaultStorageClass:        true,
-	admission.MutatingAdmissionWebhook:   true,
-	admission.ValidatingAdmissionWebhook: true,
-	admission.ResourceQuota:              true,
-	admission.AlwaysAdmit:                true,
-	admission.AlwaysDeny:                 true,
+	admission.NamespaceLifecycle:            true,
+	admission.LimitRanger:                   true,
+	admission.ServiceAccount:                true,
+	admission.Priority:                      true,
+	admission.NodeRestriction:               true,
+	admission.PodSecurity:                   true,
+	admission.DefaultStorageClass:           true,
+	admission.TaintNodesByCondition:         true,
+	admission.DefaultTolerationSeconds:      true,
+	admission.StorageObjectInUseProtection:  true,
+	admission.PersistentVolumeClaimResize:   true,
+	admission.RuntimeClass:                  true,
+	admission.CertificateApproval:           true,
+	admission.CertificateSigning:            true,
+	admission.CertificateSubjectRestriction: true,
+	admission.DefaultIngressClass:           true,
+	admission.MutatingAdmissionWebhook:      true,
+	admission.ValidatingAdmissionWebhook:    true,
+	admission.ResourceQuota:                 true,
+	admission.AlwaysAdmit:                   true,
+	admission.AlwaysDeny:                    true,
 }
 
 // AdmissionPlugins is the plugin list --enable-admission-plugins and
@@ -155,6 +164,24 @@ func (s *Server) startAdmission(ctx context.Context) error {
 			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
 		case admission.DefaultStorageClass:
 			chain = append(chain, start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))))
+		case admission.TaintNodesByCondition:
+			chain = append(chain, plugins.NewTaintNodesByCondition())
+		case admission.DefaultTolerationSeconds:
+			chain = append(chain, plugins.NewDefaultTolerationSeconds(s.cfg.DefaultNotReadyTolerationSeconds, s.cfg.DefaultUnreachableTolerationSeconds))
+		case admission.StorageObjectInUseProtection:
+			chain = append(chain, plugins.NewStorageObjectInUseProtection())
+		case admission.PersistentVolumeClaimResize:
+			chain = append(chain, start(plugins.NewPersistentVolumeClaimResize(store("storage.k8s.io", "storageclasses"))))
+		case admission.RuntimeClass:
+			chain = append(chain, start(plugins.NewRuntimeClass(store("node.k8s.io", "runtimeclasses"))))
+		case admission.CertificateApproval:
+			chain = append(chain, plugins.NewCertificateApproval(s.signerAuthorizer))
+		case admission.CertificateSigning:
+			chain = append(chain, plugins.NewCertificateSigning(s.signerAuthorizer))
+		case admission.CertificateSubjectRestriction:
+			chain = append(chain, plugins.NewCertificateSubjectRestriction())
+		case admission.DefaultIngressClass:
+			chain = append(chain, start(plugins.NewDefaultIngressClass(store("networking.k8s.io", "ingressclasses"))))
 		case admission.MutatingAdmissionWebhook:
 			chain = append(chain, dispatcher().Mutating())
 		case admission.ValidatingAdmissionWebhook:
@@ -227,6 +254,17 @@ func (s *Server) resourceQuotaPlugin() *plugins.ResourceQuota {
 
 // celAuthorizer is the server's authorizer in k8s.io/apiserver's terms, for the
 // authorizer variable of webhooks' matchConditions.
+// signerAuthorizer asks the server's authorizer whether user may verb the signers resource
+// named name (the certificate plugins).
+func (s *Server) signerAuthorizer(ctx context.Context, user *request.User, verb, name string) bool {
+	if s.authz == nil {
+		return true // no authorization configured: every request is allowed
+	}
+	d, _, err := s.authz.Authorize(ctx, authz.Attributes{User: user, Verb: verb, ResourceRequest: true,
+		APIGroup: "certificates.k8s.io", APIVersion: "*", Resource: "signers", Name: name})
+	return err == nil && d == authz.Allow
+}
+
 type celAuthorizer struct{ s *Server }
 
 func (c celAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {

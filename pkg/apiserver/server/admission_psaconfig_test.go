@@ -11,6 +11,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -80,11 +81,19 @@ func TestPodSecurityConfiguration(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("exempt").Create(ctx, privileged("priv"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("exempt namespace: %v", err)
 	}
-	sandboxed := privileged("sandboxed")
-	sandboxed.Spec.RuntimeClassName = ptr.To("sandboxed")
-	if _, err := cs.CoreV1().Pods("plain").Create(ctx, sandboxed, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("exempt runtime class: %v", err)
+	// The RuntimeClass plugin admits a pod only with a class that exists.
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "sandboxed"}, Handler: "runsc"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	eventuallyOK(t, "exempt runtime class", func() error {
+		sandboxed := privileged("sandboxed")
+		sandboxed.Spec.RuntimeClassName = ptr.To("sandboxed")
+		_, err := cs.CoreV1().Pods("plain").Create(ctx, sandboxed, metav1.CreateOptions{})
+		if err != nil && !strings.Contains(err.Error(), `RuntimeClass "sandboxed" not found`) {
+			t.Fatalf("exempt runtime class: %v", err)
+		}
+		return err
+	})
 
 	t.Run("bad configuration", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "admission.yaml")

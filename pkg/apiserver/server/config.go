@@ -67,7 +67,10 @@ type Config struct {
 	RequestTimeout              time.Duration `yaml:"request-timeout"`
 	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
 	Profiling                   bool          `yaml:"profiling"`
-	ContentionProfiling         bool          `yaml:"contention-profiling"`
+
+	DefaultNotReadyTolerationSeconds    int64 `yaml:"default-not-ready-toleration-seconds"`
+	DefaultUnreachableTolerationSeconds int64 `yaml:"default-unreachable-toleration-seconds"`
+	ContentionProfiling                 bool  `yaml:"contention-profiling"`
 
 	AdvertiseAddress      string `yaml:"advertise-address"`
 	ServiceClusterIPRange string `yaml:"service-cluster-ip-range"`
@@ -111,34 +114,36 @@ const (
 // DefaultConfig is what `apiserver` runs with when nothing is set.
 func DefaultConfig() *Config {
 	return &Config{
-		BindAddress:                 "127.0.0.1",
-		SecurePort:                  6443,
-		DataDir:                     "_data",
-		ShutdownDelay:               time.Second,
-		ShutdownTimeout:             30 * time.Second,
-		LogLevel:                    "info",
-		EtcdPrefix:                  "/registry",
-		StorageMediaType:            registry.StorageProtobuf,
-		EtcdName:                    "default",
-		EtcdListenClientURL:         "http://127.0.0.1:2379",
-		EtcdListenPeerURL:           "http://127.0.0.1:2380",
-		EtcdInitialClusterState:     "new",
-		EtcdAutoCompactionRetention: "5m",
-		EtcdHeartbeatInterval:       defaultEtcdHeartbeat,
-		EtcdElectionTimeout:         defaultEtcdElection,
-		WatchBookmarkInterval:       time.Minute,
-		EtcdCompactionInterval:      5 * time.Minute,
-		WatchCache:                  true,
-		DefaultWatchCacheSize:       storage.DefaultHistoryCapacity,
-		MaxRequestsInflight:         400,
-		MaxMutatingRequestsInflight: 200,
-		RequestTimeout:              time.Minute,
-		ServiceClusterIPRange:       registry.DefaultServiceClusterIPRange,
-		ServiceNodePortRange:        registry.DefaultServiceNodePortRange,
-		AnonymousAuth:               true,
-		Profiling:                   true,
-		ServiceAccountIssuers:       []string{DefaultServiceAccountIssuer},
-		AuthorizationMode:           "Node,RBAC",
+		BindAddress:                         "127.0.0.1",
+		SecurePort:                          6443,
+		DataDir:                             "_data",
+		ShutdownDelay:                       time.Second,
+		ShutdownTimeout:                     30 * time.Second,
+		LogLevel:                            "info",
+		EtcdPrefix:                          "/registry",
+		StorageMediaType:                    registry.StorageProtobuf,
+		EtcdName:                            "default",
+		EtcdListenClientURL:                 "http://127.0.0.1:2379",
+		EtcdListenPeerURL:                   "http://127.0.0.1:2380",
+		EtcdInitialClusterState:             "new",
+		EtcdAutoCompactionRetention:         "5m",
+		EtcdHeartbeatInterval:               defaultEtcdHeartbeat,
+		EtcdElectionTimeout:                 defaultEtcdElection,
+		WatchBookmarkInterval:               time.Minute,
+		EtcdCompactionInterval:              5 * time.Minute,
+		WatchCache:                          true,
+		DefaultWatchCacheSize:               storage.DefaultHistoryCapacity,
+		MaxRequestsInflight:                 400,
+		MaxMutatingRequestsInflight:         200,
+		RequestTimeout:                      time.Minute,
+		ServiceClusterIPRange:               registry.DefaultServiceClusterIPRange,
+		ServiceNodePortRange:                registry.DefaultServiceNodePortRange,
+		AnonymousAuth:                       true,
+		Profiling:                           true,
+		DefaultNotReadyTolerationSeconds:    300,
+		DefaultUnreachableTolerationSeconds: 300,
+		ServiceAccountIssuers:               []string{DefaultServiceAccountIssuer},
+		AuthorizationMode:                   "Node,RBAC",
 		AuditConfig: AuditConfig{AuditLogFormat: "json", AuditLogMode: "blocking", AuditWebhookMode: audit.ModeBatch,
 			AuditWebhookBatchBufferSize: audit.DefaultWebhookBatchBufferSize, AuditWebhookBatchMaxSize: audit.DefaultWebhookBatchMaxSize,
 			AuditWebhookBatchMaxWait: audit.DefaultWebhookBatchMaxWait, AuditWebhookInitialBackoff: audit.DefaultWebhookInitialBackoff,
@@ -206,6 +211,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ServiceAccountJWKSURI, "service-account-jwks-uri", c.ServiceAccountJWKSURI, "jwks_uri `URL` in /.well-known/openid-configuration (default: the issuer's host with /openid/v1/jwks)")
 	fs.DurationVar(&c.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", c.ServiceAccountMaxTokenExpiration, "longest `duration` of a TokenRequest token (0: what the request asks; else 1h to 2^32s)")
 	config.StringList(fs, &c.APIAudiences, "api-audiences", "`audience`s a bearer token must be for (repeatable; default: the issuers)")
+	fs.Int64Var(&c.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", c.DefaultNotReadyTolerationSeconds, "`seconds` a pod tolerates the node.kubernetes.io/not-ready:NoExecute taint when it says nothing of it (DefaultTolerationSeconds admission)")
+	fs.Int64Var(&c.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", c.DefaultUnreachableTolerationSeconds, "`seconds` a pod tolerates the node.kubernetes.io/unreachable:NoExecute taint when it says nothing of it (DefaultTolerationSeconds admission)")
 	fs.BoolVar(&c.Profiling, "profiling", c.Profiling, "serve Go's profiles under /debug/pprof/ on the secure port, to users allowed the non-resource URL (cluster-admin), as kube-apiserver")
 	fs.BoolVar(&c.ContentionProfiling, "contention-profiling", c.ContentionProfiling, "with --profiling, also record block and mutex contention (costs CPU)")
 	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", c.MetricsBindAddress, "also serve Prometheus /metrics over plain HTTP, without authentication, on this `host:port` (off when empty; the secure port always serves /metrics to users RBAC allows, e.g. group system:monitoring)")

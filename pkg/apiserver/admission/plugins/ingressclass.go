@@ -1,0 +1,60 @@
+package plugins
+
+import (
+	"context"
+
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// Annotations of the Ingress class defaulting.
+const (
+	isDefaultIngressClass = "ingressclass.kubernetes.io/is-default-class"
+	legacyIngressClass    = "kubernetes.io/ingress.class"
+)
+
+// DefaultIngressClass is upstream's plugin of that name: a new Ingress that names no class
+// (neither spec.ingressClassName nor the legacy kubernetes.io/ingress.class annotation) gets
+// the default IngressClass, the newest of those annotated
+// ingressclass.kubernetes.io/is-default-class: "true".
+type DefaultIngressClass struct {
+	admission.Operations
+	classes *admission.Cache[*networkingv1.IngressClass]
+}
+
+// NewDefaultIngressClass reads IngressClasses from src.
+func NewDefaultIngressClass(src admission.Source) *DefaultIngressClass {
+	return &DefaultIngressClass{Operations: admission.Operations{admission.Create}, classes: admission.NewCache[*networkingv1.IngressClass](src, nil)}
+}
+
+// Start fills the class cache.
+func (d *DefaultIngressClass) Start(ctx context.Context) { d.classes.Start(ctx) }
+
+// Admit sets the default class.
+func (d *DefaultIngressClass) Admit(_ context.Context, a *admission.Attributes) error {
+	if a.Resource.Group != "networking.k8s.io" || a.Resource.Resource != "ingresses" || a.Subresource != "" {
+		return nil
+	}
+	ing, ok := a.Object.(*networkingv1.Ingress)
+	if !ok || ing.Spec.IngressClassName != nil {
+		return nil
+	}
+	if _, ok := ing.Annotations[legacyIngressClass]; ok {
+		return nil
+	}
+	var def *networkingv1.IngressClass
+	for _, c := range d.classes.List("") {
+		if c.Annotations[isDefaultIngressClass] != "true" {
+			continue
+		}
+		if def == nil || c.CreationTimestamp.After(def.CreationTimestamp.Time) ||
+			(c.CreationTimestamp.Equal(&def.CreationTimestamp) && c.Name < def.Name) {
+			def = c
+		}
+	}
+	if def != nil {
+		name := def.Name
+		ing.Spec.IngressClassName = &name
+	}
+	return nil
+}
