@@ -116,16 +116,7 @@ func (l *loop) run() error {
 // wait returns the number of events in l.events, waiting for some unless a session has
 // bytes left to move; it returns 0 when the deadline for a timeout passed.
 func (l *loop) wait() (int, error) {
-	l.mu.Lock()
-	next := l.connects.next()
-	if y := l.young.next(); !y.IsZero() && (next.IsZero() || y.Before(next)) {
-		next = y
-	}
-	if !next.Equal(l.deadline) {
-		l.deadline = next
-		_ = l.ep.SetReadDeadline(next)
-	}
-	l.mu.Unlock()
+	l.setDeadline()
 	busy := len(l.again) > 0
 	var n int
 	var werr error
@@ -257,17 +248,52 @@ func (l *loop) runPosted() {
 	}
 }
 
+// setDeadline makes the wait end by the first connect timeout, or a little after the
+// first session is due its socket options. A deadline already set that is earlier does
+// no harm (the loop wakes, finds nothing due and sets the next), so it is changed only
+// when it is later or passed: the timer is not reset for every connection.
+func (l *loop) setDeadline() {
+	next := l.young.next()
+	if !next.IsZero() {
+		next = next.Add(optionsSlack)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.connects.next(); !c.IsZero() && (next.IsZero() || c.Before(next)) {
+		next = c
+	}
+	d := l.deadline
+	if d.IsZero() && next.IsZero() {
+		return
+	}
+	if d.IsZero() || (!next.IsZero() && next.Before(d)) || !d.After(l.now) {
+		l.deadline = next
+		_ = l.ep.SetReadDeadline(next)
+	}
+}
+
+// optionsSlack lets the sessions due their socket options gather, so the loop wakes for
+// a batch of them rather than for each.
+const optionsSlack = 250 * time.Millisecond
+
 // expire fails the connects whose timeout passed and gives the sessions established
-// long enough ago their server-side socket options.
+// long enough ago their server-side socket options. Entries of sessions that have moved
+// on (connected, closed) are dropped as they come first, so that the deadline is that of
+// a connect still under way.
 func (l *loop) expire() {
 	var late []*session
 	l.mu.Lock()
 	for {
-		it, ok := l.connects.pop(l.now)
+		it, ok := l.connects.first()
 		if !ok {
 			break
 		}
-		if l.sessions[it.id] == it.s { // else that connect ended
+		live := l.sessions[it.id] == it.s && it.s.state == connecting
+		if live && it.at.After(l.now) {
+			break
+		}
+		l.connects.drop()
+		if live {
 			late = append(late, it.s)
 		}
 	}
@@ -278,11 +304,18 @@ func (l *loop) expire() {
 		}
 	}
 	for {
-		it, ok := l.young.pop(l.now)
+		it, ok := l.young.first()
 		if !ok {
 			break
 		}
-		it.s.grownUp()
+		live := it.s.state == established
+		if live && it.at.After(l.now) {
+			break
+		}
+		l.young.drop()
+		if live {
+			it.s.grownUp()
+		}
 	}
 }
 
@@ -354,13 +387,16 @@ func (f *fifo) next() time.Time {
 	return f.items[f.head].at
 }
 
-// pop removes and returns the first item if its deadline is not after now.
-func (f *fifo) pop(now time.Time) (fifoItem, bool) {
-	if f.head == len(f.items) || f.items[f.head].at.After(now) {
+// first returns the first item, if there is one.
+func (f *fifo) first() (fifoItem, bool) {
+	if f.head == len(f.items) {
 		return fifoItem{}, false
 	}
-	it := f.items[f.head]
+	return f.items[f.head], true
+}
+
+// drop removes the first item.
+func (f *fifo) drop() {
 	f.items[f.head] = fifoItem{}
 	f.head++
-	return it, true
 }
