@@ -121,7 +121,7 @@ func (l *loop) wait() (int, error) {
 	var n int
 	var werr error
 	err := l.epRaw.Read(func(fd uintptr) bool {
-		n, werr = unix.EpollWait(int(fd), l.events, 0)
+		n, werr = epollWait(int(fd), l.events)
 		if werr == unix.EINTR {
 			n, werr = 0, nil
 		}

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hacp/hacp/pkg/health"
 )
 
@@ -26,7 +24,7 @@ var (
 // backend is one upstream server: its health, weight and the sessions running through it.
 type backend struct {
 	addr     string
-	sockaddr unix.Sockaddr // addr's when its host is an IP address; nil for a name, resolved per connect
+	sockaddr *sockaddr // addr's when its host is an IP address; nil for a name, resolved per connect
 	checker  *health.Checker
 	stop     context.CancelFunc // stops the checker
 
@@ -279,7 +277,7 @@ func keepAlive(idle time.Duration) net.KeepAliveConfig {
 }
 
 // backendSockaddr is addr's socket address when its host is an IP address, else nil.
-func backendSockaddr(addr string) unix.Sockaddr {
+func backendSockaddr(addr string) *sockaddr {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil
@@ -287,23 +285,9 @@ func backendSockaddr(addr string) unix.Sockaddr {
 	return sockaddrOf(ap)
 }
 
-func sockaddrOf(ap netip.AddrPort) unix.Sockaddr {
-	ip := ap.Addr().Unmap()
-	if ip.Is4() {
-		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
-	}
-	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
-	if z := ip.Zone(); z != "" {
-		if ifi, err := net.InterfaceByName(z); err == nil {
-			sa.ZoneId = uint32(ifi.Index)
-		}
-	}
-	return sa
-}
-
 // resolve looks up the backend's host name, for a backend given by name, and returns
 // the first address, IPv4 first, as Go's dialer would try them.
-func (b *backend) resolve(timeout time.Duration) (unix.Sockaddr, error) {
+func (b *backend) resolve(timeout time.Duration) (*sockaddr, error) {
 	host, port, err := net.SplitHostPort(b.addr)
 	if err != nil {
 		return nil, err

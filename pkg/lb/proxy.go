@@ -362,17 +362,17 @@ func (p *Proxy) accept() (int, error) {
 	var aerr error
 	err := p.lnRaw.Read(func(fd uintptr) bool {
 		for {
-			r, _, errno := syscall.Syscall6(unix.SYS_ACCEPT4, fd, 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
-			switch errno {
-			case 0:
-				nfd, aerr = int(r), nil
+			r, err := accept4(int(fd))
+			switch err {
+			case nil:
+				nfd, aerr = r, nil
 				return true
 			case unix.EINTR, unix.ECONNABORTED:
 				continue // as net's Accept: the next one
 			case unix.EAGAIN:
 				return false // wait until the listener is readable
 			}
-			aerr = os.NewSyscallError("accept4", errno)
+			aerr = os.NewSyscallError("accept4", err)
 			return true
 		}
 	})

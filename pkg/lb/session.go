@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -181,21 +180,17 @@ func (s *session) connect(b *backend) bool {
 }
 
 // connectTo starts the connect to b at sa; see connect.
-func (s *session) connectTo(b *backend, sa unix.Sockaddr) bool {
-	family := unix.AF_INET
-	if _, ok := sa.(*unix.SockaddrInet6); ok {
-		family = unix.AF_INET6
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+func (s *session) connectTo(b *backend, sa *sockaddr) bool {
+	fd, err := unix.Socket(sa.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.connectFailed(b, os.NewSyscallError("socket", err))
 		return false
 	}
 	// Small writes go out at once, as with Go's net package; the client side inherits
 	// this from the listening socket.
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS {
-		unix.Close(fd)
+	_ = setNoDelay(fd)
+	if err := connect(fd, sa); err != nil && err != unix.EINPROGRESS {
+		closeFD(fd)
 		s.connectFailed(b, os.NewSyscallError("connect", err))
 		return false
 	}
@@ -203,7 +198,7 @@ func (s *session) connectTo(b *backend, sa unix.Sockaddr) bool {
 	s.server = endpoint{fd: fd}
 	s.state = connecting
 	if err := s.l.register(s); err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		s.connectFailed(b, err)
 		return false
 	}
@@ -233,10 +228,7 @@ func (s *session) connectFailed(b *backend, err error) {
 
 // connectDone is the end of a connect attempt, told by an event on the server socket.
 func (s *session) connectDone() {
-	soerr, err := unix.GetsockoptInt(s.server.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-	if err == nil && soerr != 0 {
-		err = syscall.Errno(soerr)
-	}
+	err := socketError(s.server.fd)
 	if err == nil {
 		s.established()
 		return
@@ -252,7 +244,7 @@ func (s *session) connectTimedOut() {
 // retry drops the failed connect of s and tries the next backend.
 func (s *session) retry(err error) {
 	s.l.forget(s)
-	unix.Close(s.server.fd)
+	closeFD(s.server.fd)
 	s.server = endpoint{fd: -1}
 	s.connectFailed(s.b, err)
 	if s.stop() {
@@ -275,7 +267,7 @@ func (s *session) refuse(why error) {
 		p.log.Debug("refused client", "client", peer, "err", why)
 	}
 	_ = unix.SetsockoptLinger(s.client.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
-	unix.Close(s.client.fd)
+	closeFD(s.client.fd)
 	s.state = closed
 	p.endConn()
 }
@@ -414,7 +406,7 @@ func (f *flow) end(s *session) {
 		s.finish(false)
 		return
 	}
-	_ = unix.Shutdown(f.dst.fd, unix.SHUT_WR)
+	_ = shutdownWrite(f.dst.fd)
 }
 
 // count accounts for n bytes moved.
@@ -443,8 +435,8 @@ func (s *session) finish(reset bool) {
 	if reset {
 		_ = unix.SetsockoptLinger(s.client.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
 	}
-	unix.Close(s.client.fd)
-	unix.Close(s.server.fd)
+	closeFD(s.client.fd)
+	closeFD(s.server.fd)
 	for _, f := range []*flow{&s.up, &s.down} {
 		if f.buf != nil {
 			s.l.putPipe(f.buf)
@@ -503,8 +495,7 @@ func (pp *pipe) fill(fd int) (int, error) {
 		}
 		return n, nil
 	}
-	n, err := unix.Splice(fd, nil, pp.w, nil, maxSplice, unix.SPLICE_F_NONBLOCK)
-	return int(n), err
+	return splice(fd, pp.w, maxSplice)
 }
 
 // drain writes what the pipe holds to fd, or some of it.
@@ -517,8 +508,7 @@ func (pp *pipe) drain(fd int) (int, error) {
 		pp.off += n
 		return n, nil
 	}
-	n, err := unix.Splice(pp.r, nil, fd, nil, pp.n, unix.SPLICE_F_NONBLOCK)
-	return int(n), err
+	return splice(pp.r, fd, pp.n)
 }
 
 // maxPipes is how many empty pipes a loop keeps: one is needed per flow moving bytes at
