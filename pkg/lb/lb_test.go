@@ -548,8 +548,8 @@ func TestGlobalMaxConn(t *testing.T) {
 	}
 }
 
-// TestSocketOptions checks keepalive and TCP_USER_TIMEOUT on both sides of a session; the
-// client side inherits them from the listening socket.
+// TestSocketOptions checks keepalive and TCP_USER_TIMEOUT on both sides of a session, and
+// TCP_NODELAY, which the client side inherits from the listening socket.
 func TestSocketOptions(t *testing.T) {
 	a := newBackend(t, "a")
 	cfg := testConfig(a)
@@ -578,19 +578,20 @@ func TestSocketOptions(t *testing.T) {
 		{"TCP_KEEPIDLE", unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, 12},
 		{"TCP_KEEPINTVL", unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, 4},
 		{"TCP_KEEPCNT", unix.IPPROTO_TCP, unix.TCP_KEEPCNT, 3},
+		{"TCP_NODELAY", unix.IPPROTO_TCP, unix.TCP_NODELAY, 1},
 	}
-	for side, c := range map[string]*net.TCPConn{"client": sessions[0].client, "server": sessions[0].server} {
-		rc, err := c.SyscallConn()
+	// The client side inherits the options from the listening socket; the server side
+	// gets them once the session has lasted optionsDelay.
+	get := func(fd, level, opt int) int {
+		v, err := unix.GetsockoptInt(fd, level, opt)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("getsockopt: %v", err)
 		}
+		return v
+	}
+	for side, fd := range map[string]int{"client": sessions[0].client.fd, "server": sessions[0].server.fd} {
 		for _, o := range opts {
-			var v int
-			var gerr error
-			_ = rc.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), o.level, o.opt) })
-			if gerr != nil || v != o.want {
-				t.Errorf("%s side %s = %d (%v), want %d", side, o.name, v, gerr, o.want)
-			}
+			waitFor(t, side+" side "+o.name, 20*time.Second, func() bool { return get(fd, o.level, o.opt) == o.want })
 		}
 	}
 }

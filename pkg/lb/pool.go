@@ -4,10 +4,11 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hacp/hacp/pkg/health"
@@ -22,9 +23,10 @@ var (
 
 // backend is one upstream server: its health, weight and the sessions running through it.
 type backend struct {
-	addr    string
-	checker *health.Checker
-	stop    context.CancelFunc // stops the checker
+	addr     string
+	sockaddr *sockaddr // addr's when its host is an IP address; nil for a name, resolved per connect
+	checker  *health.Checker
+	stop     context.CancelFunc // stops the checker
 
 	// Guarded by pool.mu.
 	weight   int
@@ -142,6 +144,25 @@ func (p *pool) acquire(ctx context.Context, tried map[*backend]bool, timeout tim
 	}
 }
 
+// tryAcquire reserves a slot on a backend without waiting: it fails with errMustWait
+// when every eligible backend is full and the queue has room, and with ErrNoBackend or
+// ErrQueueFull as acquire.
+func (p *pool) tryAcquire(tried map[*backend]bool) (*backend, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, full := p.pickLocked(tried, time.Now())
+	switch {
+	case b != nil:
+		b.active++
+		return b, nil
+	case !full:
+		return nil, ErrNoBackend
+	case p.queue.Len() >= p.maxQueue:
+		return nil, ErrQueueFull
+	}
+	return nil, errMustWait
+}
+
 // abandon leaves the queue; a wake-up that arrived meanwhile goes to the next waiter.
 func (p *pool) abandon(el *list.Element, wake chan struct{}) {
 	p.mu.Lock()
@@ -247,24 +268,49 @@ func (p *pool) anyUp() bool {
 	return false
 }
 
-// dialer returns a net.Dialer for backends with keepalive and TCP_USER_TIMEOUT set.
-func dialer(cfg *Config) *net.Dialer {
-	ka := keepAlive(cfg.TCPKeepAlive)
-	return &net.Dialer{
-		Timeout:   cfg.ConnectTimeout,
-		KeepAlive: -1, // set by Control, with the user timeout, in one pass
-		Control: func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			err := rc.Control(func(fd uintptr) { serr = setSocketOptions(int(fd), ka, cfg.TCPUserTimeout) })
-			return errors.Join(err, serr)
-		},
-	}
-}
-
 func keepAlive(idle time.Duration) net.KeepAliveConfig {
 	if idle <= 0 {
 		return net.KeepAliveConfig{Enable: false}
 	}
 	iv := max(idle/3, time.Second)
 	return net.KeepAliveConfig{Enable: true, Idle: idle, Interval: iv, Count: 3}
+}
+
+// backendSockaddr is addr's socket address when its host is an IP address, else nil.
+func backendSockaddr(addr string) *sockaddr {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil
+	}
+	return sockaddrOf(ap)
+}
+
+// resolve looks up the backend's host name, for a backend given by name, and returns
+// the first address, IPv4 first, as Go's dialer would try them.
+func (b *backend) resolve(timeout time.Duration) (*sockaddr, error) {
+	host, port, err := net.SplitHostPort(b.addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pn, err := net.DefaultResolver.LookupPort(ctx, "tcp", port)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("lookup %s: no addresses", host)
+	}
+	best := ips[0]
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			best = ip
+			break
+		}
+	}
+	return sockaddrOf(netip.AddrPortFrom(best, uint16(pn))), nil
 }

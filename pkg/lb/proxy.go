@@ -2,9 +2,9 @@
 // health-checked backends (round-robin or least-connections, with weights), retries a failed
 // connect on another backend, and closes the sessions of a backend that goes DOWN.
 //
-// A session has no goroutine while it is idle: the proxy's own epoll instance says when a
-// connection has bytes, and a worker then moves them with splice(2), so they never enter
-// user space, until the connection would block again.
+// Sessions have no goroutines: a few event loops, each an epoll instance of the proxy's
+// own with one goroutine, accept nothing but events for their sessions' sockets and move
+// the bytes with splice(2), so they never enter user space.
 package lb
 
 import (
@@ -15,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,17 +29,20 @@ import (
 
 // Proxy accepts client connections and forwards each to one backend.
 type Proxy struct {
-	cfg     *Config
-	log     *slog.Logger
-	pool    *pool
-	dialer  *net.Dialer
-	workers *workers
+	cfg       *Config
+	log       *slog.Logger
+	pool      *pool
+	keepAlive net.KeepAliveConfig
 
 	ln       *net.TCPListener
+	lnFile   *os.File        // a duplicate of ln's descriptor, which the proxy accepts from
+	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
-	poller   *poller         // set by Run
+	loops    []*loop         // set by Run
+	nextLoop atomic.Uint64   // the loop of the last session, round-robin
+	nextID   atomic.Uint64   // the last session id handed out
 	slots    chan struct{}   // one per client connection held, under --maxconn; nil for no limit
 	sessions sync.WaitGroup  // client connections accepted and not yet closed
 	nActive  atomic.Int64
@@ -60,10 +65,9 @@ func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
 		return nil, errors.New("lb: no backends")
 	}
 	p := &Proxy{
-		cfg:     cfg,
-		log:     log,
-		dialer:  dialer(cfg),
-		workers: newWorkers(10 * time.Second),
+		cfg:       cfg,
+		log:       log,
+		keepAlive: keepAlive(cfg.TCPKeepAlive),
 		pool: &pool{
 			leastconn: cfg.Balance == "leastconn",
 			maxConn:   cfg.BackendMaxConn,
@@ -82,7 +86,7 @@ func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
 }
 
 func (p *Proxy) newBackend(s BackendSpec) (*backend, error) {
-	b := &backend{addr: s.Addr, weight: s.Weight, sessions: map[*session]struct{}{}}
+	b := &backend{addr: s.Addr, sockaddr: backendSockaddr(s.Addr), weight: s.Weight, sessions: map[*session]struct{}{}}
 	hc := health.Config{
 		URL:          checkURL(p.cfg, s.Addr),
 		Interval:     p.cfg.CheckInterval,
@@ -152,14 +156,18 @@ func (p *Proxy) Listen() error {
 	if p.ln != nil {
 		return nil
 	}
-	// Keepalive and TCP_USER_TIMEOUT are set once on the listening socket: accepted
-	// sockets inherit them, which saves four system calls per client connection.
-	ka := keepAlive(p.cfg.TCPKeepAlive)
+	// Keepalive, TCP_USER_TIMEOUT and TCP_NODELAY are set once on the listening socket:
+	// accepted sockets inherit them, which saves five system calls per client connection.
 	lc := net.ListenConfig{
 		KeepAlive: -1,
 		Control: func(_, _ string, rc syscall.RawConn) error {
 			var serr error
-			err := rc.Control(func(fd uintptr) { serr = setSocketOptions(int(fd), ka, p.cfg.TCPUserTimeout) })
+			err := rc.Control(func(fd uintptr) {
+				serr = setSocketOptions(int(fd), p.keepAlive, p.cfg.TCPUserTimeout)
+				if err := unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+					serr = errors.Join(serr, err)
+				}
+			})
 			return errors.Join(err, serr)
 		},
 	}
@@ -168,16 +176,36 @@ func (p *Proxy) Listen() error {
 		return fmt.Errorf("lb: listen on %s: %w", p.cfg.Listen, err)
 	}
 	p.ln = ln.(*net.TCPListener)
+	// A listener's RawConn cannot wait for readability, and net's Accept does more
+	// than lbproxy needs (see accept): accept from a duplicate of its descriptor, which
+	// the os package registers with the runtime's poller.
+	if p.lnFile, err = p.ln.File(); err == nil {
+		p.lnRaw, err = p.lnFile.SyscallConn()
+	}
+	if err != nil {
+		p.closeListener()
+		p.ln = nil
+		return fmt.Errorf("lb: listen on %s: %w", p.cfg.Listen, err)
+	}
 	if p.cfg.StatusAddr != "" {
 		sl, err := net.Listen("tcp", p.cfg.StatusAddr)
 		if err != nil {
-			p.ln.Close()
+			p.closeListener()
 			p.ln = nil
 			return fmt.Errorf("lb: status listener on %s: %w", p.cfg.StatusAddr, err)
 		}
 		p.statusLn = sl
 	}
 	return nil
+}
+
+// closeListener stops accepting clients: it closes the listener and the duplicate of
+// its descriptor that the accept loop waits on.
+func (p *Proxy) closeListener() {
+	p.ln.Close()
+	if p.lnFile != nil {
+		p.lnFile.Close()
+	}
 }
 
 // Addr is the client listener's address, once Listen succeeded.
@@ -217,18 +245,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 			"open_file_limit", limit, "maxconn", p.cfg.MaxConn, "want", 2*p.cfg.MaxConn+fdReserve)
 	}
 
-	pl, err := newPoller()
+	loopsDone, err := p.startLoops()
 	if err != nil {
 		return err
 	}
-	p.poller = pl
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		if err := pl.run(p.workers.run); err != nil {
-			p.log.Error("poller failed; idle sessions will not move", "err", err)
-		}
-	}()
 	if p.cfg.MaxConn > 0 {
 		p.slots = make(chan struct{}, p.cfg.MaxConn)
 	}
@@ -244,12 +264,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 		p.acceptLoop(ctx)
 	}()
 	<-ctx.Done()
-	p.ln.Close()
+	p.closeListener()
 	<-acceptDone
 	p.drain()
 	<-sweepDone
-	pl.close()
-	<-pollDone
+	p.stopLoops(loopsDone)
 	p.pool.mu.Lock()
 	for _, b := range p.pool.backends {
 		if b.stop != nil {
@@ -300,7 +319,7 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 				return
 			}
 		}
-		c, err := p.ln.AcceptTCP()
+		fd, err := p.accept()
 		if err != nil {
 			if p.slots != nil {
 				<-p.slots
@@ -330,7 +349,80 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 		delay = 0
 		p.accepted.Add(1)
 		p.sessions.Add(1)
-		p.workers.run(func() { p.handle(ctx, c) })
+		p.open(fd)
+	}
+}
+
+// accept returns the next client socket, non-blocking, waiting in the runtime's poller
+// while there is none. It takes the socket as a bare descriptor: net's Accept would also
+// ask for both of its addresses and register it with the runtime's poller, four system
+// calls that a session driven by a loop does not need.
+func (p *Proxy) accept() (int, error) {
+	var nfd int
+	var aerr error
+	err := p.lnRaw.Read(func(fd uintptr) bool {
+		for {
+			r, err := accept4(int(fd))
+			switch err {
+			case nil:
+				nfd, aerr = r, nil
+				return true
+			case unix.EINTR, unix.ECONNABORTED:
+				continue // as net's Accept: the next one
+			case unix.EAGAIN:
+				return false // wait until the listener is readable
+			}
+			aerr = os.NewSyscallError("accept4", err)
+			return true
+		}
+	})
+	if err != nil {
+		return -1, err
+	}
+	return nfd, aerr
+}
+
+// startLoops starts one event loop per processor the runtime uses; the returned channel
+// is closed when they have all stopped.
+func (p *Proxy) startLoops() (chan struct{}, error) {
+	n := max(1, runtime.GOMAXPROCS(0))
+	for range n {
+		l, err := newLoop(p)
+		if err != nil {
+			for _, l := range p.loops {
+				l.close()
+			}
+			p.loops = nil
+			return nil, err
+		}
+		p.loops = append(p.loops, l)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range p.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.run(); err != nil {
+				p.log.Error("event loop failed; its sessions will not move", "err", err)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done, nil
+}
+
+// stopLoops stops the event loops once every session has ended.
+func (p *Proxy) stopLoops(done chan struct{}) {
+	for _, l := range p.loops {
+		l.close()
+	}
+	<-done
+	for _, l := range p.loops {
+		l.closePipes()
 	}
 }
 
@@ -440,86 +532,6 @@ func (p *Proxy) drain() {
 		s.close(false)
 	}
 	<-done
-}
-
-// refuse closes a client connection with a reset, so the client fails at once.
-func (p *Proxy) refuse(c *net.TCPConn, why error) {
-	p.refused.Add(1)
-	p.log.Debug("refused client", "client", c.RemoteAddr(), "err", why)
-	_ = c.SetLinger(0)
-	c.Close()
-}
-
-// handle connects client to a backend and starts the session, which runs on without it.
-func (p *Proxy) handle(ctx context.Context, client *net.TCPConn) {
-	server, b, err := p.connect(ctx)
-	if err != nil {
-		p.refuse(client, err)
-		p.endConn()
-		return
-	}
-	b.connTotal.Add(1)
-	p.nActive.Add(1)
-	s, err := newSession(p, b, client, server)
-	if err != nil {
-		p.log.Error("session failed to start", "err", err)
-		server.Close()
-		p.refuse(client, err)
-		p.nActive.Add(-1)
-		p.pool.release(b)
-		p.endConn()
-		return
-	}
-	if !p.pool.addSession(b, s) {
-		s.close(false) // b went DOWN between the connect and now
-		return
-	}
-	s.start()
-}
-
-// connect reaches a backend: it picks one, and when the connect fails it marks that backend
-// DOWN and tries another, up to the configured retries.
-func (p *Proxy) connect(ctx context.Context) (*net.TCPConn, *backend, error) {
-	var tried map[*backend]bool // allocated on the first failure
-	var lastErr error
-	for attempt := 0; attempt <= p.cfg.Retries; attempt++ {
-		b, err := p.pool.acquire(ctx, tried, p.cfg.QueueTimeout)
-		if err != nil {
-			if lastErr != nil {
-				return nil, nil, fmt.Errorf("%w (after %v)", err, lastErr)
-			}
-			return nil, nil, err
-		}
-		if attempt > 0 {
-			p.retried.Add(1)
-		}
-		// Not ctx: the dial's timeout context then needs no registration with a
-		// cancellable parent, and the connect timeout bounds the dial at shutdown anyway.
-		conn, err := p.dialer.DialContext(context.Background(), "tcp", b.addr)
-		if err == nil {
-			return conn.(*net.TCPConn), b, nil
-		}
-		p.pool.release(b)
-		if tried == nil {
-			tried = map[*backend]bool{}
-		}
-		tried[b] = true
-		lastErr = err
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
-		}
-		if outOfFiles(err) {
-			// Another backend would fail the same way.
-			p.noFiles.Add(1)
-			return nil, nil, err
-		}
-		b.connFailures.Add(1)
-		p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", attempt+1, "err", err)
-		if backendFault(err) {
-			b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
-		}
-	}
-	return nil, nil, lastErr
 }
 
 // setSocketOptions sets TCP keepalive and TCP_USER_TIMEOUT (when positive) on fd.

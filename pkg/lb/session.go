@@ -1,352 +1,567 @@
 package lb
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// session is one proxied client connection. An idle session has no goroutine: each of its
-// two directions waits in the proxy's poller while its source is silent, and a worker
-// moves the bytes when some arrive. The worker stays with the direction while bytes keep
-// coming, waiting in the runtime's poller as a goroutine per direction would, and hands
-// it back to the proxy's poller once the source has been silent for a moment (linger).
+// session is one proxied client connection: the client's socket, the socket to its
+// backend, and the bytes moving between them. It is a state machine driven by its loop's
+// events; it has no goroutine of its own.
 type session struct {
-	p              *Proxy
-	b              *backend
-	client, server *net.TCPConn
-	up, down       direction    // client to server, server to client
-	lastActive     atomic.Int64 // unix nanoseconds of the last byte moved either way
+	p *Proxy
+	l *loop
+	b *backend // connected or being connected to
 
-	mu     sync.Mutex
-	open   int  // directions whose source has not ended
-	closed bool // both connections closed, the slot released
+	id             uint64 // in the loop; a new one for each connect attempt
+	state          sessionState
+	client, server endpoint
+	up, down       flow // client to server, server to client
+	queued         bool // in the loop's list of sessions to run again
+
+	attempt int               // connect attempts made, less one
+	tried   map[*backend]bool // backends whose connect failed; allocated on the first failure
+	lastErr error             // of the last failed connect
+
+	// Read by other goroutines (the idle sweep).
+	lastActive atomic.Int64  // unix nanoseconds of the last byte moved either way
+	open       atomic.Uint32 // upOpen | downOpen: directions whose source has not ended
 }
 
-// direction is one way through a session: what src sends is written to dst. Its fields
-// are set before it first runs; then one goroutine at a time owns it: the one that ran
-// it, or the one the poller's event starts.
-type direction struct {
-	s        *session
-	src, dst syscall.RawConn
-	token    uint64 // in the poller
-	toServer bool   // client to server (else server to client)
-	polled   bool   // added to the poller
-	open     bool   // src has not ended; guarded by s.mu
+type sessionState uint8
+
+const (
+	connecting sessionState = iota
+	established
+	closed
+)
+
+// Bits of session.open.
+const (
+	upOpen   = 1 << 0
+	downOpen = 1 << 1
+)
+
+// endpoint is one of a session's sockets, with what its edge-triggered events said and
+// the system calls since have not used up.
+type endpoint struct {
+	fd                 int
+	readable, writable bool
 }
 
-// conns returns the direction's source and destination connections.
-func (d *direction) conns() (src, dst *net.TCPConn) {
-	if d.toServer {
-		return d.s.client, d.s.server
-	}
-	return d.s.server, d.s.client
+// flow is one way through a session: what src sends is written to dst.
+type flow struct {
+	src, dst *endpoint
+	buf      *pipe  // bytes read from src and not yet written to dst; nil when none
+	bit      uint32 // in session.open
+	toServer bool
+	ended    bool // src ended and the end was passed on
 }
 
-// idleTimeout is how long the direction's source may be silent.
-func (d *direction) idleTimeout() time.Duration {
-	if d.toServer {
-		return d.s.p.cfg.ClientIdleTimeout
-	}
-	return d.s.p.cfg.ServerIdleTimeout
+// budget is how many chunks a flow moves per event before the loop's other sessions get
+// a turn.
+const budget = 16
+
+// optionsDelay is how long a session is established before its server-side socket gets
+// TCP keepalive and TCP_USER_TIMEOUT (the client side inherits them from the listening
+// socket). Both matter only for connections that stay, and a short connection is spared
+// four or five system calls.
+const optionsDelay = time.Second
+
+// open starts a session for the accepted client socket fd.
+func (p *Proxy) open(fd int) {
+	l := p.loops[p.nextLoop.Add(1)%uint64(len(p.loops))]
+	s := &session{p: p, l: l, client: endpoint{fd: fd}}
+	s.up = flow{src: &s.client, dst: &s.server, bit: upOpen, toServer: true}
+	s.down = flow{src: &s.server, dst: &s.client, bit: downOpen}
+	s.dial()
 }
 
-// count adds n moved bytes to the backend's counter for the direction.
-func (d *direction) count(n int64) {
-	if d.toServer {
-		d.s.b.bytesIn.Add(uint64(n))
-	} else {
-		d.s.b.bytesOut.Add(uint64(n))
-	}
-}
+// errMustWait says every eligible backend is full and the connection may wait in the
+// queue for a slot.
+var errMustWait = errors.New("lb: wait for a backend slot")
 
-// linger is how long a worker waits for more bytes from a source before it hands the
-// direction to the poller: long enough for the next request or response of a busy
-// connection, short enough that few idle sessions hold a goroutine.
-const linger = 5 * time.Millisecond
-
-// newSession returns the session of client through server on b; start runs it.
-func newSession(p *Proxy, b *backend, client, server *net.TCPConn) (*session, error) {
-	cr, err := client.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	sr, err := server.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	s := &session{p: p, b: b, client: client, server: server, open: 2}
-	s.up = direction{s: s, src: cr, dst: sr, toServer: true, open: true}
-	s.down = direction{s: s, src: sr, dst: cr, open: true}
-	s.up.token, s.down.token = p.poller.newToken(), p.poller.newToken()
-	s.lastActive.Store(time.Now().UnixNano())
-	return s, nil
-}
-
-// start runs both directions: the server's on a worker, the client's on the calling
-// goroutine.
-func (s *session) start() {
-	s.p.workers.run(s.down.run)
-	s.up.run()
-}
-
-// run moves what src sends to dst until src has been silent for the linger time, and
-// then leaves the direction waiting in the poller; or it passes src's end of stream on
-// as a half-close, or closes the session on an error.
-func (d *direction) run() {
-	s := d.s
-	for {
-		err := d.copy()
-		switch {
-		case errors.Is(err, errWouldBlock):
-			if err := d.poll(); err != nil {
-				s.close(false) // closed meanwhile
-			}
+// dial picks a backend and starts a connect to it; when the connect fails at once, it
+// marks that backend and picks another, up to the retries, and then refuses the client.
+// It runs on the goroutine that owns s: the accepting one, a helper that waited in the
+// queue or resolved a name, or s's loop after a failed connect. Once the connect is
+// under way, s belongs to its loop.
+func (s *session) dial() {
+	for ; s.attempt <= s.p.cfg.Retries; s.attempt++ {
+		b, err := s.p.pool.tryAcquire(s.tried)
+		if errors.Is(err, errMustWait) {
+			go s.dialQueued()
 			return
-		case err == nil:
-			s.mu.Lock()
-			d.open = false
-			s.open--
-			both := s.open == 0
-			s.mu.Unlock()
-			if both {
-				// Both sources have ended: closing sends the last FIN, without a
-				// shutdown(2) first (one system call less per short connection).
-				s.close(false)
+		}
+		if err != nil {
+			s.refuse(s.withLast(err))
+			return
+		}
+		if s.connect(b) {
+			return
+		}
+		if s.stop() {
+			break
+		}
+	}
+	s.refuse(s.lastErr)
+}
+
+// dialQueued waits in the queue for a backend slot and goes on as dial.
+func (s *session) dialQueued() {
+	ctx := s.p.runCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b, err := s.p.pool.acquire(ctx, s.tried, s.p.cfg.QueueTimeout)
+	if err != nil {
+		s.refuse(s.withLast(err))
+		return
+	}
+	if s.connect(b) {
+		return
+	}
+	if s.stop() {
+		s.refuse(s.lastErr)
+		return
+	}
+	s.attempt++
+	s.dial()
+}
+
+// withLast adds the last connect error to err, if there was one.
+func (s *session) withLast(err error) error {
+	if s.lastErr != nil {
+		return fmt.Errorf("%w (after %v)", err, s.lastErr)
+	}
+	return err
+}
+
+// stop reports whether s should not try another backend: the proxy is stopping, or the
+// last connect failed for want of a file descriptor, which another backend would too.
+func (s *session) stop() bool {
+	return (s.p.runCtx != nil && s.p.runCtx.Err() != nil) || outOfFiles(s.lastErr)
+}
+
+// connect starts a non-blocking connect to b, whose slot s holds; it reports whether the
+// connect is under way (s now belongs to its loop, or to a goroutine resolving b's name).
+// When it is not, the failure is accounted for.
+func (s *session) connect(b *backend) bool {
+	if s.attempt > 0 {
+		s.p.retried.Add(1)
+	}
+	if b.sockaddr == nil {
+		go func() {
+			sa, err := b.resolve(s.p.cfg.ConnectTimeout)
+			if err == nil && s.connectTo(b, sa) {
 				return
 			}
-			_, dst := d.conns()
-			_ = dst.CloseWrite()
-			return
-		default:
-			s.close(isReset(err))
-			return
-		}
-	}
-}
-
-// poll hands the direction to the poller, which runs it again when src is readable.
-func (d *direction) poll() error {
-	if d.polled {
-		return d.s.p.poller.rearm(d.src, d.token)
-	}
-	d.polled = true
-	if err := d.s.p.poller.add(d.src, d.token, d); err != nil {
-		return err
-	}
-	d.s.mu.Lock()
-	closed := d.s.closed
-	d.s.mu.Unlock()
-	if closed {
-		d.s.p.poller.remove(d.token) // close removed it before it was there
-	}
-	return nil
-}
-
-var errWouldBlock = errors.New("lb: would block")
-
-// lingerFrom sets src's read deadline: copy waits for src in the runtime's poller until
-// linger after now, and then leaves it to the proxy's poller. It returns the deadline.
-func (d *direction) lingerFrom(now time.Time) time.Time {
-	until := now.Add(linger)
-	src, _ := d.conns()
-	_ = src.SetReadDeadline(until)
-	return until
-}
-
-// moved accounts for n bytes moved and pushes the linger deadline on when it is near, so
-// that a busy direction keeps its worker.
-func (d *direction) moved(n int64, until time.Time) time.Time {
-	now := time.Now()
-	d.count(n)
-	d.s.lastActive.Store(now.UnixNano())
-	if until.Sub(now) < linger/2 {
-		until = d.lingerFrom(now)
-	}
-	return until
-}
-
-// copy moves bytes from src to dst until src has been silent for the linger time
-// (errWouldBlock), ends (nil) or fails. The bytes go through a pipe with splice(2) and
-// never enter user space.
-func (d *direction) copy() error {
-	pp := getPipe()
-	if pp == nil {
-		return d.copyBuffered() // out of file descriptors for a pipe
-	}
-	defer func() { putPipe(pp) }()
-	// The callbacks are made once per call, not once per chunk: a function handed to a
-	// RawConn escapes to the heap with what it captures, and four allocations per chunk
-	// were a measurable share of a round trip's CPU.
-	var n int64
-	var serr error
-	fill := func(fd uintptr) bool {
-		n, serr = unix.Splice(int(fd), nil, pp.w, nil, maxSplice, unix.SPLICE_F_NONBLOCK)
-		return serr != unix.EAGAIN && serr != unix.EINTR // else wait until src is readable
-	}
-	drain := func(fd uintptr) bool {
-		n, serr = unix.Splice(pp.r, nil, int(fd), nil, int(pp.n), unix.SPLICE_F_NONBLOCK)
-		return serr != unix.EAGAIN && serr != unix.EINTR // else wait until dst is writable
-	}
-	until := d.lingerFrom(time.Now())
-	for {
-		err := d.src.Read(fill)
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return errWouldBlock
-		case err != nil:
-			return err
-		case serr != nil:
-			return os.NewSyscallError("splice", serr)
-		case n == 0:
-			return nil
-		}
-		pp.n = n
-		for pp.n > 0 {
-			err := d.dst.Write(drain)
-			switch {
-			case err != nil:
-				return err
-			case serr != nil:
-				return os.NewSyscallError("splice", serr)
+			if err != nil {
+				s.connectFailed(b, err)
 			}
-			pp.n -= n
-			until = d.moved(n, until)
-		}
-	}
-}
-
-// copyBuffered is copy through user space, for when no pipe can be had.
-func (d *direction) copyBuffered() error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
-	var n int
-	var b []byte // what is still to be written
-	var serr error
-	fill := func(fd uintptr) bool {
-		n, serr = unix.Read(int(fd), buf)
-		return serr != unix.EAGAIN && serr != unix.EINTR
-	}
-	drain := func(fd uintptr) bool {
-		n, serr = unix.Write(int(fd), b)
-		return serr != unix.EAGAIN && serr != unix.EINTR
-	}
-	until := d.lingerFrom(time.Now())
-	for {
-		err := d.src.Read(fill)
-		switch {
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return errWouldBlock
-		case err != nil:
-			return err
-		case serr != nil:
-			return os.NewSyscallError("read", serr)
-		case n == 0:
-			return nil
-		}
-		for b = buf[:n]; len(b) > 0; {
-			err := d.dst.Write(drain)
-			switch {
-			case err != nil:
-				return err
-			case serr != nil:
-				return os.NewSyscallError("write", serr)
+			if s.stop() {
+				s.refuse(s.lastErr)
+				return
 			}
-			b = b[n:]
-			until = d.moved(int64(n), until)
-		}
+			s.attempt++
+			s.dial()
+		}()
+		return true
+	}
+	return s.connectTo(b, b.sockaddr)
+}
+
+// connectTo starts the connect to b at sa; see connect.
+func (s *session) connectTo(b *backend, sa *sockaddr) bool {
+	fd, err := unix.Socket(sa.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		s.connectFailed(b, os.NewSyscallError("socket", err))
+		return false
+	}
+	// Small writes go out at once, as with Go's net package; the client side inherits
+	// this from the listening socket.
+	_ = setNoDelay(fd)
+	if err := connect(fd, sa); err != nil && err != unix.EINPROGRESS {
+		closeFD(fd)
+		s.connectFailed(b, os.NewSyscallError("connect", err))
+		return false
+	}
+	s.b = b
+	s.server = endpoint{fd: fd}
+	s.state = connecting
+	if err := s.l.register(s); err != nil {
+		closeFD(fd)
+		s.connectFailed(b, err)
+		return false
+	}
+	return true
+}
+
+// connectFailed gives back b's slot and records the failure; a failure that says
+// something about b marks it DOWN.
+func (s *session) connectFailed(b *backend, err error) {
+	p := s.p
+	p.pool.release(b)
+	if s.tried == nil {
+		s.tried = map[*backend]bool{}
+	}
+	s.tried[b] = true
+	s.lastErr = err
+	if outOfFiles(err) {
+		p.noFiles.Add(1)
+		return
+	}
+	b.connFailures.Add(1)
+	p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", s.attempt+1, "err", err)
+	if backendFault(err) {
+		b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
 	}
 }
 
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// connectDone is the end of a connect attempt, told by an event on the server socket.
+func (s *session) connectDone() {
+	err := socketError(s.server.fd)
+	if err == nil {
+		s.established()
+		return
+	}
+	s.retry(os.NewSyscallError("connect", err))
+}
 
-// idleLimitLocked is how long the session may stay silent: the idle timeout of each
-// direction still open, the shorter one; 0 for none.
-func (s *session) idleLimitLocked() time.Duration {
+// connectTimedOut fails a connect that took longer than the connect timeout.
+func (s *session) connectTimedOut() {
+	s.retry(fmt.Errorf("connect: %w after %v", os.ErrDeadlineExceeded, s.p.cfg.ConnectTimeout))
+}
+
+// retry drops the failed connect of s and tries the next backend.
+func (s *session) retry(err error) {
+	s.l.forget(s)
+	closeFD(s.server.fd)
+	s.server = endpoint{fd: -1}
+	s.connectFailed(s.b, err)
+	if s.stop() {
+		s.refuse(s.lastErr)
+		return
+	}
+	s.attempt++
+	s.dial()
+}
+
+// refuse closes the client's socket with a reset, so the client fails at once.
+func (s *session) refuse(why error) {
+	p := s.p
+	p.refused.Add(1)
+	if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		var peer string
+		if sa, err := unix.Getpeername(s.client.fd); err == nil {
+			peer = sockaddrString(sa)
+		}
+		p.log.Debug("refused client", "client", peer, "err", why)
+	}
+	_ = unix.SetsockoptLinger(s.client.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
+	closeFD(s.client.fd)
+	s.state = closed
+	p.endConn()
+}
+
+// established starts moving bytes once the server socket is connected.
+func (s *session) established() {
+	p, b := s.p, s.b
+	s.state = established
+	b.connTotal.Add(1)
+	p.nActive.Add(1)
+	s.open.Store(upOpen | downOpen)
+	s.lastActive.Store(s.l.now.UnixNano())
+	if !p.pool.addSession(b, s) {
+		s.finish(false) // b went DOWN between the connect and now
+		return
+	}
+	if err := s.l.watchClient(s); err != nil {
+		p.log.Error("session failed to start", "err", err)
+		s.finish(true)
+		return
+	}
+	// The client may have sent bytes already; try, an EAGAIN says to wait.
+	s.client.readable, s.client.writable = true, true
+	s.server.writable = true
+	s.l.young.push(s.l.now.Add(optionsDelay), s, s.id)
+	s.pump()
+}
+
+// grownUp gives a session that lasted optionsDelay its server-side socket options.
+func (s *session) grownUp() {
+	if s.state != established {
+		return
+	}
+	if err := setSocketOptions(s.server.fd, s.p.keepAlive, s.p.cfg.TCPUserTimeout); err != nil {
+		s.p.log.Debug("backend socket options", "backend", s.b.addr, "err", err)
+	}
+}
+
+// event records what an epoll event says of one of the session's sockets and acts on it.
+func (s *session) event(server bool, events uint32) {
+	if s.state == closed {
+		return
+	}
+	e := &s.client
+	if server {
+		e = &s.server
+	}
+	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		e.readable = true
+	}
+	if events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		e.writable = true
+	}
+	if s.state == connecting {
+		if server {
+			s.connectDone()
+		}
+		return
+	}
+	s.pump()
+}
+
+// pump moves what it can both ways.
+func (s *session) pump() {
+	if s.state != established {
+		return
+	}
+	s.up.move(s)
+	if s.state == established {
+		s.down.move(s)
+	}
+}
+
+// move moves bytes from src to dst until one of them would block, src ends (passed on
+// as a half-close, or closing the session when the other way has ended too), or the
+// budget is used up (the loop runs s again before it waits).
+func (f *flow) move(s *session) {
+	for chunks := 0; ; {
+		if f.buf != nil && f.buf.n > 0 {
+			if !f.dst.writable {
+				return
+			}
+			n, err := f.buf.drain(f.dst.fd)
+			switch {
+			case err == unix.EAGAIN:
+				f.dst.writable = false
+				return
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				s.finish(isReset(err))
+				return
+			}
+			f.buf.n -= n
+			f.count(s, n)
+			continue
+		}
+		if f.ended || !f.src.readable {
+			return
+		}
+		if chunks == budget {
+			s.l.runLater(s)
+			return
+		}
+		chunks++
+		if f.buf == nil {
+			f.buf = s.l.getPipe()
+		}
+		n, err := f.buf.fill(f.src.fd)
+		switch {
+		case err == unix.EAGAIN:
+			f.src.readable = false
+			s.l.putPipe(f.buf)
+			f.buf = nil
+			return
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			s.finish(isReset(err))
+			return
+		case n == 0:
+			f.end(s)
+			return
+		}
+		f.buf.n = n
+	}
+}
+
+// end passes on the end of src's stream: a half-close of dst, or, when the other way has
+// ended too, the session's close (which sends the last FIN without a shutdown first).
+func (f *flow) end(s *session) {
+	f.ended = true
+	s.l.putPipe(f.buf)
+	f.buf = nil
+	if s.open.And(^f.bit)&^f.bit == 0 {
+		s.finish(false)
+		return
+	}
+	_ = shutdownWrite(f.dst.fd)
+}
+
+// count accounts for n bytes moved.
+func (f *flow) count(s *session, n int) {
+	if f.toServer {
+		s.b.bytesIn.Add(uint64(n))
+	} else {
+		s.b.bytesOut.Add(uint64(n))
+	}
+	s.lastActive.Store(s.l.now.UnixNano())
+}
+
+// close asks the session's loop to close it; with reset, the client gets an RST. Any
+// goroutine may call it, for an established session.
+func (s *session) close(reset bool) { s.l.post(s, reset) }
+
+// finish closes both sockets and gives back what the session held. It runs on the loop.
+func (s *session) finish(reset bool) {
+	if s.state == closed {
+		return
+	}
+	was := s.state
+	s.state = closed
+	s.open.Store(0)
+	s.l.forget(s)
+	if reset {
+		_ = unix.SetsockoptLinger(s.client.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
+	}
+	closeFD(s.client.fd)
+	closeFD(s.server.fd)
+	for _, f := range []*flow{&s.up, &s.down} {
+		if f.buf != nil {
+			s.l.putPipe(f.buf)
+			f.buf = nil
+		}
+	}
+	if was == established {
+		s.p.endSession(s)
+		return
+	}
+	s.p.pool.release(s.b)
+	s.p.endConn()
+}
+
+// idleLimit is how long the session may stay silent: the idle timeout of each direction
+// still open, the shorter one; 0 for none.
+func (s *session) idleLimit() time.Duration {
+	open := s.open.Load()
 	var limit time.Duration
-	for _, d := range []*direction{&s.up, &s.down} {
-		if idle := d.idleTimeout(); d.open && idle > 0 && (limit == 0 || idle < limit) {
-			limit = idle
-		}
+	if idle := s.p.cfg.ClientIdleTimeout; open&upOpen != 0 && idle > 0 {
+		limit = idle
+	}
+	if idle := s.p.cfg.ServerIdleTimeout; open&downOpen != 0 && idle > 0 && (limit == 0 || idle < limit) {
+		limit = idle
 	}
 	return limit
 }
 
 // tooIdle reports whether the session has been silent for its idle limit at now.
 func (s *session) tooIdle(now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	limit := s.idleLimitLocked()
-	return !s.closed && limit > 0 && now.Sub(time.Unix(0, s.lastActive.Load())) >= limit
+	limit := s.idleLimit()
+	return limit > 0 && now.Sub(time.Unix(0, s.lastActive.Load())) >= limit
 }
 
-// close ends both connections and the session's hold on its backend slot; with reset,
-// the client gets an RST, as the backend's reset is passed on. A worker still moving
-// bytes finds the connections closed and stops.
-func (s *session) close(reset bool) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.mu.Unlock()
-	if reset {
-		_ = s.client.SetLinger(0)
-	}
-	s.client.Close()
-	s.server.Close()
-	s.p.poller.remove(s.up.token)
-	s.p.poller.remove(s.down.token)
-	s.p.endSession(s)
-}
-
-// pipe is a pair of pipe descriptors for splice, with the count of bytes in it.
+// pipe holds the bytes of a flow between its read and its write: a kernel pipe, which
+// splice(2) fills and drains without the bytes entering user space, or, when no pipe can
+// be had (out of file descriptors), a buffer.
 type pipe struct {
 	r, w int
-	n    int64
+	n    int    // bytes held
+	buf  []byte // when not a kernel pipe
+	off  int    // of the bytes held in buf
 }
 
 // maxSplice is how much one splice moves at most, and the size of the pipes, as in the
 // standard library's splice.
 const maxSplice = 1 << 20
 
-// pipes keeps a few pipes for reuse; a busy proxy needs one per direction moving bytes
-// at the same moment, not one per session.
-var pipes = make(chan *pipe, 64)
+// fill reads from fd into the empty pipe.
+func (pp *pipe) fill(fd int) (int, error) {
+	if pp.buf != nil {
+		n, err := unix.Read(fd, pp.buf)
+		pp.off = 0
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+	return splice(fd, pp.w, maxSplice)
+}
 
-// getPipe returns a pipe, or nil when none can be made (out of file descriptors).
-func getPipe() *pipe {
-	select {
-	case pp := <-pipes:
+// drain writes what the pipe holds to fd, or some of it.
+func (pp *pipe) drain(fd int) (int, error) {
+	if pp.buf != nil {
+		n, err := unix.Write(fd, pp.buf[pp.off:pp.off+pp.n])
+		if err != nil {
+			return 0, err
+		}
+		pp.off += n
+		return n, nil
+	}
+	return splice(pp.r, fd, pp.n)
+}
+
+// maxPipes is how many empty pipes a loop keeps: one is needed per flow moving bytes at
+// the same moment, not one per session.
+const maxPipes = 32
+
+// getPipe returns an empty pipe, or a buffer when no pipe can be made.
+func (l *loop) getPipe() *pipe {
+	if n := len(l.pipes); n > 0 {
+		pp := l.pipes[n-1]
+		l.pipes[n-1] = nil
+		l.pipes = l.pipes[:n-1]
 		return pp
-	default:
 	}
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil
+		return &pipe{r: -1, w: -1, buf: make([]byte, 32<<10)}
 	}
 	// A smaller pipe works too, with more system calls.
 	_, _ = unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, maxSplice)
 	return &pipe{r: fds[0], w: fds[1]}
 }
 
-// putPipe keeps pp for reuse if it is empty and there is room, else closes it.
-func putPipe(pp *pipe) {
-	if pp.n == 0 {
-		select {
-		case pipes <- pp:
-			return
-		default:
-		}
+// putPipe keeps pp for reuse if it is an empty kernel pipe and there is room, else
+// closes it.
+func (l *loop) putPipe(pp *pipe) {
+	if pp == nil || pp.buf != nil {
+		return
+	}
+	if pp.n == 0 && len(l.pipes) < maxPipes {
+		l.pipes = append(l.pipes, pp)
+		return
 	}
 	unix.Close(pp.r)
 	unix.Close(pp.w)
+}
+
+// closePipes closes the pipes kept for reuse.
+func (l *loop) closePipes() {
+	for _, pp := range l.pipes {
+		unix.Close(pp.r)
+		unix.Close(pp.w)
+	}
+	l.pipes = nil
+}
+
+// sockaddrString formats a socket address as host:port.
+func sockaddrString(sa unix.Sockaddr) string {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
+	case *unix.SockaddrInet6:
+		return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
+	}
+	return ""
 }
