@@ -19,6 +19,10 @@ const (
 	// Fault: a tracked check or interface failed; the instance neither advertises nor takes
 	// over until the fault clears (keepalived's FAULT state).
 	Fault
+	// Leaving: a master that was shut down has announced priority 0 and keeps its addresses
+	// until another router advertises (or MachineConfig.Handover passes), so that there is no
+	// moment without a holder: make-before-break.
+	Leaving
 )
 
 func (s State) String() string {
@@ -31,6 +35,8 @@ func (s State) String() string {
 		return "MASTER"
 	case Fault:
 		return "FAULT"
+	case Leaving:
+		return "LEAVING"
 	}
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
@@ -55,6 +61,11 @@ type MachineConfig struct {
 	FlapMax    int
 	FlapWindow time.Duration
 	FlapHold   time.Duration
+	// Handover is how long a master that is shut down keeps its addresses, announcing
+	// priority 0 every advert interval, while it waits for another router's advert; it lets
+	// go when that advert arrives, or when Handover has passed without one (a lone master).
+	// Zero lets go at once, as RFC 5798 describes.
+	Handover time.Duration
 }
 
 // EventKind says what happened.
@@ -63,7 +74,9 @@ type EventKind uint8
 const (
 	// EvStartup starts the instance (Initialize -> Backup, or Master for priority 255).
 	EvStartup EventKind = iota
-	// EvShutdown stops it: a master sends a priority 0 advert and drops the addresses.
+	// EvShutdown stops it: a master sends a priority 0 advert and drops the addresses, at
+	// once or, with MachineConfig.Handover, once another router has taken over (Leaving). A
+	// second EvShutdown while Leaving drops them at once.
 	EvShutdown
 	// EvAdvert is a valid advert from another router (see Event.From etc.).
 	EvAdvert
@@ -96,8 +109,12 @@ const (
 	ActSendAdvert ActionKind = iota
 	// ActAddAddrs: bind the virtual addresses (or refresh their lifetime).
 	ActAddAddrs
-	// ActRemoveAddrs: unbind the virtual addresses.
+	// ActRemoveAddrs: unbind the virtual addresses; nobody else has them yet.
 	ActRemoveAddrs
+	// ActReleaseAddrs: unbind the virtual addresses another router has just taken over (its
+	// advert arrived after its gratuitous ARPs): connections still using them can no longer
+	// hear from their clients, but what they are sending may still reach them for a moment.
+	ActReleaseAddrs
 	// ActAnnounce: send gratuitous ARPs / unsolicited neighbour advertisements.
 	ActAnnounce
 	// ActTransition: the state changed From -> To because of Reason (log, notify, metrics).
@@ -130,6 +147,7 @@ type Machine struct {
 	masterPrio          uint8
 	lowerSince          time.Time // first advert of a lower-priority master (preempt delay)
 	holdUntil           time.Time // flap damping hold-down
+	leaveBy             time.Time // Leaving: let go by then even without another advert
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -190,8 +208,17 @@ func (m *Machine) Next() time.Time {
 		return m.adverTimer
 	case Backup:
 		return m.masterDown
+	case Leaving:
+		return earliest(m.adverTimer, m.leaveBy)
 	}
 	return time.Time{}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // Handle feeds one event at time now and returns what to do.
@@ -246,14 +273,18 @@ func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 		}
 		m.masterTimes = append(keep, now)
 	}
-	acts := []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
+	// Bind and announce before advertising: a master that is handing over to us (Leaving, or
+	// preempted) lets go when our advert arrives, and by then the hosts have been pointed
+	// at us, so no packet meets a host without the address.
+	acts := []Action{{Kind: ActAddAddrs}, {Kind: ActAnnounce}, {Kind: ActSendAdvert, Priority: m.prio}}
 	return m.to(Master, now, reason, acts)
 }
 
 func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 	var acts []Action
 	if m.state == Master {
-		acts = append(acts, Action{Kind: ActRemoveAddrs})
+		// Only a better master's advert makes a master a backup: it has the addresses.
+		acts = append(acts, Action{Kind: ActReleaseAddrs})
 	}
 	m.adverTimer = time.Time{}
 	m.masterDown = now.Add(m.downInterval())
@@ -262,11 +293,27 @@ func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 
 func (m *Machine) shutdown(now time.Time) []Action {
 	var acts []Action
-	if m.state == Master {
+	switch {
+	case m.state == Master && m.cfg.Handover > 0:
+		m.adverTimer = now.Add(m.cfg.Interval)
+		m.masterDown = time.Time{}
+		m.leaveBy = now.Add(m.cfg.Handover)
+		acts = append(acts, Action{Kind: ActSendAdvert, Priority: 0})
+		return m.to(Leaving, now, "shutdown: handing over", acts)
+	case m.state == Master:
 		acts = append(acts, Action{Kind: ActSendAdvert, Priority: 0}, Action{Kind: ActRemoveAddrs})
+	case m.state == Leaving:
+		acts = append(acts, Action{Kind: ActRemoveAddrs})
 	}
-	m.adverTimer, m.masterDown = time.Time{}, time.Time{}
+	m.adverTimer, m.masterDown, m.leaveBy = time.Time{}, time.Time{}, time.Time{}
 	return m.to(Initialize, now, "shutdown", acts)
+}
+
+// leave ends a Leaving state: the addresses go (released to a new master, or removed after
+// the handover timeout) and the instance is stopped.
+func (m *Machine) leave(now time.Time, kind ActionKind, reason string) []Action {
+	m.adverTimer, m.masterDown, m.leaveBy = time.Time{}, time.Time{}, time.Time{}
+	return m.to(Initialize, now, reason, []Action{{Kind: kind}})
 }
 
 func (m *Machine) timer(now time.Time) []Action {
@@ -293,6 +340,16 @@ func (m *Machine) timer(now time.Time) []Action {
 				Reason: fmt.Sprintf("became master more than %d times in %s", m.cfg.FlapMax, m.cfg.FlapWindow)}}
 		}
 		return m.becomeMaster(now, "master down timer expired")
+	case Leaving:
+		if !m.leaveBy.IsZero() && !now.Before(m.leaveBy) {
+			return m.leave(now, ActRemoveAddrs, fmt.Sprintf("shutdown: no other router advertised within %s", m.cfg.Handover))
+		}
+		if m.adverTimer.IsZero() || now.Before(m.adverTimer) {
+			return nil
+		}
+		// Repeat the priority 0 advert, in case the first was lost.
+		m.adverTimer = now.Add(m.cfg.Interval)
+		return []Action{{Kind: ActSendAdvert, Priority: 0}}
 	}
 	return nil
 }
@@ -364,6 +421,12 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 		return []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAnnounce}}
 	case Fault:
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority
+	case Leaving:
+		if ev.Priority == 0 {
+			return nil // another master leaving too: keep waiting for one that stays
+		}
+		m.masterAddr, m.masterPrio = ev.From, ev.Priority
+		return m.leave(now, ActReleaseAddrs, fmt.Sprintf("shutdown: handed over to %s (priority %d)", ev.From, ev.Priority))
 	}
 	return nil
 }
@@ -400,6 +463,9 @@ func (m *Machine) setFault(fault bool, reason string, now time.Time) []Action {
 	case fault && m.state == Backup:
 		m.masterDown = time.Time{}
 		return m.to(Fault, now, reason, nil)
+	case fault && m.state == Leaving:
+		// The link or the service is gone: holding on helps nobody.
+		return m.leave(now, ActRemoveAddrs, "shutdown: "+reason)
 	case !fault && m.state == Fault:
 		return m.becomeBackup(now, "fault cleared: "+reason)
 	}
