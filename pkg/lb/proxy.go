@@ -155,17 +155,24 @@ func (p *Proxy) Listen() error {
 	// Keepalive and TCP_USER_TIMEOUT are set once on the listening socket: accepted
 	// sockets inherit them, which saves four system calls per client connection.
 	ka := keepAlive(p.cfg.TCPKeepAlive)
+	var terr error // see handover.go; not fatal
 	lc := net.ListenConfig{
 		KeepAlive: -1,
-		Control: func(_, _ string, rc syscall.RawConn) error {
+		Control: func(network, _ string, rc syscall.RawConn) error {
 			var serr error
-			err := rc.Control(func(fd uintptr) { serr = setSocketOptions(int(fd), ka, p.cfg.TCPUserTimeout) })
+			err := rc.Control(func(fd uintptr) {
+				serr = setSocketOptions(int(fd), ka, p.cfg.TCPUserTimeout)
+				terr = setTransparent(int(fd), network)
+			})
 			return errors.Join(err, serr)
 		},
 	}
 	ln, err := lc.Listen(context.Background(), "tcp", p.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("lb: listen on %s: %w", p.cfg.Listen, err)
+	}
+	if terr != nil {
+		p.log.Warn("listener not transparent", "err", terr.Error())
 	}
 	p.ln = ln.(*net.TCPListener)
 	if p.cfg.StatusAddr != "" {

@@ -286,7 +286,7 @@ func (d *Daemon) reloadBGP(cfg *Config) error {
 // globals returns the daemon-wide settings other than the instances and the checks.
 func globals(c *Config) []any {
 	return []any{c.GARPCount, c.GARPSpacing, c.GARPRepeatDelay, c.GARPRefresh, c.VIPLifetime, c.Notify,
-		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight}
+		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight, c.HandoverTimeout, c.HandoverDrain}
 }
 
 func checks(c *Config) []any {
