@@ -293,7 +293,9 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.down["m1"] = "apiserver"
 	case scGracefulMaster:
 		d.progress("%s %s: SIGTERM every process on m1", c.spec.Name, name)
-		if c.spec.BGP {
+		if c.spec.HACP {
+			// As systemd stops the units (hacp-vipd is ordered after hacp-lbproxy, which is
+			// ordered after hacp-apiserver): vipd hands over and exits, then the rest drain.
 			go c.stopVipdFirst(m1, 20*time.Second)
 		} else {
 			go m1.stopGracefully(20 * time.Second)
