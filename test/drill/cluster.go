@@ -146,6 +146,7 @@ func (c *cluster) startPlane(m *host) error {
 				"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
 				"--check-ca-file", c.d.bundle.CACert,
 			}
+			vipArgs = append(vipArgs, c.d.opts.vipdArgs...)
 		}
 		vd, err := m.start(c.d.bin["vipd"], vipArgs...)
 		if err != nil {

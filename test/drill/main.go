@@ -42,6 +42,7 @@ type options struct {
 	shutdownDelay time.Duration
 	pin           bool
 	controlPlane  bool
+	vipdArgs      []string // appended to every VRRP-mode vipd's command line (hacp stack)
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -81,8 +82,11 @@ func run() int {
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
+	var vipdArgs string
+	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
+	o.vipdArgs = strings.Fields(vipdArgs)
 	var err error
 	if o.scenarios, err = parseList(scenarios, allScenarios, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "drill: --scenarios: %v\n", err)
@@ -366,6 +370,9 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 			bgpVIPAddr, lbPort, routerAddr, strings.TrimSuffix(bgpVIPAddr, ".100"), bgpStack().HoldTime)
 	}
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
+	if len(d.opts.vipdArgs) > 0 {
+		fmt.Fprintf(&h, "\nvipd (hacp): extra flags %q.\n", strings.Join(d.opts.vipdArgs, " "))
+	}
 	if d.opts.shutdownDelay > 0 {
 		fmt.Fprintf(&h, "\napiserver (every stack): --shutdown-delay %v.\n", d.opts.shutdownDelay)
 	}
