@@ -315,7 +315,12 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		s.probeHealth(ctx, m1)
 		hc := healthClient(d.bundle, d.client, 500*time.Millisecond)
 		extra = func() bool {
-			return c.settled(c.holders()) && healthy(ctx, hc, apiURL(m1)+"/healthz")
+			h := c.holders()
+			placed := c.settled(h)
+			if c.noPreempt() {
+				placed = len(h) == 1 // the VIP stays where it is
+			}
+			return placed && healthy(ctx, hc, apiURL(m1)+"/healthz")
 		}
 	}
 	if name == scPartitionMaster {
@@ -436,6 +441,26 @@ func (c *cluster) restore(ctx context.Context) error {
 			if err := c.boot(m); err != nil {
 				return err
 			}
+		}
+	}
+	if c.noPreempt() {
+		if err := c.waitAPIServers(ctx, c.d.masters, 90*time.Second); err != nil {
+			return err
+		}
+		// m1's check may still be failing from its start (its priority lowered): try again
+		// until m1 is the one that takes the VIP.
+		err := poll(ctx, 90*time.Second, func() bool {
+			if h := c.holders(); len(h) == 1 && h[0] == "m1" {
+				return true
+			}
+			if err := c.moveVIPToM1(ctx); err != nil {
+				c.d.progress("%s: %v", c.spec.Name, err)
+			}
+			_ = poll(ctx, 3*time.Second, func() bool { h := c.holders(); return len(h) == 1 && h[0] == "m1" })
+			return false
+		})
+		if err != nil {
+			return fmt.Errorf("%s: VIP not moved back to m1: %w", c.spec.Name, err)
 		}
 	}
 	return c.waitSettled(ctx, 90*time.Second)
