@@ -49,14 +49,26 @@ func (b *addrBinder) nlAddr(p netip.Prefix) *netlink.Addr {
 }
 
 // add binds (or re-binds with a fresh lifetime) every prefix.
-func (b *addrBinder) add(ps []netip.Prefix) error {
+func (b *addrBinder) add(ps []netip.Prefix) error { return b.replace(ps, false) }
+
+// deprecate keeps every prefix bound, with a fresh valid lifetime, but marks it deprecated
+// (preferred lifetime 0): a master that is handing over (LEAVING) still receives on it but
+// gives it up, and anyone looking at the host (ip addr shows "deprecated") can tell it from
+// a master that claims it.
+func (b *addrBinder) deprecate(ps []netip.Prefix) error { return b.replace(ps, true) }
+
+func (b *addrBinder) replace(ps []netip.Prefix, deprecated bool) error {
 	l, err := b.link()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, p := range ps {
-		if err := netlink.AddrReplace(l, b.nlAddr(p)); err != nil {
+		a := b.nlAddr(p)
+		if deprecated {
+			a.PreferedLft = 0
+		}
+		if err := netlink.AddrReplace(l, a); err != nil {
 			errs = append(errs, fmt.Errorf("vip: add %s to %s: %w", p, b.iface, err))
 		}
 	}

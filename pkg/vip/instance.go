@@ -213,10 +213,15 @@ func (in *instance) run(ctx context.Context) {
 			now := time.Now()
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvTimer}, now), now)
 		case <-refresh.C:
-			if st := in.m.State(); st == vrrp.Master || st == vrrp.Leaving {
-				if err := in.binder.add(in.allVIPs()); err != nil {
-					in.log.Error("cannot refresh virtual addresses", "err", err.Error())
-				}
+			var err error
+			switch in.m.State() {
+			case vrrp.Master:
+				err = in.binder.add(in.allVIPs())
+			case vrrp.Leaving:
+				err = in.binder.deprecate(in.allVIPs())
+			}
+			if err != nil {
+				in.log.Error("cannot refresh virtual addresses", "err", err.Error())
 			}
 		case <-garpRefresh:
 			if in.m.State() == vrrp.Master {
@@ -333,6 +338,11 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			in.announceNow()
 			announced = true
 		case vrrp.ActTransition:
+			if a.To == vrrp.Leaving {
+				if err := in.binder.deprecate(in.allVIPs()); err != nil {
+					in.log.Error("cannot mark the virtual addresses deprecated", "err", err.Error())
+				}
+			}
 			in.transition(a, now)
 		case vrrp.ActHoldDown:
 			in.log.Warn("flap damping: holding in BACKUP", "until", a.Until.Format(time.RFC3339), "reason", a.Reason)

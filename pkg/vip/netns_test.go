@@ -957,3 +957,28 @@ func TestMakeBeforeBreakHandover(t *testing.T) {
 		t.Fatalf("m1's vipd did not hand over to m2 through LEAVING:\n%s", out)
 	}
 }
+
+// TestLoneMasterHandoverTimeout: a master with nobody to hand over to stays LEAVING with the
+// VIP bound but deprecated (so that anyone can tell it from a master claiming it), then lets
+// go after --handover-timeout and exits.
+func TestLoneMasterHandoverTimeout(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1 := n.AddHost("m1", 11)
+	p1 := startVipd(t, m1, baseArgs(101, "--handover-timeout", "3s")...)
+	waitHolder(t, "m1", 10*time.Second, m1)
+	if out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0"); strings.Contains(out, "deprecated") {
+		t.Fatalf("MASTER's VIP is deprecated:\n%s", out)
+	}
+	p1.Signal(syscall.SIGTERM)
+	waitFor(t, 5*time.Second, "m1 LEAVING with the VIP bound and deprecated", func() bool {
+		out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+		return state(m1) == "LEAVING" && strings.Contains(out, " "+vipA+"/") && strings.Contains(out, "deprecated")
+	})
+	waitExit(t, p1)
+	if hasVIP(t, m1, vipA) {
+		t.Fatal("m1 still holds the VIP after vipd exited")
+	}
+	if out := p1.Output(); !strings.Contains(out, "no other router advertised within 3s") {
+		t.Fatalf("m1's vipd did not let go at the handover timeout:\n%s", out)
+	}
+}

@@ -90,6 +90,7 @@ var reportRows = []reportRow{
 	{"last_failure_s", func(m metrics) (float64, bool) { return m.LastFailureS, true }, true},
 	{"watch_gap_s", func(m metrics) (float64, bool) { return m.WatchGapS, true }, true},
 	{"split_brain_s", func(m metrics) (float64, bool) { return m.SplitBrainS, true }, false},
+	{"handover_overlap_s", func(m metrics) (float64, bool) { return m.HandoverOverlapS, true }, false},
 	{"split_brain_after_heal_s", func(m metrics) (float64, bool) {
 		if m.SplitBrainAfterHeal == nil {
 			return 0, false

@@ -94,7 +94,11 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 			}
 			mac := c.d.client.neighbourMAC(vip)
 			for _, m := range c.d.masters {
-				if m.holdsAddr(vip) {
+				held, leaving := m.addrState(vip)
+				if leaving {
+					smp.Leaving = append(smp.Leaving, m.Name)
+				}
+				if held {
 					smp.Holders = append(smp.Holders, m.Name)
 					if m.linkUp() {
 						smp.Reachable = append(smp.Reachable, m.Name)
