@@ -124,6 +124,9 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		Preempt: r.Preempt, PreemptDelay: r.PreemptDelay,
 		FlapMax: g.FlapMax, FlapWindow: g.FlapWindow, FlapHold: g.FlapHold,
 		Handover: handoverTimeout(g.HandoverTimeout, r),
+		// The new master binds and announces right after its advert: a quarter of an
+		// interval covers that on a loaded host and is still short next to the drain.
+		HandoverLinger: r.Interval / 4,
 	})
 	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,
 		EffectivePriority: r.Priority, State: vrrp.Initialize.String(), Dropped: map[string]uint64{}}

@@ -66,6 +66,11 @@ type MachineConfig struct {
 	// go when that advert arrives, or when Handover has passed without one (a lone master).
 	// Zero lets go at once, as RFC 5798 describes.
 	Handover time.Duration
+	// HandoverLinger is how long a Leaving master keeps its addresses after the new master's
+	// first advert: a master taking over from a priority 0 advert advertises first (so that
+	// the other backups, whose skew times differ by a fraction of a millisecond, stand down)
+	// and binds and announces the addresses just after.
+	HandoverLinger time.Duration
 }
 
 // EventKind says what happened.
@@ -145,9 +150,10 @@ type Machine struct {
 	adverTimer          time.Time // Adver_Timer deadline, zero when off
 	masterAddr          netip.Addr
 	masterPrio          uint8
-	lowerSince          time.Time // first advert of a lower-priority master (preempt delay)
-	holdUntil           time.Time // flap damping hold-down
-	leaveBy             time.Time // Leaving: let go by then even without another advert
+	lowerSince          time.Time  // first advert of a lower-priority master (preempt delay)
+	holdUntil           time.Time  // flap damping hold-down
+	leaveBy             time.Time  // Leaving: let go by then even without another advert
+	successor           netip.Addr // Leaving: the new master whose advert arrived
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -232,7 +238,7 @@ func (m *Machine) Handle(ev Event, now time.Time) []Action {
 			return m.to(Fault, now, ev.Reason, nil)
 		}
 		if m.prio == 255 {
-			return m.becomeMaster(now, "address owner (priority 255)")
+			return m.becomeMaster(now, "address owner (priority 255)", false)
 		}
 		return m.becomeBackup(now, "startup")
 	case EvShutdown:
@@ -259,7 +265,13 @@ func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Act
 	return acts
 }
 
-func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
+// becomeMaster takes over. advertFirst sends the advert before binding the addresses: right
+// when taking over from a master that announced priority 0 (it keeps the addresses for
+// HandoverLinger after our advert), so that backups whose timers run out just after ours
+// stand down before they announce anything. Otherwise the addresses are bound and announced
+// before the advert: a master we preempt lets go when our advert arrives, and by then the
+// hosts have been pointed at us, so no packet meets a host without the address.
+func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) []Action {
 	m.masterDown = time.Time{}
 	m.adverTimer = now.Add(m.cfg.Interval)
 	m.masterAddr, m.masterPrio = m.cfg.Addr, m.prio
@@ -273,10 +285,10 @@ func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 		}
 		m.masterTimes = append(keep, now)
 	}
-	// Bind and announce before advertising: a master that is handing over to us (Leaving, or
-	// preempted) lets go when our advert arrives, and by then the hosts have been pointed
-	// at us, so no packet meets a host without the address.
 	acts := []Action{{Kind: ActAddAddrs}, {Kind: ActAnnounce}, {Kind: ActSendAdvert, Priority: m.prio}}
+	if advertFirst {
+		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
+	}
 	return m.to(Master, now, reason, acts)
 }
 
@@ -312,7 +324,7 @@ func (m *Machine) shutdown(now time.Time) []Action {
 // leave ends a Leaving state: the addresses go (released to a new master, or removed after
 // the handover timeout) and the instance is stopped.
 func (m *Machine) leave(now time.Time, kind ActionKind, reason string) []Action {
-	m.adverTimer, m.masterDown, m.leaveBy = time.Time{}, time.Time{}, time.Time{}
+	m.adverTimer, m.masterDown, m.leaveBy, m.successor = time.Time{}, time.Time{}, time.Time{}, netip.Addr{}
 	return m.to(Initialize, now, reason, []Action{{Kind: kind}})
 }
 
@@ -339,9 +351,14 @@ func (m *Machine) timer(now time.Time) []Action {
 			return []Action{{Kind: ActHoldDown, Until: m.holdUntil,
 				Reason: fmt.Sprintf("became master more than %d times in %s", m.cfg.FlapMax, m.cfg.FlapWindow)}}
 		}
-		return m.becomeMaster(now, "master down timer expired")
+		// After a priority 0 advert every backup's timer runs out within a few
+		// milliseconds of the others': advertise first, so they hear of us sooner.
+		return m.becomeMaster(now, "master down timer expired", m.masterPrio == 0 && m.masterAddr.IsValid())
 	case Leaving:
 		if !m.leaveBy.IsZero() && !now.Before(m.leaveBy) {
+			if m.successor.IsValid() {
+				return m.leave(now, ActReleaseAddrs, fmt.Sprintf("shutdown: handed over to %s (priority %d)", m.successor, m.masterPrio))
+			}
 			return m.leave(now, ActRemoveAddrs, fmt.Sprintf("shutdown: no other router advertised within %s", m.cfg.Handover))
 		}
 		if m.adverTimer.IsZero() || now.Before(m.adverTimer) {
@@ -425,7 +442,16 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 		if ev.Priority == 0 {
 			return nil // another master leaving too: keep waiting for one that stays
 		}
-		m.masterAddr, m.masterPrio = ev.From, ev.Priority
+		if m.successor.IsValid() {
+			return nil // already lingering
+		}
+		m.successor, m.masterAddr, m.masterPrio = ev.From, ev.From, ev.Priority
+		if m.cfg.HandoverLinger > 0 {
+			// The new master binds and announces just after this advert: keep the addresses
+			// a moment longer, so that nothing sent before hosts turn to it is dropped.
+			m.leaveBy = earliest(m.leaveBy, now.Add(m.cfg.HandoverLinger))
+			return nil
+		}
 		return m.leave(now, ActReleaseAddrs, fmt.Sprintf("shutdown: handed over to %s (priority %d)", ev.From, ev.Priority))
 	}
 	return nil

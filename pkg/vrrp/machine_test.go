@@ -112,7 +112,7 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 200, 100*ms), nil, Backup, 100*ms + down100},
 			{150 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 150*ms + skew100},
-			{150*ms + skew100, tick, toMaster, Master, 250*ms + skew100},
+			{150*ms + skew100, tick, []string{"advert:100", "add", "announce", "BACKUP->MASTER"}, Master, 250*ms + skew100},
 		}},
 		{"preempt: lower advert ignored, backup takes over", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -210,6 +210,14 @@ func TestMachine(t *testing.T) {
 			{time.Second + 60*ms, advert(addrLo, 0, 100*ms), nil, Leaving, time.Second + 100*ms},
 			{time.Second + 61*ms, advert(addrLo, 99, 100*ms), []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
 			{time.Second + 200*ms, advert(addrLo, 99, 100*ms), nil, Initialize, noTimer},
+		}},
+		{"handover: with a linger the addresses go a moment after the new master's advert", func() MachineConfig { c := handover(v3(100), 400*ms); c.HandoverLinger = 25 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 61*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
+			{time.Second + 70*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
+			{time.Second + 86*ms, tick, []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
 		}},
 		{"handover: priority 0 repeated every interval, lone master lets go at the timeout", handover(v3(100), 250*ms), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -409,6 +417,7 @@ func TestMakeBeforeBreak(t *testing.T) {
 	checking := false   // from the shutdown on, someone must hold the addresses
 	for i := range ms {
 		c := handover(v3(prios[i]), time.Second)
+		c.HandoverLinger = 25 * time.Millisecond
 		c.Addr = addrs[i]
 		ms[i] = NewMachine(c)
 	}
@@ -426,6 +435,9 @@ func TestMakeBeforeBreak(t *testing.T) {
 				holds[from] = false
 				events = append(events, fmt.Sprintf("%d:%s", from, summarize([]Action{a})[0]))
 			case ActSendAdvert:
+				if checking && a.Priority > 0 && ms[0].State() == Leaving {
+					events = append(events, fmt.Sprintf("%d:advert:%d", from, a.Priority))
+				}
 				for j, m := range ms {
 					if j != from {
 						deliver(j, m.Handle(advert(addrs[from], a.Priority, 100*time.Millisecond), now))
@@ -467,14 +479,16 @@ func TestMakeBeforeBreak(t *testing.T) {
 		t.Fatalf("after shutdown router 0 is %s holding=%v, want LEAVING and holding", ms[0].State(), holds[0])
 	}
 	run(now.Add(2 * time.Second))
-	want := []string{"1:add", "1:announce", "0:release"}
+	// Router 1 advertises first (router 2's timer would run out 0.4 ms later), then binds
+	// and announces; router 0 lets go only after the linger.
+	want := []string{"1:advert:100", "1:add", "1:announce", "0:release"}
 	if !slices.Equal(events, want) {
 		t.Fatalf("handover events %q, want %q", events, want)
 	}
 	if ms[0].State() != Initialize || ms[1].State() != Master || ms[2].State() != Backup {
 		t.Fatalf("states %s %s %s, want INIT MASTER BACKUP", ms[0].State(), ms[1].State(), ms[2].State())
 	}
-	if took := ms[0].Since().Sub(stop); took != SkewTime(3, 100, 100*time.Millisecond) {
-		t.Fatalf("router 0 let go %s after shutdown, want the new master's skew time %s", took, SkewTime(3, 100, 100*time.Millisecond))
+	if took, want := ms[0].Since().Sub(stop), SkewTime(3, 100, 100*time.Millisecond)+25*time.Millisecond; took != want {
+		t.Fatalf("router 0 let go %s after shutdown, want the new master's skew time plus the linger, %s", took, want)
 	}
 }
