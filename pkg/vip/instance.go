@@ -124,9 +124,11 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		Preempt: r.Preempt, PreemptDelay: r.PreemptDelay,
 		FlapMax: g.FlapMax, FlapWindow: g.FlapWindow, FlapHold: g.FlapHold,
 		Handover: handoverTimeout(g.HandoverTimeout, r),
-		// The new master binds and announces right after its advert: a quarter of an
-		// interval covers that on a loaded host and is still short next to the drain.
-		HandoverLinger: r.Interval / 4,
+		// After a priority 0 advert the new master advertises, waits a tenth of an interval
+		// for a better backup's advert, then binds and announces; the leaving master keeps
+		// the VIP for half an interval after that first advert, which covers it.
+		HandoverSettle: r.Interval / 10,
+		HandoverLinger: r.Interval / 2,
 	})
 	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,
 		EffectivePriority: r.Priority, State: vrrp.Initialize.String(), Dropped: map[string]uint64{}}

@@ -71,6 +71,12 @@ type MachineConfig struct {
 	// the other backups, whose skew times differ by a fraction of a millisecond, stand down)
 	// and binds and announces the addresses just after.
 	HandoverLinger time.Duration
+	// HandoverSettle is how long a master taking over from a priority 0 advert waits between
+	// its first advert and binding and announcing the addresses: a backup whose timer ran out
+	// just after ours hears our advert within it and stands down having announced nothing
+	// (their skew times differ by 0.4 ms per priority point at 100 ms adverts, less than the
+	// scheduling delays of a loaded host). Zero binds at once.
+	HandoverSettle time.Duration
 }
 
 // EventKind says what happened.
@@ -154,6 +160,8 @@ type Machine struct {
 	holdUntil           time.Time  // flap damping hold-down
 	leaveBy             time.Time  // Leaving: let go by then even without another advert
 	successor           netip.Addr // Leaving: the new master whose advert arrived
+	bindAt              time.Time  // Master: bind and announce then (HandoverSettle)
+	bound               bool       // Master: the addresses are bound
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -211,7 +219,7 @@ func (m *Machine) downInterval() time.Duration {
 func (m *Machine) Next() time.Time {
 	switch m.state {
 	case Master:
-		return m.adverTimer
+		return earliest(m.adverTimer, m.bindAt)
 	case Backup:
 		return m.masterDown
 	case Leaving:
@@ -286,7 +294,12 @@ func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) [
 		m.masterTimes = append(keep, now)
 	}
 	acts := []Action{{Kind: ActAddAddrs}, {Kind: ActAnnounce}, {Kind: ActSendAdvert, Priority: m.prio}}
-	if advertFirst {
+	m.bound, m.bindAt = true, time.Time{}
+	switch {
+	case advertFirst && m.cfg.HandoverSettle > 0:
+		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		m.bound, m.bindAt = false, now.Add(m.cfg.HandoverSettle)
+	case advertFirst:
 		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
 	}
 	return m.to(Master, now, reason, acts)
@@ -294,10 +307,11 @@ func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) [
 
 func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 	var acts []Action
-	if m.state == Master {
+	if m.state == Master && m.bound {
 		// Only a better master's advert makes a master a backup: it has the addresses.
 		acts = append(acts, Action{Kind: ActReleaseAddrs})
 	}
+	m.bound, m.bindAt = false, time.Time{}
 	m.adverTimer = time.Time{}
 	m.masterDown = now.Add(m.downInterval())
 	return m.to(Backup, now, reason, acts)
@@ -305,6 +319,12 @@ func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 
 func (m *Machine) shutdown(now time.Time) []Action {
 	var acts []Action
+	if m.state == Master && !m.bound {
+		// Stopped while settling: nothing was bound or announced.
+		m.bindAt = time.Time{}
+		m.adverTimer, m.masterDown = time.Time{}, time.Time{}
+		return m.to(Initialize, now, "shutdown", []Action{{Kind: ActSendAdvert, Priority: 0}})
+	}
 	switch {
 	case m.state == Master && m.cfg.Handover > 0:
 		m.adverTimer = now.Add(m.cfg.Interval)
@@ -331,11 +351,17 @@ func (m *Machine) leave(now time.Time, kind ActionKind, reason string) []Action 
 func (m *Machine) timer(now time.Time) []Action {
 	switch m.state {
 	case Master:
+		var acts []Action
+		if !m.bindAt.IsZero() && !now.Before(m.bindAt) {
+			// No better router answered our advert: take the addresses.
+			m.bindAt, m.bound = time.Time{}, true
+			acts = append(acts, Action{Kind: ActAddAddrs}, Action{Kind: ActAnnounce})
+		}
 		if m.adverTimer.IsZero() || now.Before(m.adverTimer) {
-			return nil
+			return acts
 		}
 		m.adverTimer = now.Add(m.cfg.Interval)
-		return []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		return append(acts, Action{Kind: ActSendAdvert, Priority: m.prio})
 	case Backup:
 		if m.masterDown.IsZero() || now.Before(m.masterDown) {
 			return nil
@@ -435,6 +461,9 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 		}
 		// A lower-priority router thinks it is master: re-assert at once (keepalived does).
 		m.adverTimer = now.Add(m.cfg.Interval)
+		if !m.bound {
+			return []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		}
 		return []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAnnounce}}
 	case Fault:
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority
@@ -484,7 +513,7 @@ func (m *Machine) setFault(fault bool, reason string, now time.Time) []Action {
 	switch {
 	case fault && m.state == Master:
 		acts := []Action{{Kind: ActSendAdvert, Priority: 0}, {Kind: ActRemoveAddrs}}
-		m.adverTimer = time.Time{}
+		m.adverTimer, m.bindAt, m.bound = time.Time{}, time.Time{}, false
 		return m.to(Fault, now, reason, acts)
 	case fault && m.state == Backup:
 		m.masterDown = time.Time{}

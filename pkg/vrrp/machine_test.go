@@ -219,6 +219,25 @@ func TestMachine(t *testing.T) {
 			{time.Second + 70*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
 			{time.Second + 86*ms, tick, []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
 		}},
+		{"settle: after a priority 0 advert the new master advertises, then binds and announces", func() MachineConfig { c := v3(100); c.HandoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
+			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
+			{110*ms + skew100, tick, []string{"add", "announce"}, Master, 200*ms + skew100},
+			{200*ms + skew100, tick, []string{"advert:100"}, Master, 300*ms + skew100},
+		}},
+		{"settle: a better router's advert meanwhile: stand down having announced nothing", func() MachineConfig { c := v3(99); c.HandoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*100*ms + 61328125},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + 61328125},
+			{100*ms + 61328125, tick, []string{"advert:99", "BACKUP->MASTER"}, Master, 110*ms + 61328125},
+			{105*ms + 61328125, advert(addrLo, 100, 100*ms), []string{"MASTER->BACKUP"}, Backup, 105*ms + 61328125 + 3*100*ms + 61328125},
+		}},
+		{"settle: stopped while settling: priority 0, nothing to remove", func() MachineConfig { c := handover(v3(100), 400*ms); c.HandoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
+			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
+			{105*ms + skew100, shutdown, []string{"advert:0", "MASTER->INIT"}, Initialize, noTimer},
+		}},
 		{"handover: priority 0 repeated every interval, lone master lets go at the timeout", handover(v3(100), 250*ms), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{down100, tick, toMaster, Master, down100 + 100*ms},
@@ -418,6 +437,7 @@ func TestMakeBeforeBreak(t *testing.T) {
 	for i := range ms {
 		c := handover(v3(prios[i]), time.Second)
 		c.HandoverLinger = 25 * time.Millisecond
+		c.HandoverSettle = 10 * time.Millisecond
 		c.Addr = addrs[i]
 		ms[i] = NewMachine(c)
 	}
@@ -479,8 +499,8 @@ func TestMakeBeforeBreak(t *testing.T) {
 		t.Fatalf("after shutdown router 0 is %s holding=%v, want LEAVING and holding", ms[0].State(), holds[0])
 	}
 	run(now.Add(2 * time.Second))
-	// Router 1 advertises first (router 2's timer would run out 0.4 ms later), then binds
-	// and announces; router 0 lets go only after the linger.
+	// Router 1 advertises first (router 2's timer would run out 0.4 ms later, and stands
+	// down), binds and announces after the settle time; router 0 lets go after the linger.
 	want := []string{"1:advert:100", "1:add", "1:announce", "0:release"}
 	if !slices.Equal(events, want) {
 		t.Fatalf("handover events %q, want %q", events, want)
