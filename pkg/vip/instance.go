@@ -124,10 +124,10 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		Preempt: r.Preempt, PreemptDelay: r.PreemptDelay,
 		FlapMax: g.FlapMax, FlapWindow: g.FlapWindow, FlapHold: g.FlapHold,
 		Handover: handoverTimeout(g.HandoverTimeout, r),
-		// After a priority 0 advert the new master advertises, waits a tenth of an interval
-		// for a better backup's advert, then binds and announces; the leaving master keeps
-		// the VIP for half an interval after that first advert, which covers it.
-		HandoverSettle: r.Interval / 10,
+		// A backup taking over from a leaving or silent master advertises, waits a tenth of
+		// an interval for a better router's advert, then binds and announces; a leaving
+		// master keeps the VIP for half an interval after that first advert, which covers it.
+		TakeoverSettle: r.Interval / 10,
 		HandoverLinger: r.Interval / 2,
 	})
 	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,

@@ -71,12 +71,15 @@ type MachineConfig struct {
 	// the other backups, whose skew times differ by a fraction of a millisecond, stand down)
 	// and binds and announces the addresses just after.
 	HandoverLinger time.Duration
-	// HandoverSettle is how long a master taking over from a priority 0 advert waits between
-	// its first advert and binding and announcing the addresses: a backup whose timer ran out
-	// just after ours hears our advert within it and stands down having announced nothing
-	// (their skew times differ by 0.4 ms per priority point at 100 ms adverts, less than the
-	// scheduling delays of a loaded host). Zero binds at once.
-	HandoverSettle time.Duration
+	// TakeoverSettle is how long a backup that takes over when the master left (priority 0)
+	// or went silent waits between its first advert and binding and announcing the
+	// addresses: a backup whose timer ran out just after ours hears our advert within it and
+	// stands down having announced nothing (their skew times differ by 0.4 ms per priority
+	// point at 100 ms adverts, less than the scheduling delays of a loaded host), and so
+	// does a backup whose master was only late (a starved host), when the master answers its
+	// advert. A backup that preempts a live lower-priority master binds and announces before
+	// advertising instead. Zero binds at once.
+	TakeoverSettle time.Duration
 }
 
 // EventKind says what happened.
@@ -160,8 +163,9 @@ type Machine struct {
 	holdUntil           time.Time  // flap damping hold-down
 	leaveBy             time.Time  // Leaving: let go by then even without another advert
 	successor           netip.Addr // Leaving: the new master whose advert arrived
-	bindAt              time.Time  // Master: bind and announce then (HandoverSettle)
+	bindAt              time.Time  // Master: bind and announce then (TakeoverSettle)
 	bound               bool       // Master: the addresses are bound
+	preempting          bool       // Backup: a live lower-priority master is being preempted
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -273,17 +277,18 @@ func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Act
 	return acts
 }
 
-// becomeMaster takes over. advertFirst sends the advert before binding the addresses: right
-// when taking over from a master that announced priority 0 (it keeps the addresses for
-// HandoverLinger after our advert), so that backups whose timers run out just after ours
-// stand down before they announce anything. Otherwise the addresses are bound and announced
-// before the advert: a master we preempt lets go when our advert arrives, and by then the
-// hosts have been pointed at us, so no packet meets a host without the address.
+// becomeMaster takes over. advertFirst sends the advert before binding the addresses (after
+// TakeoverSettle): right when the master left with priority 0 (it keeps the addresses for
+// HandoverLinger after our advert) or went silent, so that backups whose timers run out just
+// after ours stand down before they announce anything. Otherwise (preempting a live master)
+// the addresses are bound and announced before the advert: the master we preempt lets go
+// when our advert arrives, and by then the hosts have been pointed at us, so no packet
+// meets a host without the address.
 func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) []Action {
 	m.masterDown = time.Time{}
 	m.adverTimer = now.Add(m.cfg.Interval)
 	m.masterAddr, m.masterPrio = m.cfg.Addr, m.prio
-	m.lowerSince = time.Time{}
+	m.lowerSince, m.preempting = time.Time{}, false
 	if m.cfg.FlapMax > 0 {
 		keep := m.masterTimes[:0]
 		for _, t := range m.masterTimes {
@@ -296,9 +301,9 @@ func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) [
 	acts := []Action{{Kind: ActAddAddrs}, {Kind: ActAnnounce}, {Kind: ActSendAdvert, Priority: m.prio}}
 	m.bound, m.bindAt = true, time.Time{}
 	switch {
-	case advertFirst && m.cfg.HandoverSettle > 0:
+	case advertFirst && m.cfg.TakeoverSettle > 0:
 		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}}
-		m.bound, m.bindAt = false, now.Add(m.cfg.HandoverSettle)
+		m.bound, m.bindAt = false, now.Add(m.cfg.TakeoverSettle)
 	case advertFirst:
 		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
 	}
@@ -377,9 +382,11 @@ func (m *Machine) timer(now time.Time) []Action {
 			return []Action{{Kind: ActHoldDown, Until: m.holdUntil,
 				Reason: fmt.Sprintf("became master more than %d times in %s", m.cfg.FlapMax, m.cfg.FlapWindow)}}
 		}
-		// After a priority 0 advert every backup's timer runs out within a few
-		// milliseconds of the others': advertise first, so they hear of us sooner.
-		return m.becomeMaster(now, "master down timer expired", m.masterPrio == 0 && m.masterAddr.IsValid())
+		// After a priority 0 advert (or a silent master) every backup's timer runs out
+		// within a few milliseconds of the others': advertise first, so they hear of us
+		// before anything is announced. A preempted master lets go on our advert: bind and
+		// announce first.
+		return m.becomeMaster(now, "master down timer expired", !m.preempting)
 	case Leaving:
 		if !m.leaveBy.IsZero() && !now.Before(m.leaveBy) {
 			if m.successor.IsValid() {
@@ -421,6 +428,7 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 	case Backup:
 		if ev.Priority == 0 {
 			// The master is leaving: take over after the skew time only.
+			m.preempting = false
 			m.masterDown = now.Add(m.skew())
 			m.masterAddr, m.masterPrio = ev.From, 0
 			return nil
@@ -435,8 +443,10 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 			m.lowerSince = time.Time{}
 		}
 		if !accept {
+			m.preempting = true
 			return nil // preempt: let the master down timer fire
 		}
+		m.preempting = false
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority
 		if m.cfg.Version == 3 && ev.Interval > 0 {
 			m.masterAdverInterval = ev.Interval

@@ -77,7 +77,13 @@ const down100 = 360937500 * time.Nanosecond
 // skew100 is the v3 skew time at priority 100 and 100 ms adverts.
 const skew100 = 60937500 * time.Nanosecond
 
-var toMaster = []string{"add", "announce", "advert:100", "BACKUP->MASTER"}
+// toMaster: a backup whose master went silent advertises first, then binds and announces
+// (at once with no settle time).
+var toMaster = []string{"advert:100", "add", "announce", "BACKUP->MASTER"}
+
+// toMasterPreempt: a backup preempting a live lower-priority master binds and announces
+// first; that master lets go when the advert arrives.
+var toMasterPreempt = []string{"add", "announce", "advert:100", "BACKUP->MASTER"}
 
 func TestMachine(t *testing.T) {
 	tests := []struct {
@@ -118,7 +124,7 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
 			{200 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
-			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{down100, tick, toMasterPreempt, Master, down100 + 100*ms},
 		}},
 		{"nopreempt: lower master is followed", func() MachineConfig { c := v3(100); c.Preempt = false; return c }(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -129,7 +135,7 @@ func TestMachine(t *testing.T) {
 			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 100*ms + down100},
 			{599 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
 			{600 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
-			{599*ms + down100, tick, toMaster, Master, 699*ms + down100},
+			{599*ms + down100, tick, toMasterPreempt, Master, 699*ms + down100},
 		}},
 		{"master steps down on higher priority and adopts its interval", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -219,20 +225,25 @@ func TestMachine(t *testing.T) {
 			{time.Second + 70*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
 			{time.Second + 86*ms, tick, []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
 		}},
-		{"settle: after a priority 0 advert the new master advertises, then binds and announces", func() MachineConfig { c := v3(100); c.HandoverSettle = 10 * ms; return c }(), []step{
+		{"settle: after a priority 0 advert the new master advertises, then binds and announces", func() MachineConfig { c := v3(100); c.TakeoverSettle = 10 * ms; return c }(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
 			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
 			{110*ms + skew100, tick, []string{"add", "announce"}, Master, 200*ms + skew100},
 			{200*ms + skew100, tick, []string{"advert:100"}, Master, 300*ms + skew100},
 		}},
-		{"settle: a better router's advert meanwhile: stand down having announced nothing", func() MachineConfig { c := v3(99); c.HandoverSettle = 10 * ms; return c }(), []step{
+		{"settle: a better router's advert meanwhile: stand down having announced nothing", func() MachineConfig { c := v3(99); c.TakeoverSettle = 10 * ms; return c }(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*100*ms + 61328125},
 			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + 61328125},
 			{100*ms + 61328125, tick, []string{"advert:99", "BACKUP->MASTER"}, Master, 110*ms + 61328125},
 			{105*ms + 61328125, advert(addrLo, 100, 100*ms), []string{"MASTER->BACKUP"}, Backup, 105*ms + 61328125 + 3*100*ms + 61328125},
 		}},
-		{"settle: stopped while settling: priority 0, nothing to remove", func() MachineConfig { c := handover(v3(100), 400*ms); c.HandoverSettle = 10 * ms; return c }(), []step{
+		{"settle: a master that was only late answers our advert: stand down having announced nothing", func() MachineConfig { c := v3(99); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*100*ms + 61328125},
+			{3*100*ms + 61328125, tick, []string{"advert:99", "BACKUP->MASTER"}, Master, 3*100*ms + 61328125 + 10*ms},
+			{3*100*ms + 61328125 + 2*ms, advert(addrLo, 100, 100*ms), []string{"MASTER->BACKUP"}, Backup, 3*100*ms + 61328125 + 2*ms + 3*100*ms + 61328125},
+		}},
+		{"settle: stopped while settling: priority 0, nothing to remove", func() MachineConfig { c := handover(v3(100), 400*ms); c.TakeoverSettle = 10 * ms; return c }(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
 			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
@@ -437,7 +448,7 @@ func TestMakeBeforeBreak(t *testing.T) {
 	for i := range ms {
 		c := handover(v3(prios[i]), time.Second)
 		c.HandoverLinger = 25 * time.Millisecond
-		c.HandoverSettle = 10 * time.Millisecond
+		c.TakeoverSettle = 10 * time.Millisecond
 		c.Addr = addrs[i]
 		ms[i] = NewMachine(c)
 	}
