@@ -173,10 +173,12 @@ func (in *instance) run(ctx context.Context) {
 	defer stopRead()
 	go in.readLoop(readCtx)
 
-	// Addresses left by a killed predecessor are not ours until we win an election.
+	// Addresses and forwarding left by a killed predecessor are not ours until we win an
+	// election.
 	if err := in.binder.remove(in.allVIPs()); err != nil {
 		in.log.Warn("cannot remove stale virtual addresses", "err", err.Error())
 	}
+	in.stopForward()
 	now := time.Now()
 	in.applyHost(now)
 	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvStartup, Reason: in.faultReason()}, now), now)
@@ -343,6 +345,13 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			in.announceNow()
 			announced = true
 		case vrrp.ActTransition:
+			if a.To == vrrp.Master && in.g.HandoverDrain > 0 {
+				if old := in.m.HandedOverBy(); old.IsValid() {
+					// The old master keeps our future clients' connections for its drain
+					// (and its linger before it): cover both, with an interval to spare.
+					in.forwardFor(old, in.g.HandoverDrain+in.r.Interval)
+				}
+			}
 			if a.To == vrrp.Leaving {
 				if err := in.binder.deprecate(in.allVIPs()); err != nil {
 					in.log.Error("cannot mark the virtual addresses deprecated", "err", err.Error())
@@ -380,12 +389,14 @@ func (in *instance) release() {
 		}
 		return
 	}
-	if err := in.binder.unbind(vips); err != nil {
-		in.log.Error("cannot remove virtual addresses", "err", err.Error())
+	// Kept, deprecated, for the drain: the new master passes the packets of our connections
+	// back (forwardFor), and what they send leaves from the address.
+	if err := in.binder.deprecate(vips); err != nil {
+		in.log.Error("cannot mark the virtual addresses deprecated", "err", err.Error())
 	}
 	in.released = time.Now()
 	if in.m.State() == vrrp.Leaving || in.m.State() == vrrp.Initialize {
-		return // shutting down: run resets after the drain, before it returns
+		return // shutting down: run resets and unbinds after the drain, before it returns
 	}
 	go in.resetLater(in.gen()+1, in.released) // +1: the transition that follows this action
 }
@@ -403,6 +414,9 @@ func (in *instance) resetLater(gen uint64, released time.Time) {
 	in.mu.Unlock()
 	if still {
 		in.binder.reset(in.allVIPs())
+		if err := in.binder.unbind(in.allVIPs()); err != nil {
+			in.log.Error("cannot remove virtual addresses", "err", err.Error())
+		}
 	}
 }
 
@@ -413,6 +427,9 @@ func (in *instance) drainReleased() {
 	}
 	time.Sleep(time.Until(in.released.Add(in.g.HandoverDrain))) // bounded by --handover-drain
 	in.binder.reset(in.allVIPs())
+	if err := in.binder.unbind(in.allVIPs()); err != nil {
+		in.log.Error("cannot remove virtual addresses", "err", err.Error())
+	}
 }
 
 func (in *instance) sendAdvert(prio uint8) error {

@@ -803,12 +803,14 @@ func synRetrans(t *testing.T, h *netns.Host) int {
 }
 
 // TestMakeBeforeBreakHandover: a master stopped with SIGTERM keeps the VIP (LEAVING) until
-// the backup has bound and announced it, then lets go. A client that opens a connection to
+// the backup has bound and announced it, then keeps it deprecated for the drain while the
+// new master passes it the packets of its connections. A client that opens a connection to
 // the VIP every few milliseconds throughout never has a SYN go unanswered (no
-// retransmission), a request in flight on the old master when it let go still gets its
-// response (the listener is transparent, as lbproxy's), and a connection left idle there is
-// reset after the drain, so its client reconnects.
+// retransmission) nor a connection reset, a request in flight on the old master still gets
+// its response, and a connection left idle there is reset after the drain, so its client
+// reconnects.
 func TestMakeBeforeBreakHandover(t *testing.T) {
+	testenv.RequireCommand(t, "nft") // the new master passes the old one's connections back
 	n := netns.New(t, "hv-", subnet)
 	m1, m2, c := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("c", 10)
 
@@ -911,9 +913,7 @@ func TestMakeBeforeBreakHandover(t *testing.T) {
 			conn.Close()
 			if err != nil {
 				// The client's packets of a connection opened with m1 go to m2 once
-				// m2 has announced the VIP, and m2 resets them: a connection caught
-				// between its handshake and its request. Counted, not failed: only
-				// sharing connection state between the masters would avoid it.
+				// m2 has announced the VIP: m2 must pass them to m1 (--handover-forward).
 				r.exchangeFailed++
 				t.Logf("exchange: %v", err)
 				continue
@@ -924,13 +924,20 @@ func TestMakeBeforeBreakHandover(t *testing.T) {
 	}()
 
 	p1.Signal(syscall.SIGTERM)
-	waitFor(t, 10*time.Second, "m1 LEAVING or gone, m2 MASTER", func() bool { return state(m2) == "MASTER" })
-	waitHolder(t, "m2", 10*time.Second, m1, m2)
+	waitFor(t, 10*time.Second, "m2 MASTER with the VIP, m1 keeping it deprecated for the drain", func() bool {
+		out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+		return state(m2) == "MASTER" && hasVIP(t, m2, vipA) && strings.Contains(out, "deprecated")
+	})
+	// A few more exchanges with m2 holding the VIP, then stop.
+	time.Sleep(50 * time.Millisecond) // the client's pace, not synchronisation
 	close(stop)
 	r := <-results
 	t.Logf("connections during the handover: %d answered, %d connects failed, %d exchanges reset", r.ok, r.connectFailed, r.exchangeFailed)
 	if r.connectFailed != 0 {
 		t.Errorf("%d connects to the VIP failed during the handover", r.connectFailed)
+	}
+	if r.exchangeFailed != 0 {
+		t.Errorf("%d exchanges on connections m1 carried were reset: m2 did not pass their packets to m1", r.exchangeFailed)
 	}
 	if d := synRetrans(t, c) - retransBefore; d != 0 {
 		t.Errorf("the client retransmitted %d SYNs during the handover: a SYN met no holder of the VIP", d)
@@ -952,6 +959,7 @@ func TestMakeBeforeBreakHandover(t *testing.T) {
 		t.Fatalf("idle connection on m1 after the drain: %v, want a connection reset", err)
 	}
 	waitExit(t, p1)
+	waitHolder(t, "m2", 10*time.Second, m1, m2)
 	out := p1.Output()
 	if !strings.Contains(out, "MASTER") || !strings.Contains(out, `to=LEAVING`) || !strings.Contains(out, "handed over to "+subnet+".12") {
 		t.Fatalf("m1's vipd did not hand over to m2 through LEAVING:\n%s", out)

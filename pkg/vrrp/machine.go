@@ -125,9 +125,9 @@ const (
 	ActAddAddrs
 	// ActRemoveAddrs: unbind the virtual addresses; nobody else has them yet.
 	ActRemoveAddrs
-	// ActReleaseAddrs: unbind the virtual addresses another router has just taken over (its
-	// advert arrived after its gratuitous ARPs): connections still using them can no longer
-	// hear from their clients, but what they are sending may still reach them for a moment.
+	// ActReleaseAddrs: give up the virtual addresses another router has just taken over and
+	// announced: the host may keep them deprecated for a drain, so that the connections it
+	// carries can finish (the new master passes their packets back, see HandedOverBy).
 	ActReleaseAddrs
 	// ActAnnounce: send gratuitous ARPs / unsolicited neighbour advertisements.
 	ActAnnounce
@@ -166,6 +166,7 @@ type Machine struct {
 	bindAt              time.Time  // Master: bind and announce then (TakeoverSettle)
 	bound               bool       // Master: the addresses are bound
 	preempting          bool       // Backup: a live lower-priority master is being preempted
+	handedBy            netip.Addr // Master: the live master we took over from (left or preempted)
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -189,6 +190,12 @@ func (m *Machine) MasterAddr() netip.Addr {
 	}
 	return m.masterAddr
 }
+
+// HandedOverBy returns, once Master, the router we took over from while it was alive: one
+// that left with a priority 0 advert, or a lower-priority one we preempted. It still holds
+// the connections it carried for a moment (see ActReleaseAddrs). Zero after a takeover from
+// a silent master.
+func (m *Machine) HandedOverBy() netip.Addr { return m.handedBy }
 
 // MasterPriority is the priority of the last advert of the master we follow.
 func (m *Machine) MasterPriority() uint8 { return m.masterPrio }
@@ -285,6 +292,10 @@ func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Act
 // when our advert arrives, and by then the hosts have been pointed at us, so no packet
 // meets a host without the address.
 func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) []Action {
+	m.handedBy = netip.Addr{}
+	if (m.masterPrio == 0 || m.preempting) && m.masterAddr.IsValid() && m.masterAddr != m.cfg.Addr {
+		m.handedBy = m.masterAddr
+	}
 	m.masterDown = time.Time{}
 	m.adverTimer = now.Add(m.cfg.Interval)
 	m.masterAddr, m.masterPrio = m.cfg.Addr, m.prio
