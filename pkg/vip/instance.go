@@ -221,17 +221,17 @@ func (in *instance) run(ctx context.Context) {
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvTimer}, now), now)
 		case <-refresh.C:
 			var err error
-			switch in.m.State() {
-			case vrrp.Master:
+			switch {
+			case in.m.Bound():
 				err = in.binder.add(in.allVIPs())
-			case vrrp.Leaving:
+			case in.m.State() == vrrp.Leaving:
 				err = in.binder.deprecate(in.allVIPs())
 			}
 			if err != nil {
 				in.log.Error("cannot refresh virtual addresses", "err", err.Error())
 			}
 		case <-garpRefresh:
-			if in.m.State() == vrrp.Master {
+			if in.m.Bound() {
 				go in.burst(in.gen())
 			}
 		}

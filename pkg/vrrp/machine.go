@@ -71,14 +71,12 @@ type MachineConfig struct {
 	// the other backups, whose skew times differ by a fraction of a millisecond, stand down)
 	// and binds and announces the addresses just after.
 	HandoverLinger time.Duration
-	// TakeoverSettle is how long a backup that takes over when the master left (priority 0)
-	// or went silent waits between its first advert and binding and announcing the
-	// addresses: a backup whose timer ran out just after ours hears our advert within it and
-	// stands down having announced nothing (their skew times differ by 0.4 ms per priority
-	// point at 100 ms adverts, less than the scheduling delays of a loaded host), and so
-	// does a backup whose master was only late (a starved host), when the master answers its
-	// advert. A backup that preempts a live lower-priority master binds and announces before
-	// advertising instead. Zero binds at once.
+	// TakeoverSettle is how long a backup that takes over waits between its first advert
+	// and binding and announcing the addresses: a backup whose timer ran out just after ours
+	// hears our advert within it and stands down having announced nothing (their skew times
+	// differ by 0.4 ms per priority point at 100 ms adverts, less than the scheduling delays
+	// of a loaded host), and so does a backup whose master was only late (a starved host),
+	// when the master answers its advert. Zero binds at once.
 	TakeoverSettle time.Duration
 }
 
@@ -191,6 +189,9 @@ func (m *Machine) MasterAddr() netip.Addr {
 	return m.masterAddr
 }
 
+// Bound reports whether a Master has bound its addresses (not while it settles).
+func (m *Machine) Bound() bool { return m.state == Master && m.bound }
+
 // HandedOverBy returns, once Master, the router we took over from while it was alive: one
 // that left with a priority 0 advert, or a lower-priority one we preempted. It still holds
 // the connections it carried for a moment (see ActReleaseAddrs). Zero after a takeover from
@@ -285,12 +286,10 @@ func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Act
 }
 
 // becomeMaster takes over. advertFirst sends the advert before binding the addresses (after
-// TakeoverSettle): right when the master left with priority 0 (it keeps the addresses for
-// HandoverLinger after our advert) or went silent, so that backups whose timers run out just
-// after ours stand down before they announce anything. Otherwise (preempting a live master)
-// the addresses are bound and announced before the advert: the master we preempt lets go
-// when our advert arrives, and by then the hosts have been pointed at us, so no packet
-// meets a host without the address.
+// TakeoverSettle), so that backups whose timers run out just after ours stand down before
+// they announce anything; a master that hands over (Leaving) or that we preempt releases on
+// that advert, and its host keeps the addresses (deprecated) for a drain, so no packet meets
+// a host without them. Otherwise (the address owner starting) they are bound at once.
 func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) []Action {
 	m.handedBy = netip.Addr{}
 	if (m.masterPrio == 0 || m.preempting) && m.masterAddr.IsValid() && m.masterAddr != m.cfg.Addr {
@@ -393,11 +392,11 @@ func (m *Machine) timer(now time.Time) []Action {
 			return []Action{{Kind: ActHoldDown, Until: m.holdUntil,
 				Reason: fmt.Sprintf("became master more than %d times in %s", m.cfg.FlapMax, m.cfg.FlapWindow)}}
 		}
-		// After a priority 0 advert (or a silent master) every backup's timer runs out
-		// within a few milliseconds of the others': advertise first, so they hear of us
-		// before anything is announced. A preempted master lets go on our advert: bind and
-		// announce first.
-		return m.becomeMaster(now, "master down timer expired", !m.preempting)
+		// Every backup's timer runs out within a few milliseconds of the others' (after a
+		// priority 0 advert, a silent master, or a lower-priority master both preempt):
+		// advertise first, so they hear of us before anything is announced. A master we
+		// take over from keeps the addresses (deprecated) for its drain: no gap.
+		return m.becomeMaster(now, "master down timer expired", true)
 	case Leaving:
 		if !m.leaveBy.IsZero() && !now.Before(m.leaveBy) {
 			if m.successor.IsValid() {

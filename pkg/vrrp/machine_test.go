@@ -81,10 +81,6 @@ const skew100 = 60937500 * time.Nanosecond
 // (at once with no settle time).
 var toMaster = []string{"advert:100", "add", "announce", "BACKUP->MASTER"}
 
-// toMasterPreempt: a backup preempting a live lower-priority master binds and announces
-// first; that master lets go when the advert arrives.
-var toMasterPreempt = []string{"add", "announce", "advert:100", "BACKUP->MASTER"}
-
 func TestMachine(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -124,7 +120,7 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
 			{200 * ms, advert(addrHi, 50, 100*ms), nil, Backup, down100},
-			{down100, tick, toMasterPreempt, Master, down100 + 100*ms},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
 		}},
 		{"nopreempt: lower master is followed", func() MachineConfig { c := v3(100); c.Preempt = false; return c }(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -135,7 +131,7 @@ func TestMachine(t *testing.T) {
 			{100 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 100*ms + down100},
 			{599 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
 			{600 * ms, advert(addrHi, 50, 100*ms), nil, Backup, 599*ms + down100},
-			{599*ms + down100, tick, toMasterPreempt, Master, 699*ms + down100},
+			{599*ms + down100, tick, toMaster, Master, 699*ms + down100},
 		}},
 		{"master steps down on higher priority and adopts its interval", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},

@@ -207,7 +207,8 @@ func vipFailover(l *eventLog) time.Duration {
 		}
 		var on []string
 		for _, h := range s.Holders {
-			if slices.Contains(s.Reachable, h) {
+			// A master handing the VIP over (deprecated) no longer holds it.
+			if slices.Contains(s.Reachable, h) && !slices.Contains(s.Leaving, h) {
 				on = append(on, h)
 			}
 		}
