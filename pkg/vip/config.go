@@ -135,7 +135,7 @@ func DefaultConfig() *Config {
 		ResetConns:      true,
 		HandoverDrain:   500 * time.Millisecond,
 		HandoverForward: true,
-		CheckURL:        "https://127.0.0.1:6443/healthz",
+		CheckURL:        "https://127.0.0.1:8443/healthz",
 		CheckInterval:   time.Second,
 		CheckTimeout:    time.Second,
 		CheckRise:       2,
@@ -212,7 +212,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.HandoverForward, "handover-forward", c.HandoverForward, "after taking the VIP over from a live master (SIGTERM, preemption), pass the packets of connections this host does not know (those the old master carries: a request caught between its handshake and its response) to that master for --handover-drain instead of resetting them; needs nft (nftables)")
 	fs.DurationVar(&c.VIPLifetime, "vip-lifetime", c.VIPLifetime, "netlink valid `lifetime` of the virtual addresses, refreshed while master so a killed vipd cannot leave them behind (0: max(2s, 5 x advert interval), rounded up to whole seconds)")
 
-	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes the local apiserver directly, not through lbproxy")
+	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes /healthz through the local lbproxy (the VIP's port, 8443): it fails when this master cannot serve the VIP (its lbproxy is dead, or no apiserver it reaches is healthy), and a dead local apiserver alone does not move the VIP, since lbproxy routes around it")
 	fs.DurationVar(&c.CheckInterval, "check-interval", c.CheckInterval, "`interval` between health checks")
 	fs.DurationVar(&c.CheckTimeout, "check-timeout", c.CheckTimeout, "`timeout` of one health check")
 	fs.IntVar(&c.CheckRise, "check-rise", c.CheckRise, "`n` consecutive successful checks make an unhealthy target healthy")

@@ -181,7 +181,9 @@ func (c *cluster) startVipd(m *host) (*proc, error) {
 			"--vrid", fmt.Sprint(vrid),
 			"--priority", fmt.Sprint(priorities[i]),
 			"--advert-interval", c.spec.Advert.String(),
-			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
+			// Through the local lbproxy, vipd's default: a dead local apiserver is routed
+			// around, not moved for (issue 19).
+			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", lbPort),
 			"--check-ca-file", c.d.bundle.CACert,
 		}
 		vipArgs = append(vipArgs, c.d.opts.vipdArgs...)

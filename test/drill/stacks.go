@@ -120,7 +120,7 @@ func (s stackSpec) describe() string {
 			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
 	}
 	if s.HACP {
-		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz, make-before-break handover) + lbproxy (--down-session-grace %v); apiserver --shutdown-delay %v unless --apiserver-shutdown-delay (as deploy/ansible); graceful stops vipd first (it hands over and exits), then the rest, as the systemd units order them",
+		return fmt.Sprintf("vipd (VRRPv3, %v adverts, checking /healthz through the local lbproxy, make-before-break handover) + lbproxy (--down-session-grace %v); apiserver --shutdown-delay %v unless --apiserver-shutdown-delay (as deploy/ansible); graceful stops vipd first (it hands over and exits), then the rest, as the systemd units order them",
 			s.Advert, s.DownSessionGrace, s.ShutdownDelay)
 	}
 	auth := "no auth"
