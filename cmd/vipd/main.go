@@ -25,8 +25,8 @@ highest --priority becomes MASTER: it binds the addresses with netlink (with a v
 lifetime it keeps refreshing, so a killed vipd cannot leave them behind) and sends
 gratuitous ARPs. A backup takes over 3 advert intervals plus a skew time after the last
 advert, or after the skew time alone when the master stops with SIGTERM (priority 0
-advert). The health check (--check-url, by default the local apiserver's /healthz, not
-through lbproxy) lowers the priority by --check-weight or, with --check-action fault, gives
+advert). The health check (--check-url, by default /healthz through the local lbproxy
+on 8443) lowers the priority by --check-weight or, with --check-action fault, gives
 up mastership while it fails; a tracked interface going down always does. Several
 instances: list them under "instances:" in --config (top-level keys are their defaults).
 SIGHUP reloads --config; SIGTERM hands over and exits. /status and /metrics on --status-addr.

@@ -49,35 +49,65 @@ func (b *addrBinder) nlAddr(p netip.Prefix) *netlink.Addr {
 }
 
 // add binds (or re-binds with a fresh lifetime) every prefix.
-func (b *addrBinder) add(ps []netip.Prefix) error {
+func (b *addrBinder) add(ps []netip.Prefix) error { return b.replace(ps, false) }
+
+// deprecate keeps every prefix bound, with a fresh valid lifetime, but marks it deprecated
+// (preferred lifetime 0): a master that is handing over (LEAVING) still receives on it but
+// gives it up, and anyone looking at the host (ip addr shows "deprecated") can tell it from
+// a master that claims it.
+func (b *addrBinder) deprecate(ps []netip.Prefix) error { return b.replace(ps, true) }
+
+func (b *addrBinder) replace(ps []netip.Prefix, deprecated bool) error {
 	l, err := b.link()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, p := range ps {
-		if err := netlink.AddrReplace(l, b.nlAddr(p)); err != nil {
+		a := b.nlAddr(p)
+		if deprecated {
+			a.PreferedLft = 0
+		}
+		if err := netlink.AddrReplace(l, a); err != nil {
 			errs = append(errs, fmt.Errorf("vip: add %s to %s: %w", p, b.iface, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// remove unbinds every prefix; addresses already gone are not an error.
+// remove resets the connections that use the prefixes (with resetConns) and unbinds them;
+// addresses already gone are not an error.
 func (b *addrBinder) remove(ps []netip.Prefix) error {
+	if b.resetConns {
+		// Before the address goes: afterwards the kernel could not send the resets from it
+		// (except for transparent sockets, see release).
+		b.reset(ps)
+	}
+	return b.unbind(ps)
+}
+
+// reset aborts the connections that use the prefixes, if resetConns.
+func (b *addrBinder) reset(ps []netip.Prefix) {
+	if !b.resetConns {
+		return
+	}
+	n, err := resetConnections(ps)
+	if err != nil {
+		b.log.Warn("cannot reset connections to the virtual addresses", "err", err.Error())
+	}
+	if n > 0 {
+		b.log.Info("reset connections to the virtual addresses", "count", n)
+	}
+}
+
+// unbind removes the prefixes from the interface and nothing else. Connections that use
+// them stay: their clients' packets now go to the new master, but what they send still
+// leaves if their socket is transparent (IP_TRANSPARENT, as lbproxy's client sockets are),
+// which lets a response in flight reach its client; a later reset reaches it the same way.
+func (b *addrBinder) unbind(ps []netip.Prefix) error {
 	l, err := b.link()
 	if err != nil {
 		return err
-	}
-	if b.resetConns {
-		// Before the address goes: afterwards the kernel could not send the resets from it.
-		n, err := resetConnections(ps)
-		if err != nil {
-			b.log.Warn("cannot reset connections to the virtual addresses", "err", err.Error())
-		}
-		if n > 0 {
-			b.log.Info("reset connections to the virtual addresses", "count", n)
-		}
 	}
 	var errs []error
 	for _, p := range ps {

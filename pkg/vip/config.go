@@ -32,6 +32,15 @@ type Config struct {
 	GARPRefresh     time.Duration `yaml:"garp-refresh"`
 	VIPLifetime     time.Duration `yaml:"vip-lifetime"`
 	ResetConns      bool          `yaml:"reset-connections"`
+	// HandoverTimeout is how long a master stopped with SIGTERM keeps the VIP while it waits
+	// for a new master's advert (make-before-break); 0 is automatic, negative lets go at once.
+	HandoverTimeout time.Duration `yaml:"handover-timeout"`
+	// HandoverDrain is how long connections on a VIP that went to another master may go on
+	// sending (their clients' packets no longer come here) before they are reset.
+	HandoverDrain time.Duration `yaml:"handover-drain"`
+	// HandoverForward: a new master passes packets of connections it does not know to the
+	// master it took over from, during the drain (nftables).
+	HandoverForward bool `yaml:"handover-forward"`
 
 	CheckURL      string        `yaml:"check-url"`
 	CheckInterval time.Duration `yaml:"check-interval"`
@@ -124,7 +133,9 @@ func DefaultConfig() *Config {
 		GARPRepeatDelay: 5 * time.Second,
 		VIPLifetime:     0,
 		ResetConns:      true,
-		CheckURL:        "https://127.0.0.1:6443/healthz",
+		HandoverDrain:   500 * time.Millisecond,
+		HandoverForward: true,
+		CheckURL:        "https://127.0.0.1:8443/healthz",
 		CheckInterval:   time.Second,
 		CheckTimeout:    time.Second,
 		CheckRise:       2,
@@ -196,9 +207,12 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.GARPRepeatDelay, "garp-repeat-delay", c.GARPRepeatDelay, "send a second burst this `duration` after becoming master (0 disables; keepalived's garp_master_delay)")
 	fs.DurationVar(&c.GARPRefresh, "garp-refresh", c.GARPRefresh, "while master, repeat a burst every `interval` (0 disables)")
 	fs.BoolVar(&c.ResetConns, "reset-connections", c.ResetConns, "when giving up an IPv4 VIP, abort the TCP connections that use it (the kernel sends each client a reset) so clients reconnect to the new master at once instead of waiting for a timeout; long watches included")
+	fs.DurationVar(&c.HandoverTimeout, "handover-timeout", c.HandoverTimeout, "on SIGTERM a master announces priority 0 but keeps the VIP, and its local lbproxy keeps serving, until a new master has bound and announced it (its advert arrives): make-before-break, so that no client packet meets a host without the VIP. This `duration` bounds the wait for a lone master (0: the master down interval at priority 1 plus one advert interval; negative: let go at once, as RFC 5798 and keepalived do)")
+	fs.DurationVar(&c.HandoverDrain, "handover-drain", c.HandoverDrain, "after the VIP went to another master, connections still using it may send what they have (a response in flight reaches the client) for this `duration` before they are reset (--reset-connections); the local lbproxy needs CAP_NET_RAW for its replies to leave without the address")
+	fs.BoolVar(&c.HandoverForward, "handover-forward", c.HandoverForward, "after taking the VIP over from a live master (SIGTERM, preemption), pass the packets of connections this host does not know (those the old master carries: a request caught between its handshake and its response) to that master for --handover-drain instead of resetting them; needs nft (nftables)")
 	fs.DurationVar(&c.VIPLifetime, "vip-lifetime", c.VIPLifetime, "netlink valid `lifetime` of the virtual addresses, refreshed while master so a killed vipd cannot leave them behind (0: max(2s, 5 x advert interval), rounded up to whole seconds)")
 
-	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes the local apiserver directly, not through lbproxy")
+	fs.StringVar(&c.CheckURL, "check-url", c.CheckURL, "health check `URL` (https, http or tcp://host:port); empty disables. The default probes /healthz through the local lbproxy (the VIP's port, 8443): it fails when this master cannot serve the VIP (its lbproxy is dead, or no apiserver it reaches is healthy), and a dead local apiserver alone does not move the VIP, since lbproxy routes around it")
 	fs.DurationVar(&c.CheckInterval, "check-interval", c.CheckInterval, "`interval` between health checks")
 	fs.DurationVar(&c.CheckTimeout, "check-timeout", c.CheckTimeout, "`timeout` of one health check")
 	fs.IntVar(&c.CheckRise, "check-rise", c.CheckRise, "`n` consecutive successful checks make an unhealthy target healthy")
@@ -470,6 +484,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GARPSpacing < 0 || c.GARPRepeatDelay < 0 || c.GARPRefresh < 0 {
 		bad("garp-spacing", "GARP durations must not be negative")
+	}
+	if c.HandoverDrain < 0 {
+		bad("handover-drain", "must not be negative, got %s", c.HandoverDrain)
 	}
 	if c.VIPLifetime != 0 && c.VIPLifetime < time.Second {
 		bad("vip-lifetime", "must be at least 1s (netlink lifetimes are whole seconds), got %s", c.VIPLifetime)

@@ -32,6 +32,7 @@ type Daemon struct {
 	metrics *metrics
 
 	httpOK, execOK atomic.Bool
+	nftMissing     atomic.Bool // logged once
 	checker        atomic.Pointer[health.Checker]
 	links          sync.Map // iface name -> bool (up and running)
 
@@ -286,7 +287,7 @@ func (d *Daemon) reloadBGP(cfg *Config) error {
 // globals returns the daemon-wide settings other than the instances and the checks.
 func globals(c *Config) []any {
 	return []any{c.GARPCount, c.GARPSpacing, c.GARPRepeatDelay, c.GARPRefresh, c.VIPLifetime, c.Notify,
-		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight}
+		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight, c.HandoverTimeout, c.HandoverDrain, c.HandoverForward}
 }
 
 func checks(c *Config) []any {

@@ -38,6 +38,8 @@ type instance struct {
 	recheck chan struct{} // health or link state changed
 	done    chan struct{}
 
+	released time.Time // when the addresses were last released to a new master (run's goroutine)
+
 	mu         sync.Mutex
 	st         InstanceStatus
 	masterGen  uint64 // bumped on every transition; stops stale GARP bursts
@@ -68,6 +70,17 @@ type InstanceStatus struct {
 	// LastTakeover times the last MASTER transition: when the addresses were bound and
 	// when the first gratuitous ARP left.
 	LastTakeover *Takeover `json:"lastTakeover,omitempty"`
+	// LastHandover times the last make-before-break shutdown (LEAVING).
+	LastHandover *Handover `json:"lastHandover,omitempty"`
+}
+
+// Handover records one make-before-break shutdown: from the priority 0 advert until the
+// addresses went (to the new master, or after the timeout).
+type Handover struct {
+	Started  time.Time `json:"started"`
+	Released time.Time `json:"released,omitzero"`
+	To       string    `json:"to,omitempty"` // the new master, "" after a timeout
+	HeldS    float64   `json:"heldSeconds"`  // Started -> Released
 }
 
 // Takeover records the host-side timing of one transition to MASTER.
@@ -110,6 +123,12 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		Version: r.Version, Priority: r.Priority, Interval: r.Interval, Addr: self,
 		Preempt: r.Preempt, PreemptDelay: r.PreemptDelay,
 		FlapMax: g.FlapMax, FlapWindow: g.FlapWindow, FlapHold: g.FlapHold,
+		Handover: handoverTimeout(g.HandoverTimeout, r),
+		// A backup taking over from a leaving or silent master advertises, waits a tenth of
+		// an interval for a better router's advert, then binds and announces; a leaving
+		// master keeps the VIP for half an interval after that first advert, which covers it.
+		TakeoverSettle: r.Interval / 10,
+		HandoverLinger: r.Interval / 2,
 	})
 	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,
 		EffectivePriority: r.Priority, State: vrrp.Initialize.String(), Dropped: map[string]uint64{}}
@@ -126,24 +145,40 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 	return in, nil
 }
 
+// handoverTimeout is the make-before-break bound for r: set (>0), off (<0), or by default
+// long enough for the slowest backup to notice a lost priority 0 advert and take over.
+func handoverTimeout(set time.Duration, r Resolved) time.Duration {
+	switch {
+	case set < 0:
+		return 0
+	case set > 0:
+		return set
+	}
+	return vrrp.MasterDownInterval(r.Version, 1, r.Interval) + r.Interval
+}
+
 func (in *instance) allVIPs() []netip.Prefix {
 	return append(append([]netip.Prefix{}, in.r.VIPs...), in.r.ExtraVIPs...)
 }
 
 // run drives the state machine until ctx ends, then shuts the instance down: a master sends
-// a priority 0 advert and removes its addresses.
+// a priority 0 advert and, once a new master has advertised (or the handover timeout
+// passed), lets its addresses go; connections still on them are reset after the drain.
 func (in *instance) run(ctx context.Context) {
 	defer close(in.done)
 	defer in.ann.Close()
 	defer in.conn.Close()
-	readCtx, stopRead := context.WithCancel(ctx)
+	// Adverts are read until run returns: a leaving master waits for its successor's.
+	readCtx, stopRead := context.WithCancel(context.Background())
 	defer stopRead()
 	go in.readLoop(readCtx)
 
-	// Addresses left by a killed predecessor are not ours until we win an election.
+	// Addresses and forwarding left by a killed predecessor are not ours until we win an
+	// election.
 	if err := in.binder.remove(in.allVIPs()); err != nil {
 		in.log.Warn("cannot remove stale virtual addresses", "err", err.Error())
 	}
+	in.stopForward()
 	now := time.Now()
 	in.applyHost(now)
 	in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvStartup, Reason: in.faultReason()}, now), now)
@@ -158,17 +193,22 @@ func (in *instance) run(ctx context.Context) {
 		defer t.Stop()
 		garpRefresh = t.C
 	}
+	stopping := ctx.Done()
 	for {
+		if stopping == nil && in.m.State() != vrrp.Leaving {
+			in.drainReleased()
+			return
+		}
 		if next := in.m.Next(); !next.IsZero() {
 			timer.Reset(time.Until(next))
 		} else {
 			timer.Stop()
 		}
 		select {
-		case <-ctx.Done():
+		case <-stopping:
+			stopping = nil
 			now := time.Now()
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvShutdown}, now), now)
-			return
 		case ev := <-in.adverts:
 			now := time.Now()
 			in.noteMaster(now)
@@ -180,13 +220,18 @@ func (in *instance) run(ctx context.Context) {
 			now := time.Now()
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvTimer}, now), now)
 		case <-refresh.C:
-			if in.m.State() == vrrp.Master {
-				if err := in.binder.add(in.allVIPs()); err != nil {
-					in.log.Error("cannot refresh virtual addresses", "err", err.Error())
-				}
+			var err error
+			switch {
+			case in.m.Bound():
+				err = in.binder.add(in.allVIPs())
+			case in.m.State() == vrrp.Leaving:
+				err = in.binder.deprecate(in.allVIPs())
+			}
+			if err != nil {
+				in.log.Error("cannot refresh virtual addresses", "err", err.Error())
 			}
 		case <-garpRefresh:
-			if in.m.State() == vrrp.Master {
+			if in.m.Bound() {
 				go in.burst(in.gen())
 			}
 		}
@@ -294,10 +339,24 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 			if err := in.binder.remove(in.allVIPs()); err != nil {
 				in.log.Error("cannot remove virtual addresses", "err", err.Error())
 			}
+		case vrrp.ActReleaseAddrs:
+			in.release()
 		case vrrp.ActAnnounce:
 			in.announceNow()
 			announced = true
 		case vrrp.ActTransition:
+			if a.To == vrrp.Master && in.g.HandoverDrain > 0 {
+				if old := in.m.HandedOverBy(); old.IsValid() {
+					// The old master keeps our future clients' connections for its drain
+					// (and its linger before it): cover both, with an interval to spare.
+					in.forwardFor(old, in.g.HandoverDrain+in.r.Interval)
+				}
+			}
+			if a.To == vrrp.Leaving {
+				if err := in.binder.deprecate(in.allVIPs()); err != nil {
+					in.log.Error("cannot mark the virtual addresses deprecated", "err", err.Error())
+				}
+			}
 			in.transition(a, now)
 		case vrrp.ActHoldDown:
 			in.log.Warn("flap damping: holding in BACKUP", "until", a.Until.Format(time.RFC3339), "reason", a.Reason)
@@ -316,6 +375,61 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 	in.st.HoldUntil = in.m.HoldUntil()
 	in.mu.Unlock()
 	in.d.metrics.priority.WithLabelValues(in.r.Name).Set(float64(in.m.Priority()))
+}
+
+// release lets the addresses go to the master whose advert just arrived (it has bound and
+// announced them before advertising). With a drain, the connections on them are not reset
+// yet: a response in flight through the local lbproxy still reaches its client. They are
+// reset after the drain (drainReleased on shutdown, resetLater otherwise).
+func (in *instance) release() {
+	vips := in.allVIPs()
+	if in.g.HandoverDrain <= 0 {
+		if err := in.binder.remove(vips); err != nil {
+			in.log.Error("cannot remove virtual addresses", "err", err.Error())
+		}
+		return
+	}
+	// Kept, deprecated, for the drain: the new master passes the packets of our connections
+	// back (forwardFor), and what they send leaves from the address.
+	if err := in.binder.deprecate(vips); err != nil {
+		in.log.Error("cannot mark the virtual addresses deprecated", "err", err.Error())
+	}
+	in.released = time.Now()
+	if in.m.State() == vrrp.Leaving || in.m.State() == vrrp.Initialize {
+		return // shutting down: run resets and unbinds after the drain, before it returns
+	}
+	go in.resetLater(in.gen()+1, in.released) // +1: the transition that follows this action
+}
+
+// resetLater resets the connections left on the released addresses once the drain is over,
+// unless the instance has become master again (its new connections are not to be cut).
+func (in *instance) resetLater(gen uint64, released time.Time) {
+	select {
+	case <-time.After(time.Until(released.Add(in.g.HandoverDrain))):
+	case <-in.done:
+		return
+	}
+	in.mu.Lock()
+	still := in.masterGen == gen
+	in.mu.Unlock()
+	if still {
+		in.binder.reset(in.allVIPs())
+		if err := in.binder.unbind(in.allVIPs()); err != nil {
+			in.log.Error("cannot remove virtual addresses", "err", err.Error())
+		}
+	}
+}
+
+// drainReleased, on shutdown after a release, waits out the drain and resets what is left.
+func (in *instance) drainReleased() {
+	if in.released.IsZero() {
+		return
+	}
+	time.Sleep(time.Until(in.released.Add(in.g.HandoverDrain))) // bounded by --handover-drain
+	in.binder.reset(in.allVIPs())
+	if err := in.binder.unbind(in.allVIPs()); err != nil {
+		in.log.Error("cannot remove virtual addresses", "err", err.Error())
+	}
 }
 
 func (in *instance) sendAdvert(prio uint8) error {
@@ -420,6 +534,17 @@ func (in *instance) sleepAsMaster(d time.Duration, gen uint64) bool {
 
 func (in *instance) transition(a vrrp.Action, now time.Time) {
 	in.mu.Lock()
+	switch {
+	case a.To == vrrp.Leaving:
+		in.st.LastHandover = &Handover{Started: now}
+	case a.From == vrrp.Leaving && in.st.LastHandover != nil:
+		h := in.st.LastHandover
+		h.Released = time.Now()
+		h.HeldS = h.Released.Sub(h.Started).Seconds()
+		if ma := in.m.MasterAddr(); ma.IsValid() && ma != in.self {
+			h.To = ma.String()
+		}
+	}
 	in.masterGen++
 	in.st.Transitions++
 	in.st.LastTransition = now

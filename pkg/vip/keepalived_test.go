@@ -95,9 +95,11 @@ func TestKeepalivedInterop(t *testing.T) {
 			k.start(t, kh)
 			waitFor(t, 10*time.Second, "keepalived holds the VIP", func() bool { return hasVIP(t, kh, vipA) })
 			startVipd(t, vh, vipdArgs(100)...)
+			// Received counts as the socket reads; the state machine follows on its own
+			// goroutine (after its start-up, on a loaded machine): wait for both.
 			waitFor(t, 20*time.Second, "vipd follows keepalived's adverts", func() bool {
 				st, err := getStatus(vh)
-				return err == nil && st.Instances[0].AdvertsReceived >= 2
+				return err == nil && st.Instances[0].AdvertsReceived >= 2 && st.Instances[0].State == "BACKUP" && st.Instances[0].MasterPriority != 0
 			})
 			st, _ := getStatus(vh)
 			in := st.Instances[0]

@@ -2,6 +2,7 @@ package vip_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 
 	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
@@ -654,19 +657,23 @@ func TestNoPreempt(t *testing.T) {
 // reconnect to the new master; with --reset-connections=false they are left waiting.
 func TestGivingUpVIPResetsConnections(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		extra     []string
-		wantReset bool
+		name        string
+		extra       []string
+		transparent bool // the listener is IP_TRANSPARENT, as lbproxy's
+		wantReset   bool
 	}{
-		{"default", nil, true},
-		{"disabled", []string{"--reset-connections=false"}, false},
+		// After the handover drain, from the address it no longer has.
+		{"default", nil, true, true},
+		// Before the address goes: any listener.
+		{"no drain", []string{"--handover-drain=0"}, false, true},
+		{"disabled", []string{"--reset-connections=false"}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := netns.New(t, "hv-", subnet)
 			m1, m2, c := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("c", 10)
 			var ln net.Listener
 			if err := m1.Do(func() (err error) {
-				ln, err = net.Listen("tcp", ":7443") // dual-stack, as lbproxy's ":8443"
+				ln, err = listen(":7443", tc.transparent) // dual-stack, as lbproxy's ":8443"
 				return err
 			}); err != nil {
 				t.Fatal(err)
@@ -748,5 +755,238 @@ func TestSimultaneousTakeover(t *testing.T) {
 				return neighbour(client, vipA) == mac(t, winner)
 			})
 		})
+	}
+}
+
+// listen opens a TCP listener, IP_TRANSPARENT if asked (as lbproxy's), in the calling
+// thread's namespace.
+func listen(addr string, transparent bool) (net.Listener, error) {
+	lc := net.ListenConfig{}
+	if transparent {
+		lc.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_IPV6, unix.IPV6_TRANSPARENT, 1)
+			})
+			return errors.Join(err, serr)
+		}
+	}
+	return lc.Listen(context.Background(), "tcp", addr)
+}
+
+// synRetrans returns the host's count of retransmitted SYNs (TcpExt TCPSynRetrans): a SYN
+// that met no holder of the VIP is sent again after 1 s.
+func synRetrans(t *testing.T, h *netns.Host) int {
+	t.Helper()
+	out, err := h.Exec("cat", "/proc/net/netstat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	for i := 0; i+1 < len(lines); i += 2 {
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(names) == 0 || names[0] != "TcpExt:" || len(values) != len(names) {
+			continue
+		}
+		for j, n := range names {
+			if n == "TCPSynRetrans" {
+				v, err := strconv.Atoi(values[j])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+		}
+	}
+	t.Fatalf("no TcpExt TCPSynRetrans in /proc/net/netstat of %s", h.Name)
+	return 0
+}
+
+// TestMakeBeforeBreakHandover: a master stopped with SIGTERM keeps the VIP (LEAVING) until
+// the backup has bound and announced it, then keeps it deprecated for the drain while the
+// new master passes it the packets of its connections. A client that opens a connection to
+// the VIP every few milliseconds throughout never has a SYN go unanswered (no
+// retransmission) nor a connection reset, a request in flight on the old master still gets
+// its response, and a connection left idle there is reset after the drain, so its client
+// reconnects.
+func TestMakeBeforeBreakHandover(t *testing.T) {
+	testenv.RequireCommand(t, "nft") // the new master passes the old one's connections back
+	n := netns.New(t, "hv-", subnet)
+	m1, m2, c := n.AddHost("m1", 11), n.AddHost("m2", 12), n.AddHost("c", 10)
+
+	// m1's server answers "pong" to each line, except the first connection's, which it
+	// holds until respond is closed.
+	respond := make(chan struct{})
+	gotRequest := make(chan struct{})
+	serve := func(h *netns.Host, holdFirst bool) {
+		var ln net.Listener
+		if err := h.Do(func() (err error) { ln, err = listen(":7443", true); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		first := holdFirst
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { conn.Close() })
+				hold := first
+				first = false
+				go func() {
+					r := bufio.NewReader(conn)
+					for {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+						if hold {
+							close(gotRequest)
+							<-respond
+							hold = false
+						}
+						if _, err := conn.Write([]byte("pong\n")); err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+	}
+	serve(m1, true)
+	serve(m2, false)
+	// A long drain, so that the held response is written well within it however slow
+	// the machine is.
+	args := func(prio int) []string { return baseArgs(prio, "--handover-drain", "3s") }
+	p1 := startVipd(t, m1, args(101)...)
+	startVipd(t, m2, args(100)...)
+	waitHolder(t, "m1", 10*time.Second, m1, m2)
+
+	dial := func() (net.Conn, error) {
+		var conn net.Conn
+		err := c.Do(func() (err error) {
+			conn, err = net.DialTimeout("tcp", vipA+":7443", 5*time.Second)
+			return err
+		})
+		return conn, err
+	}
+	held, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := held.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	<-gotRequest
+	idle, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+
+	// The client's connection loop: each a new connection and one exchange.
+	retransBefore := synRetrans(t, c)
+	stop := make(chan struct{})
+	type result struct{ ok, connectFailed, exchangeFailed int }
+	results := make(chan result)
+	go func() {
+		var r result
+		defer func() { results <- r }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			conn, err := dial()
+			if err != nil {
+				r.connectFailed++
+				t.Logf("connect: %v", err)
+				continue
+			}
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = conn.Write([]byte("ping\n"))
+			if err == nil {
+				_, err = bufio.NewReader(conn).ReadString('\n')
+			}
+			conn.Close()
+			if err != nil {
+				// The client's packets of a connection opened with m1 go to m2 once
+				// m2 has announced the VIP: m2 must pass them to m1 (--handover-forward).
+				r.exchangeFailed++
+				t.Logf("exchange: %v", err)
+				continue
+			}
+			r.ok++
+			time.Sleep(2 * time.Millisecond) // the client's pace, not synchronisation
+		}
+	}()
+
+	p1.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "m2 MASTER with the VIP, m1 keeping it deprecated for the drain", func() bool {
+		out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+		return state(m2) == "MASTER" && hasVIP(t, m2, vipA) && strings.Contains(out, "deprecated")
+	})
+	// A few more exchanges with m2 holding the VIP, then stop.
+	time.Sleep(50 * time.Millisecond) // the client's pace, not synchronisation
+	close(stop)
+	r := <-results
+	t.Logf("connections during the handover: %d answered, %d connects failed, %d exchanges reset", r.ok, r.connectFailed, r.exchangeFailed)
+	if r.connectFailed != 0 {
+		t.Errorf("%d connects to the VIP failed during the handover", r.connectFailed)
+	}
+	if r.exchangeFailed != 0 {
+		t.Errorf("%d exchanges on connections m1 carried were reset: m2 did not pass their packets to m1", r.exchangeFailed)
+	}
+	if d := synRetrans(t, c) - retransBefore; d != 0 {
+		t.Errorf("the client retransmitted %d SYNs during the handover: a SYN met no holder of the VIP", d)
+	}
+	if r.ok == 0 {
+		t.Error("no connection was answered during the handover")
+	}
+
+	// The response held on m1 still reaches the client after m1 let go of the VIP.
+	close(respond)
+	_ = held.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(held).ReadString('\n')
+	if err != nil || line != "pong\n" {
+		t.Fatalf("response in flight on m1 after it let go of the VIP: %q, %v; want pong", line, err)
+	}
+	// The idle connection is reset at the end of the drain; vipd then exits.
+	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("idle connection on m1 after the drain: %v, want a connection reset", err)
+	}
+	waitExit(t, p1)
+	waitHolder(t, "m2", 10*time.Second, m1, m2)
+	out := p1.Output()
+	if !strings.Contains(out, "MASTER") || !strings.Contains(out, `to=LEAVING`) || !strings.Contains(out, "handed over to "+subnet+".12") {
+		t.Fatalf("m1's vipd did not hand over to m2 through LEAVING:\n%s", out)
+	}
+}
+
+// TestLoneMasterHandoverTimeout: a master with nobody to hand over to stays LEAVING with the
+// VIP bound but deprecated (so that anyone can tell it from a master claiming it), then lets
+// go after --handover-timeout and exits.
+func TestLoneMasterHandoverTimeout(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1 := n.AddHost("m1", 11)
+	p1 := startVipd(t, m1, baseArgs(101, "--handover-timeout", "3s")...)
+	waitHolder(t, "m1", 10*time.Second, m1)
+	if out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0"); strings.Contains(out, "deprecated") {
+		t.Fatalf("MASTER's VIP is deprecated:\n%s", out)
+	}
+	p1.Signal(syscall.SIGTERM)
+	waitFor(t, 5*time.Second, "m1 LEAVING with the VIP bound and deprecated", func() bool {
+		out, _ := m1.Exec("ip", "-4", "-o", "addr", "show", "dev", "eth0")
+		return state(m1) == "LEAVING" && strings.Contains(out, " "+vipA+"/") && strings.Contains(out, "deprecated")
+	})
+	waitExit(t, p1)
+	if hasVIP(t, m1, vipA) {
+		t.Fatal("m1 still holds the VIP after vipd exited")
+	}
+	if out := p1.Output(); !strings.Contains(out, "no other router advertised within 3s") {
+		t.Fatalf("m1's vipd did not let go at the handover timeout:\n%s", out)
 	}
 }

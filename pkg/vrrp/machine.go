@@ -19,6 +19,10 @@ const (
 	// Fault: a tracked check or interface failed; the instance neither advertises nor takes
 	// over until the fault clears (keepalived's FAULT state).
 	Fault
+	// Leaving: a master that was shut down has announced priority 0 and keeps its addresses
+	// until another router advertises (or MachineConfig.Handover passes), so that there is no
+	// moment without a holder: make-before-break.
+	Leaving
 )
 
 func (s State) String() string {
@@ -31,6 +35,8 @@ func (s State) String() string {
 		return "MASTER"
 	case Fault:
 		return "FAULT"
+	case Leaving:
+		return "LEAVING"
 	}
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
@@ -55,6 +61,23 @@ type MachineConfig struct {
 	FlapMax    int
 	FlapWindow time.Duration
 	FlapHold   time.Duration
+	// Handover is how long a master that is shut down keeps its addresses, announcing
+	// priority 0 every advert interval, while it waits for another router's advert; it lets
+	// go when that advert arrives, or when Handover has passed without one (a lone master).
+	// Zero lets go at once, as RFC 5798 describes.
+	Handover time.Duration
+	// HandoverLinger is how long a Leaving master keeps its addresses after the new master's
+	// first advert: a master taking over from a priority 0 advert advertises first (so that
+	// the other backups, whose skew times differ by a fraction of a millisecond, stand down)
+	// and binds and announces the addresses just after.
+	HandoverLinger time.Duration
+	// TakeoverSettle is how long a backup that takes over waits between its first advert
+	// and binding and announcing the addresses: a backup whose timer ran out just after ours
+	// hears our advert within it and stands down having announced nothing (their skew times
+	// differ by 0.4 ms per priority point at 100 ms adverts, less than the scheduling delays
+	// of a loaded host), and so does a backup whose master was only late (a starved host),
+	// when the master answers its advert. Zero binds at once.
+	TakeoverSettle time.Duration
 }
 
 // EventKind says what happened.
@@ -63,7 +86,9 @@ type EventKind uint8
 const (
 	// EvStartup starts the instance (Initialize -> Backup, or Master for priority 255).
 	EvStartup EventKind = iota
-	// EvShutdown stops it: a master sends a priority 0 advert and drops the addresses.
+	// EvShutdown stops it: a master sends a priority 0 advert and drops the addresses, at
+	// once or, with MachineConfig.Handover, once another router has taken over (Leaving). A
+	// second EvShutdown while Leaving drops them at once.
 	EvShutdown
 	// EvAdvert is a valid advert from another router (see Event.From etc.).
 	EvAdvert
@@ -96,8 +121,12 @@ const (
 	ActSendAdvert ActionKind = iota
 	// ActAddAddrs: bind the virtual addresses (or refresh their lifetime).
 	ActAddAddrs
-	// ActRemoveAddrs: unbind the virtual addresses.
+	// ActRemoveAddrs: unbind the virtual addresses; nobody else has them yet.
 	ActRemoveAddrs
+	// ActReleaseAddrs: give up the virtual addresses another router has just taken over and
+	// announced: the host may keep them deprecated for a drain, so that the connections it
+	// carries can finish (the new master passes their packets back, see HandedOverBy).
+	ActReleaseAddrs
 	// ActAnnounce: send gratuitous ARPs / unsolicited neighbour advertisements.
 	ActAnnounce
 	// ActTransition: the state changed From -> To because of Reason (log, notify, metrics).
@@ -128,8 +157,14 @@ type Machine struct {
 	adverTimer          time.Time // Adver_Timer deadline, zero when off
 	masterAddr          netip.Addr
 	masterPrio          uint8
-	lowerSince          time.Time // first advert of a lower-priority master (preempt delay)
-	holdUntil           time.Time // flap damping hold-down
+	lowerSince          time.Time  // first advert of a lower-priority master (preempt delay)
+	holdUntil           time.Time  // flap damping hold-down
+	leaveBy             time.Time  // Leaving: let go by then even without another advert
+	successor           netip.Addr // Leaving: the new master whose advert arrived
+	bindAt              time.Time  // Master: bind and announce then (TakeoverSettle)
+	bound               bool       // Master: the addresses are bound
+	preempting          bool       // Backup: a live lower-priority master is being preempted
+	handedBy            netip.Addr // Master: the live master we took over from (left or preempted)
 	masterTimes         []time.Time
 	changed             time.Time
 }
@@ -153,6 +188,15 @@ func (m *Machine) MasterAddr() netip.Addr {
 	}
 	return m.masterAddr
 }
+
+// Bound reports whether a Master has bound its addresses (not while it settles).
+func (m *Machine) Bound() bool { return m.state == Master && m.bound }
+
+// HandedOverBy returns, once Master, the router we took over from while it was alive: one
+// that left with a priority 0 advert, or a lower-priority one we preempted. It still holds
+// the connections it carried for a moment (see ActReleaseAddrs). Zero after a takeover from
+// a silent master.
+func (m *Machine) HandedOverBy() netip.Addr { return m.handedBy }
 
 // MasterPriority is the priority of the last advert of the master we follow.
 func (m *Machine) MasterPriority() uint8 { return m.masterPrio }
@@ -187,11 +231,20 @@ func (m *Machine) downInterval() time.Duration {
 func (m *Machine) Next() time.Time {
 	switch m.state {
 	case Master:
-		return m.adverTimer
+		return earliest(m.adverTimer, m.bindAt)
 	case Backup:
 		return m.masterDown
+	case Leaving:
+		return earliest(m.adverTimer, m.leaveBy)
 	}
 	return time.Time{}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // Handle feeds one event at time now and returns what to do.
@@ -205,7 +258,7 @@ func (m *Machine) Handle(ev Event, now time.Time) []Action {
 			return m.to(Fault, now, ev.Reason, nil)
 		}
 		if m.prio == 255 {
-			return m.becomeMaster(now, "address owner (priority 255)")
+			return m.becomeMaster(now, "address owner (priority 255)", false)
 		}
 		return m.becomeBackup(now, "startup")
 	case EvShutdown:
@@ -232,11 +285,20 @@ func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Act
 	return acts
 }
 
-func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
+// becomeMaster takes over. advertFirst sends the advert before binding the addresses (after
+// TakeoverSettle), so that backups whose timers run out just after ours stand down before
+// they announce anything; a master that hands over (Leaving) or that we preempt releases on
+// that advert, and its host keeps the addresses (deprecated) for a drain, so no packet meets
+// a host without them. Otherwise (the address owner starting) they are bound at once.
+func (m *Machine) becomeMaster(now time.Time, reason string, advertFirst bool) []Action {
+	m.handedBy = netip.Addr{}
+	if (m.masterPrio == 0 || m.preempting) && m.masterAddr.IsValid() && m.masterAddr != m.cfg.Addr {
+		m.handedBy = m.masterAddr
+	}
 	m.masterDown = time.Time{}
 	m.adverTimer = now.Add(m.cfg.Interval)
 	m.masterAddr, m.masterPrio = m.cfg.Addr, m.prio
-	m.lowerSince = time.Time{}
+	m.lowerSince, m.preempting = time.Time{}, false
 	if m.cfg.FlapMax > 0 {
 		keep := m.masterTimes[:0]
 		for _, t := range m.masterTimes {
@@ -246,15 +308,25 @@ func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 		}
 		m.masterTimes = append(keep, now)
 	}
-	acts := []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
+	acts := []Action{{Kind: ActAddAddrs}, {Kind: ActAnnounce}, {Kind: ActSendAdvert, Priority: m.prio}}
+	m.bound, m.bindAt = true, time.Time{}
+	switch {
+	case advertFirst && m.cfg.TakeoverSettle > 0:
+		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		m.bound, m.bindAt = false, now.Add(m.cfg.TakeoverSettle)
+	case advertFirst:
+		acts = []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAddAddrs}, {Kind: ActAnnounce}}
+	}
 	return m.to(Master, now, reason, acts)
 }
 
 func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 	var acts []Action
-	if m.state == Master {
-		acts = append(acts, Action{Kind: ActRemoveAddrs})
+	if m.state == Master && m.bound {
+		// Only a better master's advert makes a master a backup: it has the addresses.
+		acts = append(acts, Action{Kind: ActReleaseAddrs})
 	}
+	m.bound, m.bindAt = false, time.Time{}
 	m.adverTimer = time.Time{}
 	m.masterDown = now.Add(m.downInterval())
 	return m.to(Backup, now, reason, acts)
@@ -262,21 +334,49 @@ func (m *Machine) becomeBackup(now time.Time, reason string) []Action {
 
 func (m *Machine) shutdown(now time.Time) []Action {
 	var acts []Action
-	if m.state == Master {
-		acts = append(acts, Action{Kind: ActSendAdvert, Priority: 0}, Action{Kind: ActRemoveAddrs})
+	if m.state == Master && !m.bound {
+		// Stopped while settling: nothing was bound or announced.
+		m.bindAt = time.Time{}
+		m.adverTimer, m.masterDown = time.Time{}, time.Time{}
+		return m.to(Initialize, now, "shutdown", []Action{{Kind: ActSendAdvert, Priority: 0}})
 	}
-	m.adverTimer, m.masterDown = time.Time{}, time.Time{}
+	switch {
+	case m.state == Master && m.cfg.Handover > 0:
+		m.adverTimer = now.Add(m.cfg.Interval)
+		m.masterDown = time.Time{}
+		m.leaveBy = now.Add(m.cfg.Handover)
+		acts = append(acts, Action{Kind: ActSendAdvert, Priority: 0})
+		return m.to(Leaving, now, "shutdown: handing over", acts)
+	case m.state == Master:
+		acts = append(acts, Action{Kind: ActSendAdvert, Priority: 0}, Action{Kind: ActRemoveAddrs})
+	case m.state == Leaving:
+		acts = append(acts, Action{Kind: ActRemoveAddrs})
+	}
+	m.adverTimer, m.masterDown, m.leaveBy = time.Time{}, time.Time{}, time.Time{}
 	return m.to(Initialize, now, "shutdown", acts)
+}
+
+// leave ends a Leaving state: the addresses go (released to a new master, or removed after
+// the handover timeout) and the instance is stopped.
+func (m *Machine) leave(now time.Time, kind ActionKind, reason string) []Action {
+	m.adverTimer, m.masterDown, m.leaveBy, m.successor = time.Time{}, time.Time{}, time.Time{}, netip.Addr{}
+	return m.to(Initialize, now, reason, []Action{{Kind: kind}})
 }
 
 func (m *Machine) timer(now time.Time) []Action {
 	switch m.state {
 	case Master:
+		var acts []Action
+		if !m.bindAt.IsZero() && !now.Before(m.bindAt) {
+			// No better router answered our advert: take the addresses.
+			m.bindAt, m.bound = time.Time{}, true
+			acts = append(acts, Action{Kind: ActAddAddrs}, Action{Kind: ActAnnounce})
+		}
 		if m.adverTimer.IsZero() || now.Before(m.adverTimer) {
-			return nil
+			return acts
 		}
 		m.adverTimer = now.Add(m.cfg.Interval)
-		return []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		return append(acts, Action{Kind: ActSendAdvert, Priority: m.prio})
 	case Backup:
 		if m.masterDown.IsZero() || now.Before(m.masterDown) {
 			return nil
@@ -292,7 +392,24 @@ func (m *Machine) timer(now time.Time) []Action {
 			return []Action{{Kind: ActHoldDown, Until: m.holdUntil,
 				Reason: fmt.Sprintf("became master more than %d times in %s", m.cfg.FlapMax, m.cfg.FlapWindow)}}
 		}
-		return m.becomeMaster(now, "master down timer expired")
+		// Every backup's timer runs out within a few milliseconds of the others' (after a
+		// priority 0 advert, a silent master, or a lower-priority master both preempt):
+		// advertise first, so they hear of us before anything is announced. A master we
+		// take over from keeps the addresses (deprecated) for its drain: no gap.
+		return m.becomeMaster(now, "master down timer expired", true)
+	case Leaving:
+		if !m.leaveBy.IsZero() && !now.Before(m.leaveBy) {
+			if m.successor.IsValid() {
+				return m.leave(now, ActReleaseAddrs, fmt.Sprintf("shutdown: handed over to %s (priority %d)", m.successor, m.masterPrio))
+			}
+			return m.leave(now, ActRemoveAddrs, fmt.Sprintf("shutdown: no other router advertised within %s", m.cfg.Handover))
+		}
+		if m.adverTimer.IsZero() || now.Before(m.adverTimer) {
+			return nil
+		}
+		// Repeat the priority 0 advert, in case the first was lost.
+		m.adverTimer = now.Add(m.cfg.Interval)
+		return []Action{{Kind: ActSendAdvert, Priority: 0}}
 	}
 	return nil
 }
@@ -321,6 +438,7 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 	case Backup:
 		if ev.Priority == 0 {
 			// The master is leaving: take over after the skew time only.
+			m.preempting = false
 			m.masterDown = now.Add(m.skew())
 			m.masterAddr, m.masterPrio = ev.From, 0
 			return nil
@@ -335,8 +453,10 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 			m.lowerSince = time.Time{}
 		}
 		if !accept {
+			m.preempting = true
 			return nil // preempt: let the master down timer fire
 		}
+		m.preempting = false
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority
 		if m.cfg.Version == 3 && ev.Interval > 0 {
 			m.masterAdverInterval = ev.Interval
@@ -361,9 +481,27 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 		}
 		// A lower-priority router thinks it is master: re-assert at once (keepalived does).
 		m.adverTimer = now.Add(m.cfg.Interval)
+		if !m.bound {
+			return []Action{{Kind: ActSendAdvert, Priority: m.prio}}
+		}
 		return []Action{{Kind: ActSendAdvert, Priority: m.prio}, {Kind: ActAnnounce}}
 	case Fault:
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority
+	case Leaving:
+		if ev.Priority == 0 {
+			return nil // another master leaving too: keep waiting for one that stays
+		}
+		if m.successor.IsValid() {
+			return nil // already lingering
+		}
+		m.successor, m.masterAddr, m.masterPrio = ev.From, ev.From, ev.Priority
+		if m.cfg.HandoverLinger > 0 {
+			// The new master binds and announces just after this advert: keep the addresses
+			// a moment longer, so that nothing sent before hosts turn to it is dropped.
+			m.leaveBy = earliest(m.leaveBy, now.Add(m.cfg.HandoverLinger))
+			return nil
+		}
+		return m.leave(now, ActReleaseAddrs, fmt.Sprintf("shutdown: handed over to %s (priority %d)", ev.From, ev.Priority))
 	}
 	return nil
 }
@@ -395,11 +533,14 @@ func (m *Machine) setFault(fault bool, reason string, now time.Time) []Action {
 	switch {
 	case fault && m.state == Master:
 		acts := []Action{{Kind: ActSendAdvert, Priority: 0}, {Kind: ActRemoveAddrs}}
-		m.adverTimer = time.Time{}
+		m.adverTimer, m.bindAt, m.bound = time.Time{}, time.Time{}, false
 		return m.to(Fault, now, reason, acts)
 	case fault && m.state == Backup:
 		m.masterDown = time.Time{}
 		return m.to(Fault, now, reason, nil)
+	case fault && m.state == Leaving:
+		// The link or the service is gone: holding on helps nobody.
+		return m.leave(now, ActRemoveAddrs, "shutdown: "+reason)
 	case !fault && m.state == Fault:
 		return m.becomeBackup(now, "fault cleared: "+reason)
 	}

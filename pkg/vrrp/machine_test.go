@@ -38,6 +38,8 @@ func summarize(acts []Action) []string {
 			out = append(out, "add")
 		case ActRemoveAddrs:
 			out = append(out, "remove")
+		case ActReleaseAddrs:
+			out = append(out, "release")
 		case ActAnnounce:
 			out = append(out, "announce")
 		case ActTransition:
@@ -47,6 +49,11 @@ func summarize(acts []Action) []string {
 		}
 	}
 	return out
+}
+
+func handover(c MachineConfig, d time.Duration) MachineConfig {
+	c.Handover = d
+	return c
 }
 
 func advert(from netip.Addr, prio uint8, interval time.Duration) Event {
@@ -70,6 +77,8 @@ const down100 = 360937500 * time.Nanosecond
 // skew100 is the v3 skew time at priority 100 and 100 ms adverts.
 const skew100 = 60937500 * time.Nanosecond
 
+// toMaster: a backup whose master went silent advertises first, then binds and announces
+// (at once with no settle time).
 var toMaster = []string{"advert:100", "add", "announce", "BACKUP->MASTER"}
 
 func TestMachine(t *testing.T) {
@@ -82,7 +91,7 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 		}},
 		{"priority 255 owner starts as master", v3(255), []step{
-			{0, startup, []string{"advert:255", "add", "announce", "INIT->MASTER"}, Master, 100 * ms},
+			{0, startup, []string{"add", "announce", "advert:255", "INIT->MASTER"}, Master, 100 * ms},
 		}},
 		{"timer before deadline does nothing", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -105,7 +114,7 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{100 * ms, advert(addrHi, 200, 100*ms), nil, Backup, 100*ms + down100},
 			{150 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 150*ms + skew100},
-			{150*ms + skew100, tick, toMaster, Master, 250*ms + skew100},
+			{150*ms + skew100, tick, []string{"advert:100", "add", "announce", "BACKUP->MASTER"}, Master, 250*ms + skew100},
 		}},
 		{"preempt: lower advert ignored, backup takes over", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -127,12 +136,12 @@ func TestMachine(t *testing.T) {
 		{"master steps down on higher priority and adopts its interval", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{down100, tick, toMaster, Master, down100 + 100*ms},
-			{down100 + 10*ms, advert(addrLo, 101, time.Second), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + 10*ms + 3*time.Second + 609375000},
+			{down100 + 10*ms, advert(addrLo, 101, time.Second), []string{"release", "MASTER->BACKUP"}, Backup, down100 + 10*ms + 3*time.Second + 609375000},
 		}},
 		{"equal priority: higher address wins, master steps down", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{down100, tick, toMaster, Master, down100 + 100*ms},
-			{down100 + ms, advert(addrHi, 100, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + ms + down100},
+			{down100 + ms, advert(addrHi, 100, 100*ms), []string{"release", "MASTER->BACKUP"}, Backup, down100 + ms + down100},
 		}},
 		{"equal priority: lower address loses, master re-asserts", v3(100), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
@@ -173,10 +182,10 @@ func TestMachine(t *testing.T) {
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{down100, tick, toMaster, Master, down100 + 100*ms},
 			{down100 + 10*ms, Event{Kind: EvPriority, Priority: 80}, []string{"advert:80"}, Master, down100 + 110*ms},
-			{down100 + 20*ms, advert(addrHi, 90, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, down100 + 20*ms + 300*ms + 68750000},
+			{down100 + 20*ms, advert(addrHi, 90, 100*ms), []string{"release", "MASTER->BACKUP"}, Backup, down100 + 20*ms + 300*ms + 68750000},
 		}},
 		{"owner never lowers its priority", v3(255), []step{
-			{0, startup, []string{"advert:255", "add", "announce", "INIT->MASTER"}, Master, 100 * ms},
+			{0, startup, []string{"add", "announce", "advert:255", "INIT->MASTER"}, Master, 100 * ms},
 			{ms, Event{Kind: EvPriority, Priority: 200}, nil, Master, 100 * ms},
 		}},
 		{"v2 skew is in seconds", MachineConfig{Version: 2, Priority: 100, Interval: time.Second, Addr: addrMe, Preempt: true}, []step{
@@ -189,12 +198,76 @@ func TestMachine(t *testing.T) {
 		}(), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
 			{down100, tick, toMaster, Master, down100 + 100*ms},
-			{time.Second, advert(addrHi, 200, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, time.Second + down100},
+			{time.Second, advert(addrHi, 200, 100*ms), []string{"release", "MASTER->BACKUP"}, Backup, time.Second + down100},
 			{2 * time.Second, tick, toMaster, Master, 2*time.Second + 100*ms},
-			{3 * time.Second, advert(addrHi, 200, 100*ms), []string{"remove", "MASTER->BACKUP"}, Backup, 3*time.Second + down100},
+			{3 * time.Second, advert(addrHi, 200, 100*ms), []string{"release", "MASTER->BACKUP"}, Backup, 3*time.Second + down100},
 			{4 * time.Second, tick, []string{"hold:9s"}, Backup, 9 * time.Second},
 			{5 * time.Second, advert(addrHi, 200, 100*ms), nil, Backup, 9 * time.Second},
 			{9 * time.Second, tick, toMaster, Master, 9*time.Second + 100*ms},
+		}},
+		{"handover: leaving master keeps its addresses until a new master advertises", handover(v3(100), 400*ms), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 60*ms, advert(addrLo, 0, 100*ms), nil, Leaving, time.Second + 100*ms},
+			{time.Second + 61*ms, advert(addrLo, 99, 100*ms), []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
+			{time.Second + 200*ms, advert(addrLo, 99, 100*ms), nil, Initialize, noTimer},
+		}},
+		{"handover: with a linger the addresses go a moment after the new master's advert", func() MachineConfig { c := handover(v3(100), 400*ms); c.HandoverLinger = 25 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 61*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
+			{time.Second + 70*ms, advert(addrLo, 99, 100*ms), nil, Leaving, time.Second + 86*ms},
+			{time.Second + 86*ms, tick, []string{"release", "LEAVING->INIT"}, Initialize, noTimer},
+		}},
+		{"settle: after a priority 0 advert the new master advertises, then binds and announces", func() MachineConfig { c := v3(100); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
+			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
+			{110*ms + skew100, tick, []string{"add", "announce"}, Master, 200*ms + skew100},
+			{200*ms + skew100, tick, []string{"advert:100"}, Master, 300*ms + skew100},
+		}},
+		{"settle: a better router's advert meanwhile: stand down having announced nothing", func() MachineConfig { c := v3(99); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*100*ms + 61328125},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + 61328125},
+			{100*ms + 61328125, tick, []string{"advert:99", "BACKUP->MASTER"}, Master, 110*ms + 61328125},
+			{105*ms + 61328125, advert(addrLo, 100, 100*ms), []string{"MASTER->BACKUP"}, Backup, 105*ms + 61328125 + 3*100*ms + 61328125},
+		}},
+		{"settle: a master that was only late answers our advert: stand down having announced nothing", func() MachineConfig { c := v3(99); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, 3*100*ms + 61328125},
+			{3*100*ms + 61328125, tick, []string{"advert:99", "BACKUP->MASTER"}, Master, 3*100*ms + 61328125 + 10*ms},
+			{3*100*ms + 61328125 + 2*ms, advert(addrLo, 100, 100*ms), []string{"MASTER->BACKUP"}, Backup, 3*100*ms + 61328125 + 2*ms + 3*100*ms + 61328125},
+		}},
+		{"settle: stopped while settling: priority 0, nothing to remove", func() MachineConfig { c := handover(v3(100), 400*ms); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{100 * ms, advert(addrHi, 0, 100*ms), nil, Backup, 100*ms + skew100},
+			{100*ms + skew100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, 110*ms + skew100},
+			{105*ms + skew100, shutdown, []string{"advert:0", "MASTER->INIT"}, Initialize, noTimer},
+		}},
+		{"handover: priority 0 repeated every interval, lone master lets go at the timeout", handover(v3(100), 250*ms), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 100*ms, tick, []string{"advert:0"}, Leaving, time.Second + 200*ms},
+			{time.Second + 200*ms, tick, []string{"advert:0"}, Leaving, time.Second + 250*ms},
+			{time.Second + 250*ms, tick, []string{"remove", "LEAVING->INIT"}, Initialize, noTimer},
+		}},
+		{"handover: a second shutdown lets go at once", handover(v3(100), 400*ms), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 10*ms, shutdown, []string{"remove", "LEAVING->INIT"}, Initialize, noTimer},
+		}},
+		{"handover: a fault while leaving lets go at once", handover(v3(100), 400*ms), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, shutdown, []string{"advert:0", "MASTER->LEAVING"}, Leaving, time.Second + 100*ms},
+			{time.Second + 10*ms, Event{Kind: EvFault, Fault: true, Reason: "link eth0 down"}, []string{"remove", "LEAVING->INIT"}, Initialize, noTimer},
+		}},
+		{"handover: a backup stops silently", handover(v3(100), 400*ms), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{ms, shutdown, []string{"BACKUP->INIT"}, Initialize, noTimer},
 		}},
 	}
 	for _, tt := range tests {
@@ -354,5 +427,95 @@ func TestFilterCheck(t *testing.T) {
 				t.Fatalf("Check = %q, %v; want %q, %v", r, mm, tt.reason, tt.mismatch)
 			}
 		})
+	}
+}
+
+// TestMakeBeforeBreak stops the master of three routers with a handover timeout on a
+// simulated wire and checks that from the shutdown on some router holds the addresses at
+// every instant, and that the leaving one lets go in the instant the new master has bound
+// and announced them (the ordering a host relies on), long before its timeout.
+func TestMakeBeforeBreak(t *testing.T) {
+	addrs := []netip.Addr{netip.MustParseAddr("10.77.1.11"), netip.MustParseAddr("10.77.1.12"), netip.MustParseAddr("10.77.1.13")}
+	prios := []uint8{101, 100, 99}
+	ms := make([]*Machine, 3)
+	holds := make([]bool, 3)
+	var events []string // "<router>:<action>" in the order they happened
+	checking := false   // from the shutdown on, someone must hold the addresses
+	for i := range ms {
+		c := handover(v3(prios[i]), time.Second)
+		c.HandoverLinger = 25 * time.Millisecond
+		c.TakeoverSettle = 10 * time.Millisecond
+		c.Addr = addrs[i]
+		ms[i] = NewMachine(c)
+	}
+	now := t0
+	var deliver func(from int, acts []Action)
+	deliver = func(from int, acts []Action) {
+		for _, a := range acts {
+			switch a.Kind {
+			case ActAddAddrs:
+				holds[from] = true
+				events = append(events, fmt.Sprintf("%d:add", from))
+			case ActAnnounce:
+				events = append(events, fmt.Sprintf("%d:announce", from))
+			case ActRemoveAddrs, ActReleaseAddrs:
+				holds[from] = false
+				events = append(events, fmt.Sprintf("%d:%s", from, summarize([]Action{a})[0]))
+			case ActSendAdvert:
+				if checking && a.Priority > 0 && ms[0].State() == Leaving {
+					events = append(events, fmt.Sprintf("%d:advert:%d", from, a.Priority))
+				}
+				for j, m := range ms {
+					if j != from {
+						deliver(j, m.Handle(advert(addrs[from], a.Priority, 100*time.Millisecond), now))
+					}
+				}
+			}
+			if checking && !slices.Contains(holds, true) {
+				t.Fatalf("at %s nobody holds the addresses (states %s %s %s)", now.Sub(t0), ms[0].State(), ms[1].State(), ms[2].State())
+			}
+		}
+	}
+	run := func(until time.Time) {
+		for {
+			next, who := time.Time{}, -1
+			for i, m := range ms {
+				if n := m.Next(); !n.IsZero() && (who < 0 || n.Before(next)) {
+					next, who = n, i
+				}
+			}
+			if who < 0 || next.After(until) {
+				now = until
+				return
+			}
+			now = next
+			deliver(who, ms[who].Handle(tick, now))
+		}
+	}
+	for i := range ms {
+		deliver(i, ms[i].Handle(startup, now))
+	}
+	run(t0.Add(2 * time.Second))
+	if ms[0].State() != Master {
+		t.Fatalf("router 0 is %s, want MASTER", ms[0].State())
+	}
+	events, checking = nil, true
+	stop := now
+	deliver(0, ms[0].Handle(shutdown, now))
+	if ms[0].State() != Leaving || !holds[0] {
+		t.Fatalf("after shutdown router 0 is %s holding=%v, want LEAVING and holding", ms[0].State(), holds[0])
+	}
+	run(now.Add(2 * time.Second))
+	// Router 1 advertises first (router 2's timer would run out 0.4 ms later, and stands
+	// down), binds and announces after the settle time; router 0 lets go after the linger.
+	want := []string{"1:advert:100", "1:add", "1:announce", "0:release"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("handover events %q, want %q", events, want)
+	}
+	if ms[0].State() != Initialize || ms[1].State() != Master || ms[2].State() != Backup {
+		t.Fatalf("states %s %s %s, want INIT MASTER BACKUP", ms[0].State(), ms[1].State(), ms[2].State())
+	}
+	if took, want := ms[0].Since().Sub(stop), SkewTime(3, 100, 100*time.Millisecond)+25*time.Millisecond; took != want {
+		t.Fatalf("router 0 let go %s after shutdown, want the new master's skew time plus the linger, %s", took, want)
 	}
 }

@@ -135,19 +135,7 @@ func (c *cluster) startPlane(m *host) error {
 		if err := c.waitBalancer(m); err != nil {
 			return err
 		}
-		vipArgs := c.vipdBGPArgs()
-		if !c.spec.BGP {
-			vipArgs = []string{
-				"--iface", m.Iface,
-				"--vip", vipAddr + "/24",
-				"--vrid", fmt.Sprint(vrid),
-				"--priority", fmt.Sprint(priorities[i]),
-				"--advert-interval", c.spec.Advert.String(),
-				"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
-				"--check-ca-file", c.d.bundle.CACert,
-			}
-		}
-		vd, err := m.start(c.d.bin["vipd"], vipArgs...)
+		vd, err := c.startVipd(m)
 		if err != nil {
 			return err
 		}
@@ -178,6 +166,67 @@ func (c *cluster) startPlane(m *host) error {
 	}
 	c.mu.Lock()
 	c.plane[m.Name] = procs
+	c.mu.Unlock()
+	return nil
+}
+
+// startVipd starts the hacp stack's vipd on m.
+func (c *cluster) startVipd(m *host) (*proc, error) {
+	i := c.index(m)
+	vipArgs := c.vipdBGPArgs()
+	if !c.spec.BGP {
+		vipArgs = []string{
+			"--iface", m.Iface,
+			"--vip", vipAddr + "/24",
+			"--vrid", fmt.Sprint(vrid),
+			"--priority", fmt.Sprint(priorities[i]),
+			"--advert-interval", c.spec.Advert.String(),
+			// Through the local lbproxy, vipd's default: a dead local apiserver is routed
+			// around, not moved for (issue 19).
+			"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", lbPort),
+			"--check-ca-file", c.d.bundle.CACert,
+		}
+		vipArgs = append(vipArgs, c.d.opts.vipdArgs...)
+	}
+	return m.start(c.d.bin["vipd"], vipArgs...)
+}
+
+// noPreempt reports whether the hacp stack's vipd runs with --nopreempt: a master that comes
+// back does not take the VIP back, so the drill moves it to m1 (a planned handover) before
+// the next scenario.
+func (c *cluster) noPreempt() bool {
+	return c.spec.HACP && !c.spec.BGP && slices.Contains(c.d.opts.vipdArgs, "--nopreempt")
+}
+
+// moveVIPToM1 hands the VIP from its holder to m1 by restarting the holder's vipd (SIGTERM:
+// make-before-break; m1 has the highest priority, so the shortest skew time).
+func (c *cluster) moveVIPToM1(ctx context.Context) error {
+	h := c.holders()
+	if len(h) != 1 || h[0] == "m1" {
+		return nil
+	}
+	m := c.master(h[0])
+	c.mu.Lock()
+	procs := c.plane[m.Name]
+	c.mu.Unlock()
+	if len(procs) == 0 {
+		return fmt.Errorf("%s: no vipd on %s", c.spec.Name, m.Name)
+	}
+	vd := procs[len(procs)-1]
+	c.d.progress("%s: moving the VIP from %s to m1 (restarting %s's vipd)", c.spec.Name, m.Name, m.Name)
+	vd.signal(syscall.SIGTERM)
+	select {
+	case <-vd.done:
+	case <-time.After(20 * time.Second):
+		vd.signal(syscall.SIGKILL)
+		<-vd.done
+	}
+	nvd, err := c.startVipd(m)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.plane[m.Name] = append(procs[:len(procs)-1:len(procs)-1], nvd)
 	c.mu.Unlock()
 	return nil
 }

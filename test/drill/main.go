@@ -42,6 +42,7 @@ type options struct {
 	shutdownDelay time.Duration
 	pin           bool
 	controlPlane  bool
+	vipdArgs      []string // appended to every VRRP-mode vipd's command line (hacp stack)
 }
 
 // drill is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -81,8 +82,11 @@ func run() int {
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
+	var vipdArgs string
+	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
 	flag.Parse()
+	o.vipdArgs = strings.Fields(vipdArgs)
 	var err error
 	if o.scenarios, err = parseList(scenarios, allScenarios, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "drill: --scenarios: %v\n", err)
@@ -366,13 +370,16 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 			bgpVIPAddr, lbPort, routerAddr, strings.TrimSuffix(bgpVIPAddr, ".100"), bgpStack().HoldTime)
 	}
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
+	if len(d.opts.vipdArgs) > 0 {
+		fmt.Fprintf(&h, "\nvipd (hacp): extra flags %q.\n", strings.Join(d.opts.vipdArgs, " "))
+	}
 	if d.opts.shutdownDelay > 0 {
 		fmt.Fprintf(&h, "\napiserver (every stack): --shutdown-delay %v.\n", d.opts.shutdownDelay)
 	}
 	fmt.Fprintf(&h, "\nClient: one writer through the VIP with client-go creating ConfigMaps and, between creates, updating (PUT with the last resourceVersion), merge-patching and deleting them, one request at a time, each on a new connection, %v timeout, at most one every %v; plus a client-go informer (HTTP/2, one connection) through the VIP.\n\n", requestTimeout, d.opts.writeInterval)
 	h.WriteString("Metrics: `vip_failover_s` fault -> VIP on one reachable other master (rejoin: back on m1) and a TLS handshake through it completed (one started every 50 ms, 1 s patience; `never`: the VIP did not move); " +
 		"`api_downtime_s` longest gap between two acknowledged writes; `failed_requests` and `last_failure_s` writes that failed or timed out after the fault and when the last one ended; " +
-		"`watch_gap_s` fault -> first informer event for an object written after the fault (`never`: not within the recording window); `split_brain_s` time two reachable hosts held the VIP; " +
+		"`watch_gap_s` fault -> first informer event for an object written after the fault (`never`: not within the recording window); `split_brain_s` time two reachable hosts claimed the VIP (bound and not deprecated; vipd deprecates a VIP it is handing over); `handover_overlap_s` time a master handing the VIP over (deprecated) and another both had it bound (make-before-break); " +
 		"`writes_lost` acknowledged writes whose effect is missing when read back from m2 (a created object, an update's or patch's value, a deleted object gone); `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
 		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
 		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +

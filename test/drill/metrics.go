@@ -37,6 +37,9 @@ type vipSample struct {
 	// ClientARP is the master whose MAC the client's neighbour entry for the VIP names
 	// ("" when the client has no usable entry).
 	ClientARP string `json:"client_arp,omitempty"`
+	// Leaving are the holders whose VIP is deprecated: vipd handing it over (LEAVING),
+	// still receiving on it but no longer claiming it.
+	Leaving []string `json:"leaving,omitempty"`
 }
 
 // probe is one TLS handshake through the VIP from the client host (or, for the rejoining
@@ -71,14 +74,17 @@ type eventLog struct {
 // metrics is one scenario's row in report.json. Times are in seconds; -1 means the event
 // did not happen before recording stopped (the VIP never moved, no event arrived).
 type metrics struct {
-	VIPFailoverS   float64 `json:"vip_failover_s"`
-	APIDowntimeS   float64 `json:"api_downtime_s"`
-	WritesAcked    int     `json:"writes_acked"`
-	WritesLost     int     `json:"writes_lost"`
-	WatchGapS      float64 `json:"watch_gap_s"`
-	SplitBrainS    float64 `json:"split_brain_s"`
-	FailedRequests int     `json:"failed_requests"`
-	LastFailureS   float64 `json:"last_failure_s"`
+	VIPFailoverS float64 `json:"vip_failover_s"`
+	APIDowntimeS float64 `json:"api_downtime_s"`
+	WritesAcked  int     `json:"writes_acked"`
+	WritesLost   int     `json:"writes_lost"`
+	WatchGapS    float64 `json:"watch_gap_s"`
+	SplitBrainS  float64 `json:"split_brain_s"`
+	// Time during which a master handing the VIP over (deprecated, LEAVING) and the one
+	// taking it both had it bound: make-before-break's overlap, not a split brain.
+	HandoverOverlapS float64 `json:"handover_overlap_s"`
+	FailedRequests   int     `json:"failed_requests"`
+	LastFailureS     float64 `json:"last_failure_s"`
 	// partition-master only: writes the isolated master acknowledged (must be 0), and how
 	// long two reachable hosts held the VIP after the heal.
 	IsolatedWrites      *int     `json:"isolated_writes_accepted,omitempty"`
@@ -161,27 +167,33 @@ func watchGap(l *eventLog) time.Duration {
 	return best
 }
 
-// splitBrain sums the time during which two or more hosts held the VIP while the network
-// could reach at least two of them, counting only samples at or after from. Each sample
-// stands for the time until the next one.
-func splitBrain(samples []vipSample, from time.Duration) time.Duration {
-	var total time.Duration
+// splitBrain sums the time during which two or more hosts claimed the VIP (held it, not
+// deprecated) while the network could reach at least two of them, counting only samples at
+// or after from; overlap sums the time during which two reachable hosts held it but one of
+// them was handing it over (deprecated). Each sample stands for the time until the next one.
+func splitBrain(samples []vipSample, from time.Duration) (split, overlap time.Duration) {
 	for i := 0; i+1 < len(samples); i++ {
 		s := samples[i]
 		if s.At < from || len(s.Holders) < 2 {
 			continue
 		}
-		reachable := 0
+		claiming, reachable := 0, 0
 		for _, h := range s.Holders {
 			if slices.Contains(s.Reachable, h) {
 				reachable++
+				if !slices.Contains(s.Leaving, h) {
+					claiming++
+				}
 			}
 		}
-		if reachable >= 2 {
-			total += samples[i+1].At - s.At
+		switch {
+		case claiming >= 2:
+			split += samples[i+1].At - s.At
+		case reachable >= 2:
+			overlap += samples[i+1].At - s.At
 		}
 	}
-	return total
+	return split, overlap
 }
 
 // vipFailover is the time from the fault until the VIP sits on exactly one reachable host
@@ -195,7 +207,8 @@ func vipFailover(l *eventLog) time.Duration {
 		}
 		var on []string
 		for _, h := range s.Holders {
-			if slices.Contains(s.Reachable, h) {
+			// A master handing the VIP over (deprecated) no longer holds it.
+			if slices.Contains(s.Reachable, h) && !slices.Contains(s.Leaving, h) {
 				on = append(on, h)
 			}
 		}
@@ -293,7 +306,8 @@ func compute(l *eventLog, lost int) metrics {
 	m.WatchGapS = orMinusOne(watchGap(l))
 	m.VIPFailoverS = orMinusOne(vipFailover(l))
 	if !l.Anycast {
-		m.SplitBrainS = seconds(splitBrain(l.VIP, l.Fault))
+		split, overlap := splitBrain(l.VIP, l.Fault)
+		m.SplitBrainS, m.HandoverOverlapS = seconds(split), seconds(overlap)
 	}
 	m.ClientARPStaleS = seconds(arpStale(l))
 	if l.WantBack {
@@ -303,7 +317,8 @@ func compute(l *eventLog, lost int) metrics {
 		}
 	}
 	if l.Heal > 0 && !l.Anycast {
-		v := seconds(splitBrain(l.VIP, l.Heal))
+		split, _ := splitBrain(l.VIP, l.Heal)
+		v := seconds(split)
 		m.SplitBrainAfterHeal = &v
 	}
 	return m

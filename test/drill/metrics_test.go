@@ -142,10 +142,11 @@ func TestWatchGap(t *testing.T) {
 func TestSplitBrain(t *testing.T) {
 	both := []string{"m1", "m2"}
 	tests := []struct {
-		name    string
-		samples []vipSample
-		from    time.Duration
-		want    time.Duration
+		name        string
+		samples     []vipSample
+		from        time.Duration
+		want        time.Duration
+		wantOverlap time.Duration
 	}{
 		{
 			name: "isolated holder does not count",
@@ -182,11 +183,23 @@ func TestSplitBrain(t *testing.T) {
 			samples: []vipSample{{At: ms(0), Holders: both, Reachable: both}},
 			want:    0,
 		},
+		{
+			name: "a holder handing over is overlap, not split brain",
+			samples: []vipSample{
+				{At: ms(0), Holders: []string{"m1"}, Reachable: []string{"m1"}, Leaving: []string{"m1"}},
+				{At: ms(10), Holders: both, Reachable: both, Leaving: []string{"m1"}},
+				{At: ms(20), Holders: both, Reachable: both},
+				{At: ms(30), Holders: []string{"m2"}, Reachable: []string{"m2"}},
+			},
+			want:        ms(10),
+			wantOverlap: ms(10),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := splitBrain(tt.samples, tt.from); got != tt.want {
-				t.Errorf("splitBrain = %v, want %v", got, tt.want)
+			got, overlap := splitBrain(tt.samples, tt.from)
+			if got != tt.want || overlap != tt.wantOverlap {
+				t.Errorf("splitBrain = %v, %v; want %v, %v", got, overlap, tt.want, tt.wantOverlap)
 			}
 		})
 	}

@@ -80,10 +80,10 @@ func TestReportJSONShape(t *testing.T) {
 		"| failed_requests | 1 | 12 | 0 | 0.08 | — |",
 		"| vip_failover_s | 0.400 | 3.200 | never | 0.12 | — |",
 		"| last_failure_s |",
-		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 0.400 | 3.200 | yes |",
-		"| kill-master failed_requests <= 2 | 1 | 12 | yes |",
+		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 6 | 0.400 | 3.200 | never | yes |",
+		"| kill-master failed_requests <= 2 | 7 | 1 | 12 | 0 | yes |",
 		"| etcd leader before the fault | m1 | m3 | | | |",
-		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 1.100 | 12 | yes |",
+		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 6 | 1.100 | 12 |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -190,10 +190,21 @@ func TestTargetsMissed(t *testing.T) {
 	r := newReport()
 	r.set(stackHACP, scKillMaster, metrics{VIPFailoverS: 0.45, APIDowntimeS: 1.2})
 	r.set(stackAnchor, scKillMaster, metrics{VIPFailoverS: 0.8, APIDowntimeS: -1})
+	r.set(stackHACP, scGracefulMaster, metrics{FailedRequests: 1, WatchGapS: -1})
+	r.set(stackAnchorTuned, scGracefulMaster, metrics{FailedRequests: 0, WatchGapS: 1.2})
 	lines := strings.Join(r.targetLines(), "\n")
 	for _, want := range []string{
-		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 0.450 | 0.800 | no |",
-		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 1.200 | never | yes |",
+		"| kill-master vip_failover_s <= 0.500 and <= half the guide anchor's | 6 | 0.450 | 0.800 | — | no |",
+		"| kill-master api_downtime_s <= 1.500 and <= half the guide anchor's | 6 | 1.200 | never | — | yes |",
+		"| kill-master watch_gap_s <= 1.500 | 19 | 0 | 0 | — | yes |",
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("targets lack %q:\n%s", want, lines)
+		}
+	}
+	for _, want := range []string{
+		"| graceful-master failed_requests <= 0 | 19 | 1 | — | 0 | no |",
+		"| graceful-master watch_gap_s <= 1.500 | 19 | never | — | 1.200 | no |",
 	} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("targets lack %q:\n%s", want, lines)

@@ -84,8 +84,11 @@ func tunedStack(advert time.Duration) stackSpec {
 	}
 }
 
+// hacpStack is vipd + lbproxy with the settings deploy/ansible gives them: the apiservers'
+// --shutdown-delay 5s and lbproxy's --down-session-grace 2s, so that a draining apiserver
+// finishes what the other masters' lbproxies sent it before their checks mark it DOWN.
 func hacpStack(advert time.Duration) stackSpec {
-	return stackSpec{Name: stackHACP, HACP: true, Advert: advert}
+	return stackSpec{Name: stackHACP, HACP: true, Advert: advert, ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second}
 }
 
 // bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
@@ -117,7 +120,8 @@ func (s stackSpec) describe() string {
 			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
 	}
 	if s.HACP {
-		return fmt.Sprintf("vipd (VRRPv3, %v adverts, tracking the local apiserver /healthz) + lbproxy (defaults)", s.Advert)
+		return fmt.Sprintf("vipd (VRRPv3, %v adverts, checking /healthz through the local lbproxy, make-before-break handover) + lbproxy (--down-session-grace %v); apiserver --shutdown-delay %v unless --apiserver-shutdown-delay (as deploy/ansible); graceful stops vipd first (it hands over and exits), then the rest, as the systemd units order them",
+			s.Advert, s.DownSessionGrace, s.ShutdownDelay)
 	}
 	auth := "no auth"
 	if s.AuthPass != "" {

@@ -433,16 +433,23 @@ func (h *host) neighbourMAC(addr netip.Addr) string {
 
 // holdsAddr reports whether addr is configured on any interface of the host.
 func (h *host) holdsAddr(addr netip.Addr) bool {
+	held, _ := h.addrState(addr)
+	return held
+}
+
+// addrState reports whether addr is bound on the host, and whether it is deprecated
+// (preferred lifetime 0): how vipd marks a VIP it is handing over (LEAVING).
+func (h *host) addrState(addr netip.Addr) (held, deprecated bool) {
 	addrs, err := h.nl.AddrList(nil, netlink.FAMILY_V4)
 	if err != nil {
-		return false
+		return false, false
 	}
 	for _, a := range addrs {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
-			return true
+			return true, a.Flags&unix.IFA_F_DEPRECATED != 0 || a.PreferedLft == 0
 		}
 	}
-	return false
+	return false, false
 }
 
 // dialContext dials from inside the host's network namespace.
