@@ -236,11 +236,14 @@ func (c *Connector) podStream(ctx context.Context, subresource, ns, name string,
 	if err != nil {
 		return nil, err
 	}
+	// The kubelet reads its own form of the options (upstream's streamParams).
+	params := url.Values{}
 	if subresource == "portforward" {
 		for _, p := range q["ports"] {
 			if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid port %q: must be between 1 and 65535", p))
 			}
+			params.Add("port", p)
 		}
 		loc.Path = "/portForward/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
 	} else {
@@ -248,9 +251,30 @@ func (c *Connector) podStream(ctx context.Context, subresource, ns, name string,
 		if err != nil {
 			return nil, err
 		}
+		// The kubelet's names (corev1.ExecStdinParam...): input, output, error, tty.
+		for _, key := range []string{"stdin", "stdout", "stderr", "tty"} {
+			v := q.Get(key)
+			if v == "" {
+				continue
+			}
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: must be true or false", key, v))
+			}
+			if on {
+				params.Add(map[string]string{"stdin": corev1.ExecStdinParam, "stdout": corev1.ExecStdoutParam,
+					"stderr": corev1.ExecStderrParam, "tty": corev1.ExecTTYParam}[key], "1")
+			}
+		}
+		if subresource == "exec" {
+			for _, c := range q["command"] {
+				params.Add("command", c)
+			}
+		}
 		loc.Path = "/" + subresource + "/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/" + url.PathEscape(container)
 	}
-	return &Handler{Location: loc, Transport: c.kubelet, TLS: c.cfg.KubeletTLS, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}, nil
+	loc.RawQuery = params.Encode()
+	return &Handler{Location: loc, Transport: c.kubelet, TLS: c.cfg.KubeletTLS, UpgradeRequired: true, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}, nil
 }
 
 // splitSchemeNamePort reads "[scheme:]name[:port]" as upstream's SplitSchemeNamePort.

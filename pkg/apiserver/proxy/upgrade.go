@@ -33,8 +33,12 @@ const (
 // request, and on 101 Switching Protocols hijacking the client's connection and copying bytes
 // both ways until either side closes. The handler does not look inside the upgraded protocol.
 type Handler struct {
-	// Location is the backend URL: scheme, host, path and query replace the request's.
+	// Location is the backend URL. An upgrade goes to it as it is; an ordinary request keeps
+	// its own query (upstream's UpgradeAwareHandler does both).
 	Location *url.URL
+	// UpgradeRequired refuses requests that do not ask for an upgrade (exec, attach,
+	// portforward) with 400.
+	UpgradeRequired bool
 	// Transport carries ordinary requests.
 	Transport http.RoundTripper
 	// TLS is the client TLS configuration of https backends for upgrades, which dial
@@ -73,6 +77,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveUpgrade(w, r)
 		return
 	}
+	if h.UpgradeRequired {
+		writeStatus(w, apierrors.NewBadRequest("Upgrade request required"))
+		return
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = h.target(r)
@@ -91,8 +99,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rp.ServeHTTP(w, r)
 }
 
-// target is the backend URL for r: Location with r's query, as upstream's handler sends it
-// (the kubelet reads exec's and attach's options from the same parameters the client sent).
+// target is the backend URL of an ordinary request: Location with r's query.
 func (h *Handler) target(r *http.Request) *url.URL {
 	u := *h.Location
 	u.RawQuery = r.URL.RawQuery
@@ -138,7 +145,7 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(ctx, func() { backend.Close() })
 
 	out := r.Clone(ctx)
-	out.URL = h.target(r)
+	out.URL = h.Location
 	out.Host = out.URL.Host
 	out.RequestURI = ""
 	stripCredentials(out.Header)

@@ -3,23 +3,14 @@ package server_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
@@ -35,69 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
-
-// testCA issues certificates for a test's kubelet and the apiserver's kubelet client.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubelet-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: pool}
-}
-
-// issue returns a certificate and key, in PEM, for cn: a serving one for 127.0.0.1 or a
-// client one.
-func (ca *testCA) issue(t *testing.T, cn string, client bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{"test"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
-
-func writeTestFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // fakeKubelet is a real HTTPS server shaped like a kubelet's API: it requires a client
 // certificate from the test CA, serves containerLogs (following when asked), answers
@@ -112,16 +41,16 @@ type fakeKubelet struct {
 	follows  int      // log follows open now
 }
 
-func newFakeKubelet(t *testing.T, ca *testCA) *fakeKubelet {
+func newFakeKubelet(t *testing.T, ca *testpki.CA) *fakeKubelet {
 	t.Helper()
 	k := &fakeKubelet{}
-	certPEM, keyPEM := ca.issue(t, "kubelet", false)
+	certPEM, keyPEM := ca.Serving(t, "kubelet")
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.srv = httptest.NewUnstartedServer(http.HandlerFunc(k.serve))
-	k.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	k.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: ca.Pool, ClientAuth: tls.RequireAndVerifyClientCert}
 	k.srv.StartTLS()
 	t.Cleanup(k.srv.Close)
 	k.port = k.srv.Listener.Addr().(*net.TCPAddr).Port
@@ -188,7 +117,7 @@ func (k *fakeKubelet) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer conn.Close()
-		fmt.Fprintf(buf, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Stream-Path: %s\r\n\r\n", r.Header.Get("Upgrade"), r.URL.Path)
+		fmt.Fprintf(buf, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Stream-Path: %s\r\n\r\n", r.Header.Get("Upgrade"), r.URL.RequestURI())
 		if buf.Flush() != nil {
 			return
 		}
@@ -211,11 +140,11 @@ type proxyEnv struct {
 
 func newProxyEnv(t *testing.T) *proxyEnv {
 	t.Helper()
-	ca := newTestCA(t)
+	ca := testpki.NewCA(t, "kubelet-ca")
 	dir := t.TempDir()
-	certPEM, keyPEM := ca.issue(t, "kube-apiserver-kubelet-client", true)
-	certFile, keyFile := writeTestFile(t, dir, "kc.crt", certPEM), writeTestFile(t, dir, "kc.key", keyPEM)
-	caFile := writeTestFile(t, dir, "ca.crt", ca.pem)
+	certPEM, keyPEM := ca.Client(t, "kube-apiserver-kubelet-client")
+	certFile, keyFile := testpki.WriteFile(t, dir, "kc.crt", certPEM), testpki.WriteFile(t, dir, "kc.key", keyPEM)
+	caFile := testpki.WriteFile(t, dir, "ca.crt", ca.PEM)
 	s := servertest.New(t, func(c *server.Config) {
 		c.KubeletClientCertificate, c.KubeletClientKey, c.KubeletCertificateAuthority = certFile, keyFile, caFile
 		c.KubeletPreferredAddressType = []string{"InternalIP", "Hostname"}
@@ -350,6 +279,8 @@ func TestProxySubresourcesKubelet(t *testing.T) {
 			{"POST", "/api/v1/namespaces/default/pods/pending/exec?command=ls&stdout=true", 400, "pod pending does not have a host assigned"},
 			{"POST", "/api/v1/namespaces/default/pods/two/exec?command=ls&stdout=true&container=nope", 400, "container nope is not valid for pod two"},
 			{"POST", "/api/v1/namespaces/default/pods/p/portforward?ports=0", 400, "invalid port"},
+			{"POST", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", 400, "Upgrade request required"},
+			{"POST", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=maybe", 400, "stdout"},
 			{"GET", "/api/v1/nodes/nope/proxy/healthz", 404, `nodes "nope" not found`},
 			{"GET", "/api/v1/nodes/a:b:c:d/proxy/", 400, "invalid node request"},
 			{"PUT", "/api/v1/namespaces/default/pods/p/log", 405, "not allow"},
@@ -383,14 +314,16 @@ func TestProxySubresourcesKubelet(t *testing.T) {
 	})
 
 	t.Run("exec upgrade", func(t *testing.T) {
-		for _, sub := range []string{"exec?container=a&command=sh&stdin=true&stdout=true", "attach?container=a&stdout=true", "portforward"} {
+		for _, sub := range []string{"exec?container=a&command=sh&command=-c&command=echo+hi&stdin=true&stdout=true&stderr=false&tty=1", "attach?container=a&stdout=true", "portforward?ports=80&ports=8080"} {
 			path := "/api/v1/namespaces/default/pods/two/" + sub
 			conn, br, resp := e.upgrade(t, "POST", path, "SPDY/3.1", map[string]string{"X-Stream-Protocol-Version": "v4.channel.k8s.io"})
 			if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Upgrade") != "SPDY/3.1" {
 				conn.Close()
 				t.Fatalf("%s: %s", path, resp.Status)
 			}
-			wantPath := map[string]string{"exec": "/exec/default/two/a", "attach": "/attach/default/two/a", "portforward": "/portForward/default/two"}[strings.Split(sub, "?")[0]]
+			// The kubelet gets the options in its own form.
+			wantPath := map[string]string{"exec": "/exec/default/two/a?command=sh&command=-c&command=echo+hi&input=1&output=1&tty=1",
+				"attach": "/attach/default/two/a?output=1", "portforward": "/portForward/default/two?port=80&port=8080"}[strings.Split(sub, "?")[0]]
 			if got := resp.Header.Get("X-Stream-Path"); got != wantPath {
 				t.Errorf("%s reached the kubelet at %q, want %q", sub, got, wantPath)
 			}
