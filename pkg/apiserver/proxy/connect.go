@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 services/proxy reads core/v1 Endpoints, as kube-apiserver 1.33 does
+
 // Package proxy serves the proxy-type subresources of pods, nodes and services: pods/log,
 // exec, attach, portforward and proxy, nodes/proxy and services/proxy. It finds the backend
 // (a node's kubelet from the Node object, a pod's IP, a service's endpoints) as

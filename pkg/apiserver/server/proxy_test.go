@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 services/proxy reads core/v1 Endpoints, as kube-apiserver 1.33 does
+
 package server_test
 
 import (
@@ -574,7 +576,8 @@ func TestProxySubresourcesRBAC(t *testing.T) {
 	e := newProxyEnv(t)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "logs"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"get"}}}}
 	if _, err := e.cs.RbacV1().Roles("default").Create(e.ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -597,6 +600,14 @@ func TestProxySubresourcesRBAC(t *testing.T) {
 		if st := statusOf(t, body); resp.StatusCode != 403 || st.Reason != metav1.StatusReasonForbidden || !strings.Contains(st.Message, tc.msg) {
 			t.Errorf("%s %s as alice: %d %s, want 403 %q", tc.method, tc.path, resp.StatusCode, body, tc.msg)
 		}
+	}
+	// get on pods/exec is not enough for a WebSocket exec (a GET): it needs create, as upstream.
+	conn, _, resp := e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket",
+		map[string]string{"Impersonate-User": "alice", "Sec-WebSocket-Protocol": "v5.channel.k8s.io", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+	body, _ := io.ReadAll(resp.Body)
+	conn.Close()
+	if st := statusOf(t, body); resp.StatusCode != 403 || !strings.Contains(st.Message, `cannot create resource "pods/exec"`) {
+		t.Fatalf("WebSocket exec with only get on pods/exec: %d %s", resp.StatusCode, body)
 	}
 	if _, err := e.cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{}).DoRaw(e.ctx); apierrors.IsForbidden(err) {
 		t.Fatal("admin was refused")
