@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -140,7 +141,7 @@ type proxyEnv struct {
 	ctx     context.Context
 }
 
-func newProxyEnv(t *testing.T) *proxyEnv {
+func newProxyEnv(t *testing.T, mutate ...func(*server.Config)) *proxyEnv {
 	t.Helper()
 	ca := testpki.NewCA(t, "kubelet-ca")
 	dir := t.TempDir()
@@ -151,6 +152,9 @@ func newProxyEnv(t *testing.T) *proxyEnv {
 		c.KubeletClientCertificate, c.KubeletClientKey, c.KubeletCertificateAuthority = certFile, keyFile, caFile
 		c.KubeletPreferredAddressType = []string{"InternalIP", "Hostname"}
 		c.ProxyAllowLoopback = true
+		for _, m := range mutate {
+			m(c)
+		}
 	})
 	e := &proxyEnv{s: s, cs: kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s)), http: newHTTPEnv(t, s), kubelet: newFakeKubelet(t, ca)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -238,7 +242,12 @@ func statusOf(t *testing.T, body []byte) metav1.Status {
 // kubelet client certificate, never with the caller's credentials, and answer upstream's
 // errors for what cannot be connected.
 func TestProxySubresourcesKubelet(t *testing.T) {
-	e := newProxyEnv(t)
+	// With an audit policy, so that requests go through the audit filter's response writer.
+	auditDir := t.TempDir()
+	policy := testpki.WriteFile(t, auditDir, "policy.yaml", []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"))
+	e := newProxyEnv(t, func(c *server.Config) {
+		c.AuditPolicyFile, c.AuditLogPath = policy, filepath.Join(auditDir, "audit.log")
+	})
 	k := e.kubelet
 
 	t.Run("log options", func(t *testing.T) {
