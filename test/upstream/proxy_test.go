@@ -282,6 +282,28 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 	})
 
+	t.Run("attach", func(t *testing.T) {
+		// kwok attaches to the log file from its end: lines appended while attached arrive.
+		// kubectl says nothing when it is attached, so lines are appended until one does.
+		stream := startKubectlStream(t, srv.KubeconfigPath(), "attach", "app")
+		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for i := 0; ; i++ {
+			if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := stream.poll(t, 200*time.Millisecond); ok && strings.HasPrefix(l, "attached line ") {
+				return // (kubectl also prints a hint about a command prompt)
+			}
+			if i > 5*60*5 {
+				t.Fatal("kubectl attach saw none of the appended lines")
+			}
+		}
+	})
+
 	t.Run("nodes/proxy", func(t *testing.T) {
 		if out := kubectl("get", "--raw", "/api/v1/nodes/kwok-node-0/proxy/healthz"); out != "ok" {
 			t.Fatalf("nodes/proxy/healthz: %q", out)
@@ -398,6 +420,20 @@ func (s *kubectlStream) next(t *testing.T) string {
 		t.Fatal("kubectl said nothing")
 	}
 	return ""
+}
+
+// poll returns kubectl's next output line if it comes within wait.
+func (s *kubectlStream) poll(t *testing.T, wait time.Duration) (string, bool) {
+	t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			t.Fatal("kubectl exited")
+		}
+		return l, true
+	case <-time.After(wait):
+		return "", false
+	}
 }
 
 // waitUntil polls cond until it holds, failing with its last word after cpWait.
