@@ -99,6 +99,9 @@ func TestConfig(t *testing.T) {
 		{"unreadable audit webhook kubeconfig", []string{"--audit-policy-file", "../../configs/audit-policy.yaml", "--audit-webhook-config-file", missing, "--check-config"}, 2, []string{"flag --audit-webhook-config-file: open " + missing}},
 		{"unreadable admission configuration", []string{"--admission-control-config-file", missing, "--check-config"}, 2, []string{"flag --admission-control-config-file: open " + missing}},
 		{"bad audit webhook mode", []string{"--audit-webhook-mode", "eventually", "--check-config"}, 2, []string{`flag --audit-webhook-mode: must be batch or blocking, not "eventually"`}},
+		{"unknown kubelet address type", []string{"--kubelet-preferred-address-types", "InternalIP,Nope", "--check-config"}, 2, []string{`flag --kubelet-preferred-address-types: "Nope" is not one of`}},
+		{"kubelet client key missing", []string{"--kubelet-client-certificate", caPEM, "--check-config"}, 2, []string{"flag --kubelet-client-certificate: kubelet-client-certificate and kubelet-client-key go together"}},
+		{"unreadable kubelet CA", []string{"--kubelet-certificate-authority", missing, "--check-config"}, 2, []string{"flag --kubelet-certificate-authority: read kubelet certificate authority: open " + missing}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

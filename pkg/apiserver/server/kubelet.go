@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -58,7 +59,11 @@ func (c *KubeletConfig) validate() []error {
 		errs = append(errs, config.FieldErrorf("kubelet-timeout", "must not be negative"))
 	}
 	if _, err := c.tlsConfig(); err != nil {
-		errs = append(errs, config.FieldErrorf("kubelet-client-certificate", "%v", err))
+		key := "kubelet-client-certificate"
+		if errors.Is(err, errKubeletCA) {
+			key = "kubelet-certificate-authority"
+		}
+		errs = append(errs, config.FieldErrorf(key, "%v", err))
 	}
 	return errs
 }
@@ -86,6 +91,8 @@ func (c *KubeletConfig) addressTypes() ([]corev1.NodeAddressType, error) {
 	return out, nil
 }
 
+var errKubeletCA = errors.New("read kubelet certificate authority")
+
 // tlsConfig is the client TLS configuration for kubelets.
 func (c *KubeletConfig) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -102,11 +109,11 @@ func (c *KubeletConfig) tlsConfig() (*tls.Config, error) {
 	}
 	pem, err := os.ReadFile(c.KubeletCertificateAuthority)
 	if err != nil {
-		return nil, fmt.Errorf("read kubelet certificate authority: %w", err)
+		return nil, fmt.Errorf("%w: %w", errKubeletCA, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", c.KubeletCertificateAuthority)
+		return nil, fmt.Errorf("%w: %s holds no PEM certificate", errKubeletCA, c.KubeletCertificateAuthority)
 	}
 	cfg.RootCAs = pool
 	return cfg, nil
