@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,11 +25,14 @@ import (
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // fakeKubelet is a real HTTPS server shaped like a kubelet's API: it requires a client
@@ -620,5 +624,61 @@ func TestProxySubresourcesRBAC(t *testing.T) {
 	}
 	if _, err := e.cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{}).DoRaw(e.ctx); apierrors.IsForbidden(err) {
 		t.Fatal("admin was refused")
+	}
+}
+
+// TestProxySubresourcesAdmission: a connect request goes through admission as a CONNECT with
+// its options object, and a webhook can refuse it.
+func TestProxySubresourcesAdmission(t *testing.T) {
+	e := newProxyEnv(t)
+	var mu sync.Mutex
+	var seen []string
+	hook, caPEM := newTLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rev admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&rev); err != nil || rev.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		var opts corev1.PodExecOptions
+		_ = json.Unmarshal(rev.Request.Object.Raw, &opts)
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s/%s %s %v", rev.Request.Operation, rev.Request.Resource.Resource, rev.Request.SubResource, rev.Request.Kind.Kind, opts.Command))
+		mu.Unlock()
+		resp := &admissionv1.AdmissionResponse{UID: rev.Request.UID, Allowed: !slices.Contains(opts.Command, "forbidden")}
+		if !resp.Allowed {
+			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: "no forbidden commands"}
+		}
+		rev.Response, rev.Request = resp, nil
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&rev)
+	}))
+	vwc := &admissionregv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "exec"},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name:         "exec.hacp.test",
+			ClientConfig: admissionregv1.WebhookClientConfig{URL: ptr.To(hook.URL + "/"), CABundle: caPEM},
+			Rules: []admissionregv1.RuleWithOperations{{Operations: []admissionregv1.OperationType{admissionregv1.Connect},
+				Rule: admissionregv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/exec"}}}},
+			SideEffects:             ptr.To(admissionregv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+		}}}
+	if _, err := e.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(e.ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The configuration reaches the server by watch.
+	waitUntil(t, "the webhook refuses", func() (bool, string) {
+		conn, _, resp := e.upgrade(t, "POST", "/api/v1/namespaces/default/pods/p/exec?command=forbidden&stdout=true", "SPDY/3.1", nil)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		conn.Close()
+		return resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), "no forbidden commands"), fmt.Sprintf("%s %s", resp.Status, body)
+	})
+	conn, _, resp := e.upgrade(t, "POST", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "SPDY/3.1", nil)
+	conn.Close()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("allowed exec: %s", resp.Status)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := seen[len(seen)-1]; last != "CONNECT pods/exec PodExecOptions [ls]" {
+		t.Fatalf("the webhook saw %q", last)
 	}
 }
