@@ -102,6 +102,9 @@ func TestConfig(t *testing.T) {
 		{"unknown audit event version", []string{"--audit-webhook-version", "audit.k8s.io/v1beta1", "--audit-log-truncate-max-event-size", "0", "--check-config"}, 2, []string{
 			`flag --audit-webhook-version: must be audit.k8s.io/v1, the only audit event version served, not "audit.k8s.io/v1beta1"`,
 			"flag --audit-log-truncate-max-event-size: must be positive"}},
+		{"unknown kubelet address type", []string{"--kubelet-preferred-address-types", "InternalIP,Nope", "--check-config"}, 2, []string{`flag --kubelet-preferred-address-types: "Nope" is not one of`}},
+		{"kubelet client key missing", []string{"--kubelet-client-certificate", caPEM, "--check-config"}, 2, []string{"flag --kubelet-client-certificate: kubelet-client-certificate and kubelet-client-key go together"}},
+		{"unreadable kubelet CA", []string{"--kubelet-certificate-authority", missing, "--check-config"}, 2, []string{"flag --kubelet-certificate-authority: read kubelet certificate authority: open " + missing}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

@@ -334,12 +334,13 @@ func (w *responseWriter) Flush() {
 }
 
 func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	h, ok := w.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, fmt.Errorf("audit: the response writer cannot hijack")
+	// Through the writers under this one (metrics' recorder) to net/http's.
+	conn, buf, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: the response writer cannot hijack: %w", err)
 	}
 	w.start(http.StatusSwitchingProtocols)
-	return h.Hijack()
+	return conn, buf, nil
 }
 
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

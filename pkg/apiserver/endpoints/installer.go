@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
@@ -191,11 +192,9 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 		path := item + "/" + name
 		if c, ok := st.(registry.Connecter); ok {
 			for _, m := range c.ConnectMethods() {
-				// The proxy subresources take a path after them; the router has no
-				// catch-all, so one extra segment is routed.
-				for _, p := range []string{path, path + "/{path}"} {
+				for _, p := range []string{path, path + "/{path:*}"} {
 					route(m, p, func(w http.ResponseWriter, req *restful.Request) {
-						writeError(w, req.Request, c.Connect(req.Request.Context(), ns(req), param(req, "name")))
+						connect(w, req, c)
 					})
 				}
 			}
@@ -220,6 +219,21 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 			})
 		}
 	}
+}
+
+// connect serves a request to a proxy-type subresource with the handler its storage builds.
+func connect(w http.ResponseWriter, req *restful.Request, c registry.Connecter) {
+	path := param(req, "path")
+	if path != "" && strings.HasSuffix(req.Request.URL.Path, "/") {
+		path += "/" // the router drops it; a proxied path keeps it
+	}
+	r := req.Request
+	h, err := c.Connect(r.Context(), param(req, "namespace"), param(req, "name"), path, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // printerKey is the request context key of a custom resource's Table printer.

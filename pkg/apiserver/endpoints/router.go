@@ -23,6 +23,7 @@ type Router struct {
 type segment struct {
 	literal  map[string]*segment
 	wildcard *segment          // a {param} segment
+	rest     *segment          // a last {param:*} segment: one or more segments
 	routes   map[string]target // by method, at a route's last segment
 	methods  []string          // of routes, for 405
 }
@@ -35,10 +36,12 @@ type target struct {
 type pathParam struct {
 	index int
 	name  string
+	rest  bool // {name:*}: the segments from index on, joined by "/"
 }
 
-// NewRouter builds a router for the routes of services. Routes with regular expressions or
-// wildcards in their parameters are not supported: it panics on one, at start-up.
+// NewRouter builds a router for the routes of services. A parameter {name:*} as a route's last
+// segment matches the rest of the path (one or more segments); other routes with regular
+// expressions or wildcards in their parameters are not supported: it panics on one, at start-up.
 func NewRouter(services []*restful.WebService) *Router {
 	r := &Router{root: &segment{}, params: map[*restful.Route][]pathParam{}}
 	for _, ws := range services {
@@ -53,9 +56,18 @@ func NewRouter(services []*restful.WebService) *Router {
 func (r *Router) add(ws *restful.WebService, route *restful.Route) {
 	s := r.root
 	var ps []pathParam
-	for i, tok := range splitPath(route.Path) {
+	toks := splitPath(route.Path)
+	for i, tok := range toks {
 		if strings.HasPrefix(tok, "{") {
 			name := strings.TrimSuffix(strings.TrimPrefix(tok, "{"), "}")
+			if rest, ok := strings.CutSuffix(name, ":*"); ok && i == len(toks)-1 && !strings.ContainsAny(rest, ":*") {
+				ps = append(ps, pathParam{index: i, name: rest, rest: true})
+				if s.rest == nil {
+					s.rest = &segment{}
+				}
+				s = s.rest
+				continue
+			}
 			if strings.ContainsAny(name, ":*") {
 				panic("endpoints: router does not support the route " + route.Path)
 			}
@@ -127,7 +139,12 @@ func (s *segment) match(toks []string, method string, allow *[]string) (target, 
 		}
 	}
 	if s.wildcard != nil {
-		return s.wildcard.match(toks[1:], method, allow)
+		if t, ok := s.wildcard.match(toks[1:], method, allow); ok {
+			return t, true
+		}
+	}
+	if s.rest != nil {
+		return s.rest.match(nil, method, allow)
 	}
 	return target{}, false
 }
@@ -141,7 +158,10 @@ func (r *Router) ExtractParameters(route *restful.Route, _ *restful.WebService, 
 	toks := splitPath(urlPath)
 	out := make(map[string]string, len(ps))
 	for _, p := range ps {
-		if p.index < len(toks) {
+		switch {
+		case p.rest && p.index < len(toks):
+			out[p.name] = strings.Join(toks[p.index:], "/")
+		case p.index < len(toks):
 			out[p.name] = toks[p.index]
 		}
 	}

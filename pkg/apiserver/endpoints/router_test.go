@@ -32,7 +32,7 @@ func routeShapes(last *selection) []*restful.WebService {
 		{core, "namespaces", false, []string{"status", "finalize"}},
 		{core, "nodes", false, []string{"status"}},
 		{core, "configmaps", true, nil},
-		{core, "pods", true, []string{"status", "binding"}},
+		{core, "pods", true, []string{"status", "binding", "proxy"}},
 		{apps, "deployments", true, []string{"status", "scale"}},
 	} {
 		coll, watch := "/"+r.plural, "/watch/"+r.plural
@@ -52,6 +52,13 @@ func routeShapes(last *selection) []*restful.WebService {
 		for _, sub := range r.subs {
 			if sub == "binding" {
 				add(r.ws, "POST", coll+"/{name}/"+sub)
+				continue
+			}
+			if sub == "proxy" { // a proxy-type subresource: a path after it
+				for _, m := range []string{"GET", "POST"} {
+					add(r.ws, m, coll+"/{name}/"+sub)
+					add(r.ws, m, coll+"/{name}/"+sub+"/{path:*}")
+				}
 				continue
 			}
 			for _, m := range []string{"GET", "PUT", "PATCH"} {
@@ -117,6 +124,7 @@ func TestRouterAgreesWithCurlyRouter(t *testing.T) {
 		}
 	}
 	paths = append(paths, "/", "/api", "/api/v1", "/api/v1/widgets", "/apis/apps/v1/namespaces/default/configmaps",
+		"/api/v1/namespaces/default/pods/p/proxy/a/b/c", "/api/v1/namespaces/default/pods/p/proxy/a/b/", "/api/v1/namespaces/default/pods/p/proxy/status",
 		"/api/v1/namespaces/default/pods/p/status/x", "/api/v1/namespaces//configmaps", "/apis/nope/v1/things")
 	routed := 0
 	for _, p := range paths {
@@ -150,7 +158,7 @@ func mapsEqual(a, b map[string]string) bool {
 
 func TestRouterRefusesPatterns(t *testing.T) {
 	ws := new(restful.WebService).Path("/x")
-	ws.Route(ws.GET("/{path:*}").To(func(*restful.Request, *restful.Response) {}))
+	ws.Route(ws.GET("/{path:*}/more").To(func(*restful.Request, *restful.Response) {})) // a rest parameter that is not last
 	defer func() {
 		if recover() == nil {
 			t.Fatal("a wildcard route was accepted")

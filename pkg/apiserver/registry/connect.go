@@ -4,7 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
 
+	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,16 +18,19 @@ import (
 )
 
 // Connecter is a proxy-type subresource (pods/log, exec, attach, portforward, proxy;
-// nodes/proxy; services/proxy). Upstream connects these to a node's kubelet or a service;
-// hacp runs no node agent, so Connect answers why it cannot: 404 for a missing object, 400
-// for a pod not bound to a node (as upstream), else 503 ServiceUnavailable.
+// nodes/proxy; services/proxy): a request to it is served by a handler that streams to the
+// node's kubelet, a pod or a service's endpoints (pkg/apiserver/proxy builds it).
 type Connecter interface {
 	Storage
 	// ConnectMethods are the HTTP methods served.
 	ConnectMethods() []string
-	// Connect returns the error to answer for the object.
-	Connect(ctx context.Context, ns, name string) error
+	// Connect returns the handler serving r on the object ns/name, path being what follows
+	// the subresource in the URL, or the error to answer.
+	Connect(ctx context.Context, ns, name, path string, r *http.Request) (http.Handler, error)
 }
+
+// ConnectFunc builds the handler of a request to subresource of resource ns/name.
+type ConnectFunc func(ctx context.Context, resource, subresource, ns, name, path string, r *http.Request) (http.Handler, error)
 
 // ProxyStore is a Connecter of one subresource of a stored kind.
 type ProxyStore struct {
@@ -30,6 +38,7 @@ type ProxyStore struct {
 	subresource string
 	kind        string // the options kind upstream's discovery shows (PodExecOptions...)
 	methods     []string
+	connect     *atomic.Pointer[ConnectFunc] // the registry's, set by SetConnect
 }
 
 var (
@@ -49,20 +58,80 @@ func (p *ProxyStore) Kind() schema.GroupVersionKind {
 }
 func (p *ProxyStore) ConnectMethods() []string { return p.methods }
 
-func (p *ProxyStore) Connect(ctx context.Context, ns, name string) error {
-	obj, err := p.target.Get(ctx, ns, name, &metav1.GetOptions{})
-	if err != nil {
+func (p *ProxyStore) Connect(ctx context.Context, ns, name, path string, r *http.Request) (http.Handler, error) {
+	if fn := p.connect.Load(); fn != nil {
+		if err := p.admit(ctx, ns, name, path, r); err != nil {
+			return nil, err
+		}
+		return (*fn)(ctx, p.target.kind.Plural, p.subresource, ns, name, path, r)
+	}
+	// Nothing to connect with: answer what upstream would before connecting.
+	if _, err := p.target.Get(ctx, ns, name, &metav1.GetOptions{}); err != nil && p.subresource != "proxy" {
+		return nil, err
+	}
+	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("%s/%s is not served: the apiserver has no connector", p.target.kind.Plural, p.subresource))
+}
+
+// admit runs admission (webhooks, AlwaysDeny) on a CONNECT with the request's options object,
+// as upstream does for every connect subresource; pods/log is a read, not a connect.
+func (p *ProxyStore) admit(ctx context.Context, ns, name, path string, r *http.Request) error {
+	adm := p.target.admission()
+	if adm == nil || p.subresource == "log" {
+		return nil
+	}
+	if _, ok := request.InfoFrom(ctx); !ok {
+		return nil // not a served request (the registry's own tests)
+	}
+	u, _ := request.UserFrom(ctx)
+	a := &admission.Attributes{Operation: admission.Connect, Kind: p.Kind(),
+		Resource: p.target.kind.GroupVersion().WithResource(p.target.kind.Plural), Subresource: p.subresource,
+		Namespace: ns, Name: name, Object: connectOptions(p.kind, path, r.URL.Query()), User: u}
+	if err := adm.Admit(ctx, a); err != nil {
 		return err
 	}
-	where := p.target.kind.Singular + " " + name
-	if pod, ok := obj.(*corev1.Pod); ok {
-		if pod.Spec.NodeName == "" {
-			return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name))
+	return adm.Validate(ctx, a)
+}
+
+// connectOptions is the options object of a connect request, as admission sees it.
+func connectOptions(kind, path string, q url.Values) runtime.Object {
+	flag := func(k string) bool { b, _ := strconv.ParseBool(q.Get(k)); return b }
+	tm := metav1.TypeMeta{APIVersion: "v1", Kind: kind}
+	switch kind {
+	case "PodExecOptions":
+		return &corev1.PodExecOptions{TypeMeta: tm, Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty"),
+			Container: q.Get("container"), Command: q["command"]}
+	case "PodAttachOptions":
+		return &corev1.PodAttachOptions{TypeMeta: tm, Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"), TTY: flag("tty"),
+			Container: q.Get("container")}
+	case "PodPortForwardOptions":
+		o := &corev1.PodPortForwardOptions{TypeMeta: tm}
+		for _, p := range q["ports"] {
+			if n, err := strconv.ParseInt(p, 10, 32); err == nil {
+				o.Ports = append(o.Ports, int32(n))
+			}
 		}
-		where = fmt.Sprintf("pod %s on node %s", name, pod.Spec.NodeName)
+		return o
+	case "PodProxyOptions":
+		return &corev1.PodProxyOptions{TypeMeta: tm, Path: path}
+	case "NodeProxyOptions":
+		return &corev1.NodeProxyOptions{TypeMeta: tm, Path: path}
+	case "ServiceProxyOptions":
+		return &corev1.ServiceProxyOptions{TypeMeta: tm, Path: path}
 	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("no node agent: hacp does not connect to kubelets or services, so %s/%s is not served (%s)",
-		p.target.kind.Plural, p.subresource, where))
+	return nil
+}
+
+// SetConnect sets what serves the proxy-type subresources.
+func (r *Registry) SetConnect(fn ConnectFunc) { r.connect.Store(&fn) }
+
+// GetCore reads an object of a core-group resource (pods, nodes, services, endpoints) for a
+// connection.
+func (r *Registry) GetCore(ctx context.Context, resource, ns, name string) (runtime.Object, error) {
+	res := r.byGR[schema.GroupResource{Resource: resource}]
+	if res == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+	}
+	return res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
 }
 
 // addProxySubresources adds the proxy-type subresources upstream serves on pods, nodes and
@@ -71,7 +140,7 @@ func (r *Registry) addProxySubresources() {
 	add := func(resource, sub, kind string, methods []string) {
 		res := r.byGR[schema.GroupResource{Resource: resource}]
 		if res != nil {
-			res.Subresources[sub] = &ProxyStore{target: res.Store, subresource: sub, kind: kind, methods: methods}
+			res.Subresources[sub] = &ProxyStore{target: res.Store, subresource: sub, kind: kind, methods: methods, connect: &r.connect}
 		}
 	}
 	add("pods", "log", "Pod", connectGetOnly)

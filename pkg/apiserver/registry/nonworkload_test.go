@@ -9,6 +9,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -598,16 +601,24 @@ func TestPodSubresources(t *testing.T) {
 	})
 	t.Run("proxy subresources", func(t *testing.T) {
 		logs := pods.Subresources["log"].(registry.Connecter)
-		err := logs.Connect(ctx, "default", "p")
-		if !apierrors.IsServiceUnavailable(err) {
-			t.Fatalf("pods/log of a bound pod: %v, want 503", err)
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/pods/p/log", nil)
+		if _, err := logs.Connect(ctx, "default", "p", "", req); !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("pods/log without a connector: %v, want 503", err)
 		}
-		create(t, pods.Store, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unbound"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}})
-		if err := logs.Connect(ctx, "default", "unbound"); !apierrors.IsBadRequest(err) {
-			t.Fatalf("pods/log of an unbound pod: %v, want 400", err)
-		}
-		if err := logs.Connect(ctx, "default", "missing"); !apierrors.IsNotFound(err) {
+		if _, err := logs.Connect(ctx, "default", "missing", "", req); !apierrors.IsNotFound(err) {
 			t.Fatalf("pods/log of a missing pod: %v, want 404", err)
+		}
+		var got []string
+		r.SetConnect(func(_ context.Context, resource, sub, ns, name, path string, _ *http.Request) (http.Handler, error) {
+			got = append(got, strings.Join([]string{resource, sub, ns, name, path}, "|"))
+			return http.NotFoundHandler(), nil
+		})
+		px := r.Resource(schema.GroupResource{Resource: "services"}).Subresources["proxy"].(registry.Connecter)
+		if h, err := px.Connect(ctx, "default", "https:s:web", "a/b/", req); err != nil || h == nil {
+			t.Fatalf("services/proxy: %v", err)
+		}
+		if want := []string{"services|proxy|default|https:s:web|a/b/"}; !slices.Equal(got, want) {
+			t.Fatalf("connect got %q, want %q", got, want)
 		}
 	})
 }

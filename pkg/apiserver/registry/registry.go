@@ -58,6 +58,7 @@ type Registry struct {
 	custom customResources // served for CustomResourceDefinitions
 
 	admission atomic.Pointer[admissionChain] // SetAdmission's, for stores made later (custom resources)
+	connect   atomic.Pointer[ConnectFunc]    // SetConnect's: serves the proxy-type subresources
 
 	cachers []*storage.Cacher // the built-in resources' watch caches
 

@@ -63,6 +63,12 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		a := authz.FromRequest(u, info)
 		d, reason, err := s.authz.Authorize(r.Context(), a)
+		if d == authz.Allow && podStreamWebsocket(r, info) {
+			// A WebSocket exec, attach or port-forward is a GET but does what a POST does:
+			// it needs create too (upstream's AuthorizePodWebsocketUpgradeCreatePermission).
+			a.Verb = "create"
+			d, reason, err = s.authz.Authorize(r.Context(), a)
+		}
 		// As upstream's WithAuthorization: an authorizer may allow despite an error.
 		if d == authz.Allow {
 			request.AddAnnotation(r.Context(), DecisionAnnotation, "allow")
@@ -79,6 +85,18 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		request.AddAnnotation(r.Context(), ReasonAnnotation, reason)
 		endpoints.WriteStatusError(w, r, authz.ForbiddenError(a, reason))
 	})
+}
+
+// podStreamWebsocket reports a WebSocket upgrade of pods/exec, attach or portforward.
+func podStreamWebsocket(r *http.Request, info *request.Info) bool {
+	if !info.IsResourceRequest || info.APIGroup != "" || info.Resource != "pods" || info.Verb != "get" {
+		return false
+	}
+	switch info.Subresource {
+	case "exec", "attach", "portforward":
+		return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+	}
+	return false
 }
 
 type noRequestInfo struct{}

@@ -100,6 +100,8 @@ type Config struct {
 	AdmissionControlConfigFile string `yaml:"admission-control-config-file"`
 	// Audit (pkg/apiserver/audit).
 	AuditConfig `yaml:",inline"`
+	// Kubelets, for the proxy-type subresources (pkg/apiserver/proxy).
+	KubeletConfig `yaml:",inline"`
 }
 
 // The embedded etcd's Raft timing: half etcd's defaults, for masters on one LAN; a lone
@@ -151,6 +153,7 @@ func DefaultConfig() *Config {
 			AuditLogTruncateMaxEventSize: audit.DefaultTruncateMaxEventSize, AuditLogTruncateMaxBatchSize: audit.DefaultTruncateMaxBatchSize,
 			AuditWebhookTruncateMaxEventSize: audit.DefaultTruncateMaxEventSize, AuditWebhookTruncateMaxBatchSize: audit.DefaultTruncateMaxBatchSize,
 			AuditWebhookBatchThrottleEnable: true, AuditWebhookBatchThrottleQPS: audit.DefaultWebhookThrottleQPS, AuditWebhookBatchThrottleBurst: audit.DefaultWebhookThrottleBurst},
+		KubeletConfig: defaultKubeletConfig(),
 	}
 }
 
@@ -224,6 +227,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ProxyClientCertFile, "proxy-client-cert-file", c.ProxyClientCertFile, "client certificate `file` the apiserver presents when it proxies to extension apiservers (default with generated certificates: cert-dir/front-proxy-client.crt)")
 	fs.StringVar(&c.ProxyClientKeyFile, "proxy-client-key-file", c.ProxyClientKeyFile, "key `file` of --proxy-client-cert-file")
 	c.AuditConfig.addFlags(fs)
+	c.KubeletConfig.addFlags(fs)
 	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "comma-separated `modes` asked in order after system:masters: Node, RBAC, AlwaysAllow, AlwaysDeny")
 	config.StringList(fs, &c.EnableAdmissionPlugins, "enable-admission-plugins", "admission `plugins` to run besides the default ones (comma-separated or repeatable; they run in upstream's fixed order). Default on: "+strings.Join(DefaultAdmissionPlugins(), ", ")+". Also: "+strings.Join(OptionalAdmissionPlugins(), ", "))
 	config.StringList(fs, &c.DisableAdmissionPlugins, "disable-admission-plugins", "admission `plugins` to turn off, even default ones (comma-separated or repeatable)")
@@ -324,6 +328,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateAuthn()...)
 	errs = append(errs, c.AuditConfig.validate()...)
+	errs = append(errs, c.KubeletConfig.validate()...)
 	return errors.Join(errs...)
 }
 

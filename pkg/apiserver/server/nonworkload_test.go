@@ -37,13 +37,22 @@ func TestNonWorkloadOverHTTP(t *testing.T) {
 	}
 
 	t.Run("proxy subresources", func(t *testing.T) {
-		for _, path := range []string{"/api/v1/namespaces/default/pods/p/log", "/api/v1/namespaces/default/pods/p/exec?command=ls",
-			"/api/v1/namespaces/default/pods/p/proxy", "/api/v1/namespaces/default/pods/p/proxy/healthz"} {
-			resp, body := e.do(e.admin, "GET", path, "", nil, nil)
+		// The pod's node n1 does not exist: the kubelet paths cannot be found; the pod has no
+		// IP for pods/proxy.
+		for _, tc := range []struct {
+			path string
+			code int
+			msg  string
+		}{
+			{"/api/v1/namespaces/default/pods/p/log", http.StatusNotFound, `nodes "n1" not found`},
+			{"/api/v1/namespaces/default/pods/p/exec?command=ls", http.StatusNotFound, `nodes "n1" not found`},
+			{"/api/v1/namespaces/default/pods/p/proxy/healthz", http.StatusBadRequest, `invalid IP address ""`},
+			{"/api/v1/namespaces/default/pods/missing/log", http.StatusNotFound, `pods "missing" not found`},
+		} {
+			resp, body := e.do(e.admin, "GET", tc.path, "", nil, nil)
 			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != http.StatusServiceUnavailable || st.Reason != metav1.StatusReasonServiceUnavailable ||
-				!strings.Contains(st.Message, "no node agent") {
-				t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+			if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != tc.code || st.Code != int32(tc.code) || !strings.Contains(st.Message, tc.msg) {
+				t.Fatalf("GET %s: %d %s, want %d %q", tc.path, resp.StatusCode, body, tc.code, tc.msg)
 			}
 		}
 		resp, body := e.do(e.admin, "GET", "/api/v1/nodes/missing/proxy", "", nil, nil)
@@ -51,7 +60,7 @@ func TestNonWorkloadOverHTTP(t *testing.T) {
 			t.Fatalf("nodes/missing/proxy: %d %s", resp.StatusCode, body)
 		}
 		err := cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{}).Do(ctx).Error()
-		if !apierrors.IsServiceUnavailable(err) {
+		if !apierrors.IsNotFound(err) {
 			t.Fatalf("client-go logs: %v", err)
 		}
 	})

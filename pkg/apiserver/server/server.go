@@ -24,6 +24,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/proxy"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -69,6 +70,7 @@ type Server struct {
 	serveErr           chan error
 	once               sync.Once
 	started            time.Time
+	connector          *proxy.Connector // serves the proxy-type subresources
 }
 
 // New checks cfg and prepares a server; Start brings it up.
@@ -114,6 +116,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	phase("registry")
+	if err := s.startConnector(); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
 	if err := s.setupAuthn(); err != nil {
 		cancel()
 		s.closeEtcd()

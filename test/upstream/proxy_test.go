@@ -1,0 +1,453 @@
+//lint:file-ignore SA1019 services/proxy reads core/v1 Endpoints, as kube-apiserver 1.33 does
+
+package upstream_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/internal/testenv"
+	"github.com/hacp/hacp/internal/testpki"
+	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+	"github.com/hacp/hacp/pkg/apiserver/server"
+	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kwokDebugConfig makes kwok's node server serve logs (from logsFile), exec (running the
+// command on this host), attach and port-forward (to target) for every pod it manages.
+const kwokDebugConfig = `kind: ClusterLogs
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: logs
+spec:
+  logs:
+  - logsFile: %[1]s
+    follow: true
+---
+kind: ClusterExec
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: exec
+spec:
+  execs:
+  - local:
+      envs:
+      - name: KWOK_EXEC
+        value: through-hacp
+---
+kind: ClusterAttach
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: attach
+spec:
+  attaches:
+  - logsFile: %[1]s
+---
+kind: ClusterPortForward
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: port-forward
+spec:
+  forwards:
+  - target:
+      port: %[2]d
+      address: 127.0.0.1
+`
+
+// criLine is one line of a container log in the CRI format kwok reads.
+func criLine(i int, text string) string {
+	return fmt.Sprintf("2026-01-01T00:00:%02d.000000000Z stdout F %s\n", i, text)
+}
+
+// echoServer accepts TCP connections on loopback and echoes what it reads.
+func echoServer(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestKwokProxySubresources: kubectl logs (-f, --tail), exec, port-forward, nodes/proxy and
+// services/proxy (also through kubectl proxy) through hacp to kwok's node server, which hacp
+// finds from the Node kwok keeps (InternalIP and daemonEndpoints) and reaches over TLS
+// verified with the kubelet CA, presenting its kubelet client certificate.
+func TestKwokProxySubresources(t *testing.T) {
+	testenv.RequireCommand(t, "kubectl")
+	kwokBin := upstream.Binary(t, upstream.Kwok)
+	stages, err := upstream.KwokStages(context.Background(), upstream.Root())
+	if err != nil {
+		testenv.Require(t, false, "kwok stages: "+err.Error())
+	}
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "kubelet-ca")
+	servingCert, servingKey := ca.Serving(t, "kwok")
+	clientCert, clientKey := ca.Client(t, "kube-apiserver-kubelet-client")
+	srv := servertest.New(t, func(c *server.Config) {
+		c.KubeletClientCertificate = testpki.WriteFile(t, dir, "kubelet-client.crt", clientCert)
+		c.KubeletClientKey = testpki.WriteFile(t, dir, "kubelet-client.key", clientKey)
+		c.KubeletCertificateAuthority = testpki.WriteFile(t, dir, "kubelet-ca.crt", ca.PEM)
+		c.KubeletPreferredAddressType = []string{"InternalIP"}
+		c.ProxyAllowLoopback = true // nodes/proxy to kwok on 127.0.0.1
+	})
+	cs := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
+
+	logFile := filepath.Join(dir, "container.log")
+	if err := os.WriteFile(logFile, []byte(criLine(1, "first line")+criLine(2, "second line")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	echoPort := echoServer(t)
+	debugCfg := testpki.WriteFile(t, dir, "kwok-debug.yaml", []byte(fmt.Sprintf(kwokDebugConfig, logFile, echoPort)))
+	kwokKC := filepath.Join(dir, "kwok.kubeconfig")
+	if err := certs.WriteClientKubeconfig(kwokKC, srv.URL(), srv.Certs(), "kwok", []string{"system:masters"}, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	nodePort := freePort(t)
+	startProc(t, dir, "kwok", kwokBin,
+		"--kubeconfig="+kwokKC,
+		"--config="+stages,
+		"--config="+debugCfg,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		"--cidr=10.77.128.0/20",
+		"--node-ip=127.0.0.1",
+		"--node-port="+nodePort,
+		"--server-address=127.0.0.1:"+nodePort,
+		"--tls-cert-file="+testpki.WriteFile(t, dir, "kwok.crt", servingCert),
+		"--tls-private-key-file="+testpki.WriteFile(t, dir, "kwok.key", servingKey),
+	)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-0", Annotations: map[string]string{kwokAnnotation: "fake"},
+		Labels: map[string]string{"kubernetes.io/hostname": "kwok-node-0", "type": "kwok"}}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{NodeName: "kwok-node-0",
+		Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "kwok runs the pod on a node with its kubelet endpoint", func() (bool, string) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "kwok-node-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return n.Status.DaemonEndpoints.KubeletEndpoint.Port > 0 && p.Status.Phase == corev1.PodRunning,
+			fmt.Sprintf("kubelet port %d, pod %s", n.Status.DaemonEndpoints.KubeletEndpoint.Port, p.Status.Phase)
+	})
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cctx, ccancel := context.WithTimeout(ctx, cpWait)
+		defer ccancel()
+		out, err := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath()}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+
+	t.Run("logs", func(t *testing.T) {
+		if out := kubectl("logs", "app"); out != "first line\nsecond line\n" {
+			t.Fatalf("kubectl logs: %q", out)
+		}
+		if out := kubectl("logs", "app", "-c", "main", "--tail=1"); out != "second line\n" {
+			t.Fatalf("kubectl logs --tail=1: %q", out)
+		}
+		if out := kubectl("logs", "app", "--timestamps", "--limit-bytes=40"); !strings.HasPrefix(out, "2026-01-01T00:00:01") || len(out) > 40 {
+			t.Fatalf("kubectl logs --timestamps --limit-bytes=40: %q", out)
+		}
+		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "logs", "app", "-c", "nope").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "container nope is not valid for pod app") {
+			t.Fatalf("kubectl logs -c nope: %v %s", err, out)
+		}
+	})
+
+	t.Run("logs -f", func(t *testing.T) {
+		lines := startKubectlStream(t, srv.KubeconfigPath(), "logs", "-f", "app")
+		for _, want := range []string{"first line", "second line"} {
+			if got := lines.next(t); got != want {
+				t.Fatalf("kubectl logs -f: %q, want %q", got, want)
+			}
+		}
+		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString(criLine(3, "third line, written while following"))
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lines.next(t); got != "third line, written while following" {
+			t.Fatalf("kubectl logs -f after an append: %q", got)
+		}
+	})
+
+	t.Run("exec", func(t *testing.T) {
+		// kwok runs the command on this host, with the environment it was configured with.
+		if out := kubectl("exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC"); out != "through-hacp\n" {
+			t.Fatalf("kubectl exec: %q", out)
+		}
+		// head, not cat: kwok's local exec does not close the command's stdin when the
+		// stream's ends, so the command must end by itself.
+		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
+		cmd.Stdin = strings.NewReader("stdin goes through\nnot this one\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != "STDIN GOES THROUGH\n" {
+			t.Fatalf("kubectl exec -i: %v %q", err, out)
+		}
+		out, err = exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "app", "--", "sh", "-c", "exit 3").CombinedOutput()
+		// kwok reports a command's failure as an error status (a kubelet reports the exit
+		// code, which kubectl then exits with): the failure comes back through hacp.
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), "exit status 3") {
+			t.Fatalf("kubectl exec of exit 3: %v %s", err, out)
+		}
+	})
+
+	t.Run("port-forward", func(t *testing.T) {
+		lines := startKubectlStream(t, srv.KubeconfigPath(), "port-forward", "pod/app", ":80")
+		var local string
+		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
+		for local == "" {
+			if m := re.FindStringSubmatch(lines.next(t)); m != nil {
+				local = m[1]
+			}
+		}
+		for i := range 3 { // each connection is its own stream
+			c, err := net.Dial("tcp", "127.0.0.1:"+local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := fmt.Sprintf("through port-forward %d\n", i)
+			if _, err := c.Write([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if err != nil || got != msg {
+				t.Fatalf("echo through kubectl port-forward: %q %v", got, err)
+			}
+		}
+	})
+
+	t.Run("attach", func(t *testing.T) {
+		// kwok attaches to the log file from its end: lines appended while attached arrive.
+		// kubectl says nothing when it is attached, so lines are appended until one does.
+		stream := startKubectlStream(t, srv.KubeconfigPath(), "attach", "app")
+		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for i := 0; ; i++ {
+			if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
+				t.Fatal(err)
+			}
+			if l, ok := stream.poll(t, 200*time.Millisecond); ok && strings.HasPrefix(l, "attached line ") {
+				return // (kubectl also prints a hint about a command prompt)
+			}
+			if i > 5*60*5 {
+				t.Fatal("kubectl attach saw none of the appended lines")
+			}
+		}
+	})
+
+	t.Run("nodes/proxy", func(t *testing.T) {
+		if out := kubectl("get", "--raw", "/api/v1/nodes/kwok-node-0/proxy/healthz"); out != "ok" {
+			t.Fatalf("nodes/proxy/healthz: %q", out)
+		}
+	})
+
+	t.Run("services/proxy", func(t *testing.T) {
+		backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "web %s %s", r.Method, r.URL.RequestURI())
+		}), ReadHeaderTimeout: 10 * time.Second}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = backend.Serve(l) }()
+		t.Cleanup(func() { _ = backend.Close() })
+		// A pod no node runs (kwok ignores it), whose IP is the loopback server's.
+		web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}
+		web, err = cs.CoreV1().Pods("default").Create(ctx, web, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		web.Status.PodIP, web.Status.PodIPs = "127.0.0.1", []corev1.PodIP{{IP: "127.0.0.1"}}
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, web, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1", TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0"}}},
+			Ports:     []corev1.EndpointPort{{Name: "http", Port: int32(l.Addr().(*net.TCPAddr).Port)}},
+		}}}
+		if _, err := cs.CoreV1().Endpoints("default").Create(ctx, eps, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if out := kubectl("get", "--raw", "/api/v1/namespaces/default/services/web:http/proxy/hello?x=1"); out != "web GET /hello?x=1" {
+			t.Fatalf("services/proxy: %q", out)
+		}
+		// kubectl proxy: plain HTTP on loopback, the same paths.
+		lines := startKubectlStream(t, srv.KubeconfigPath(), "proxy", "--port=0")
+		var addr string
+		re := regexp.MustCompile(`Starting to serve on (127\.0\.0\.1:\d+)`)
+		for addr == "" {
+			if m := re.FindStringSubmatch(lines.next(t)); m != nil {
+				addr = m[1]
+			}
+		}
+		for path, want := range map[string]string{
+			"/api/v1/namespaces/default/services/http:web:80/proxy/via/kubectl-proxy": "web GET /via/kubectl-proxy",
+			"/api/v1/nodes/kwok-node-0/proxy/healthz":                                 "ok",
+		} {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != want {
+				t.Fatalf("kubectl proxy %s: %d %q, want %q", path, resp.StatusCode, b, want)
+			}
+		}
+	})
+}
+
+// kubectlStream is a kubectl that keeps running (logs -f, port-forward, proxy), its output
+// read line by line.
+type kubectlStream struct {
+	lines chan string
+}
+
+// startKubectlStream runs kubectl with args until the test ends (it is killed by its PID).
+func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubectlStream {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		close(done)
+	}()
+	s := &kubectlStream{lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return s
+}
+
+// next returns kubectl's next output line, failing the test when kubectl ends or says
+// nothing for a while.
+func (s *kubectlStream) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			t.Fatal("kubectl exited")
+		}
+		return l
+	case <-time.After(cpWait):
+		t.Fatal("kubectl said nothing")
+	}
+	return ""
+}
+
+// poll returns kubectl's next output line if it comes within wait.
+func (s *kubectlStream) poll(t *testing.T, wait time.Duration) (string, bool) {
+	t.Helper()
+	select {
+	case l, ok := <-s.lines:
+		if !ok {
+			t.Fatal("kubectl exited")
+		}
+		return l, true
+	case <-time.After(wait):
+		return "", false
+	}
+}
+
+// waitUntil polls cond until it holds, failing with its last word after cpWait.
+func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(cpWait); ; {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, cpWait, last)
+		}
+		time.Sleep(100 * time.Millisecond) // poll
+	}
+}
