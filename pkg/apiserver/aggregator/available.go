@@ -67,6 +67,7 @@ func (a *Aggregator) checkAll(ctx context.Context) {
 			ok := cond.Status == apiregistration.ConditionTrue
 			if ok {
 				a.fetchDiscovery(ctx, j.b)
+				a.fetchOpenAPIV3(ctx, j.b)
 			}
 			j.b.setAvailable(ok)
 			if err := a.setCondition(ctx, j.s, cond); err != nil && ctx.Err() == nil {
@@ -230,4 +231,53 @@ func (a *Aggregator) readDiscovery(ctx context.Context, b *backend) (*apidiscove
 		}
 	}
 	return &apidiscoveryv2.APIVersionDiscovery{Version: b.gv.Version}, nil
+}
+
+// fetchOpenAPIV3 reads the backend's /openapi/v3 index and keeps the URL of its group
+// version's document, which /openapi/v3 then lists (the document itself is proxied).
+func (a *Aggregator) fetchOpenAPIV3(ctx context.Context, b *backend) {
+	url, err := a.readOpenAPIV3(ctx, b)
+	if err != nil {
+		a.log.Debug("aggregator: openapi v3", "apiservice", b.name, "err", err)
+		return // keep the last one
+	}
+	b.mu.Lock()
+	b.openapiV3 = url
+	b.mu.Unlock()
+}
+
+func (a *Aggregator) readOpenAPIV3(ctx context.Context, b *backend) (string, error) {
+	host, err := a.resolve(ctx, b.spec.Service)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/openapi/v3", nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Remote-User", checkUser)
+	req.Header.Set("X-Remote-Group", checkGroup)
+	resp, err := checkClient(b).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /openapi/v3: status %d", resp.StatusCode)
+	}
+	var index openAPIV3Index
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&index); err != nil {
+		return "", fmt.Errorf("GET /openapi/v3: %w", err)
+	}
+	return index.Paths["apis/"+b.gv.Group+"/"+b.gv.Version].ServerRelativeURL, nil
+}
+
+// openAPIV3Index is the /openapi/v3 document: a URL per group version.
+type openAPIV3Index struct {
+	Paths map[string]openAPIV3Path `json:"paths"`
+}
+
+type openAPIV3Path struct {
+	ServerRelativeURL string `json:"serverRelativeURL"`
 }

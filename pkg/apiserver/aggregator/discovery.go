@@ -67,6 +67,8 @@ func (a *Aggregator) serveDiscovery(w http.ResponseWriter, r *http.Request, next
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
+	case path == "/openapi/v3":
+		return a.serveOpenAPIV3Index(w, r, next)
 	case path == "/apis":
 		groups := a.extGroups()
 		inner := r.Clone(r.Context())
@@ -230,4 +232,49 @@ func (r *recorder) replay(w http.ResponseWriter) {
 	}
 	w.WriteHeader(r.code)
 	_, _ = w.Write(r.body.Bytes())
+}
+
+// serveOpenAPIV3Index adds the available extension servers' group versions to the
+// /openapi/v3 index; their documents are proxied from there.
+func (a *Aggregator) serveOpenAPIV3Index(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+	extra := map[string]openAPIV3Path{}
+	for _, b := range a.view.Load().byGV {
+		b.mu.Lock()
+		u := b.openapiV3
+		b.mu.Unlock()
+		if b.available.Load() && u != "" {
+			extra["apis/"+b.gv.Group+"/"+b.gv.Version] = openAPIV3Path{ServerRelativeURL: u}
+		}
+	}
+	if len(extra) == 0 {
+		return false
+	}
+	inner := r.Clone(r.Context())
+	inner.Header.Del("If-None-Match")
+	rec := record(next, inner)
+	var index openAPIV3Index
+	if rec.code != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &index) != nil || index.Paths == nil {
+		rec.replay(w)
+		return true
+	}
+	for k, v := range extra {
+		if _, local := index.Paths[k]; !local {
+			index.Paths[k] = v
+		}
+	}
+	body, err := json.Marshal(&index)
+	if err != nil {
+		rec.replay(w)
+		return true
+	}
+	etag := fmt.Sprintf("%q", fmt.Sprintf("%X", sha256.Sum256(body)))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return true
 }

@@ -40,6 +40,7 @@ type backend struct {
 	mu        sync.Mutex
 	discovery *apidiscoveryv2.APIVersionDiscovery // from the server's aggregated discovery
 	stale     bool                                // the last fetch of discovery failed
+	openapiV3 string                              // the server's /openapi/v3 URL of the group version
 }
 
 func newBackend(s *apiregistration.APIService, cert *tls.Certificate) (*backend, error) {
@@ -103,11 +104,14 @@ func sameBackendSpec(a, b *apiregistration.APIServiceSpec) bool {
 	return a.Service.Namespace == b.Service.Namespace && a.Service.Name == b.Service.Name && pa == pb
 }
 
-// backendFor returns the service-backed APIService serving path, or nil.
+// backendFor returns the service-backed APIService serving path, or nil: its API under
+// /apis/{group}/{version} and its OpenAPI v3 document under /openapi/v3/apis/...
 func (a *Aggregator) backendFor(path string) *backend {
 	rest, ok := strings.CutPrefix(path, "/apis/")
 	if !ok {
-		return nil
+		if rest, ok = strings.CutPrefix(path, "/openapi/v3/apis/"); !ok {
+			return nil
+		}
 	}
 	parts := strings.SplitN(rest, "/", 3)
 	if len(parts) < 2 || parts[1] == "" {

@@ -99,7 +99,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	api.rebuild(s.registry, res, s.watchStop)
 
 	mux := http.NewServeMux()
-	mux.Handle("/openapi/", api.openapi)
+	mux.Handle("/openapi/", agg.Wrap(api.openapi))
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(VersionInfo())
