@@ -349,4 +349,3 @@ func TestSampleAPIServer(t *testing.T) {
 		t.Fatalf("kubectl get namespaces:\n%s", out)
 	}
 }
-
