@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/hacp/hacp/pkg/apiserver/aggregator/apiregistration"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,7 +28,7 @@ func apiServicesKind() *Kind {
 			},
 			Default: func(obj runtime.Object) { apiregistration.SetDefaults(obj.(*apiregistration.APIService)) },
 			NameValidation: func(name string, _ bool) []string {
-				return path.IsValidPathSegmentName(name)
+				return content.IsPathSegmentName(name)
 			},
 			Validate: func(obj runtime.Object) field.ErrorList { return validateAPIService(obj.(*apiregistration.APIService)) },
 		},
@@ -39,7 +39,7 @@ func apiServicesKind() *Kind {
 func validateAPIService(a *apiregistration.APIService) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if want := a.Spec.Version + "." + a.Spec.Group; a.Name != want && len(path.IsValidPathSegmentName(a.Name)) == 0 {
+	if want := a.Spec.Version + "." + a.Spec.Group; a.Name != want && len(content.IsPathSegmentName(a.Name)) == 0 {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), a.Name, fmt.Sprintf("must be `spec.version+\".\"+spec.group`: %q", want)))
 	}
 	if a.Spec.Group == "" && a.Spec.Version != "v1" {
