@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -210,7 +211,7 @@ func TestSampleAPIServer(t *testing.T) {
 	k := newKubectl(t, hacp.KubeconfigPath())
 	k.ok(fmt.Sprintf(`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1alpha1.wardle.example.com"},
 "spec":{"group":"wardle.example.com","version":"v1alpha1","groupPriorityMinimum":1000,"versionPriority":15,
-"service":{"namespace":"wardle","name":"api"},"caBundle":%q}}`, sample.caPEM), "create", "-f", "-")
+"service":{"namespace":"wardle","name":"api"},"caBundle":%q}}`, base64.StdEncoding.EncodeToString(sample.caPEM)), "create", "-f", "-")
 	apiService := dyn.Resource(apiServicesGVR)
 	eventually(t, 60*time.Second, func() (bool, string) {
 		u, err := apiService.Get(ctx, "v1alpha1.wardle.example.com", metav1.GetOptions{})
