@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 var flundersGVR = schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1alpha1", Resource: "flunders"}
@@ -190,6 +191,7 @@ func TestSampleAPIServer(t *testing.T) {
 	hacp := servertest.New(t, nil)
 	sample := startSampleAPIServer(t, hacp.KubeconfigPath())
 	cfg := servertest.RestConfig(t, hacp)
+	cfg.WarningHandler = rest.NoWarnings{} // flunders v1alpha1 are "deprecated"
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
