@@ -71,9 +71,7 @@ func (a *Aggregator) serveDiscovery(w http.ResponseWriter, r *http.Request, next
 		return a.serveOpenAPIV3Index(w, r, next)
 	case path == "/apis":
 		groups := a.extGroups()
-		inner := r.Clone(r.Context())
-		inner.Header.Del("If-None-Match") // the merged document has its own ETag
-		rec := record(next, inner)
+		rec := record(next, unconditional(r))
 		ct := rec.header.Get("Content-Type")
 		if rec.code != http.StatusOK || !strings.HasPrefix(ct, "application/json") {
 			rec.replay(w)
@@ -209,6 +207,15 @@ func mergeAggregated(body []byte, groups []*extGroup) ([]byte, error) {
 	return json.Marshal(&list)
 }
 
+// unconditional returns r without its cache validators: the merged document is not the
+// local one a client may have cached, and has its own ETag.
+func unconditional(r *http.Request) *http.Request {
+	inner := r.Clone(r.Context())
+	inner.Header.Del("If-None-Match")
+	inner.Header.Del("If-Modified-Since")
+	return inner
+}
+
 // recorder keeps a response in memory (the local discovery documents are small).
 type recorder struct {
 	header http.Header
@@ -249,9 +256,7 @@ func (a *Aggregator) serveOpenAPIV3Index(w http.ResponseWriter, r *http.Request,
 	if len(extra) == 0 {
 		return false
 	}
-	inner := r.Clone(r.Context())
-	inner.Header.Del("If-None-Match")
-	rec := record(next, inner)
+	rec := record(next, unconditional(r))
 	var index openAPIV3Index
 	if rec.code != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &index) != nil || index.Paths == nil {
 		rec.replay(w)

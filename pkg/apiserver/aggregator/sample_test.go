@@ -238,6 +238,11 @@ func TestSampleAPIServer(t *testing.T) {
 	if out := k.ok("", "get", "--raw", "/apis"); !strings.Contains(out, `"wardle.example.com/v1alpha1"`) {
 		t.Fatalf("/apis lacks wardle.example.com:\n%s", out)
 	}
+	// Its OpenAPI v3 document, listed in hacp's index and proxied: kubectl explain reads it
+	// (after create, which cached the index without it).
+	if out, errOut, err := k.run("", "explain", "flunders.spec"); err != nil || !strings.Contains(out, "referenceType") {
+		t.Fatalf("kubectl explain flunders.spec: %v\n%s%s", err, out, errOut)
+	}
 
 	// An RBAC-less user is refused; one with rights works, and sample-apiserver sees who.
 	bundle := hacp.Certs()
