@@ -30,6 +30,9 @@ const (
 	StagingVersion = "v0.33.13"
 	// KwokVersion is the sigs.k8s.io/kwok module kwok comes from.
 	KwokVersion = "v0.8.0"
+	// SampleAPIServerVersion is the k8s.io/sample-apiserver module the extension API server
+	// of the aggregation tests comes from (the newest v0.33 the module proxy serves).
+	SampleAPIServerVersion = "v0.33.5"
 )
 
 // Kubernetes names the programs built from k8s.io/kubernetes, in one go build.
@@ -37,6 +40,10 @@ var Kubernetes = []string{"kube-apiserver", "kube-controller-manager", "kube-sch
 
 // Kwok is the fake-node program, built by go install from its own module.
 const Kwok = "kwok"
+
+// SampleAPIServer is the extension API server (wardle.example.com flunders), built by go
+// install from its own module.
+const SampleAPIServer = "sample-apiserver"
 
 // Root is the cache directory: _output/upstream under the repository root.
 func Root() string {
@@ -63,7 +70,8 @@ func repoRoot() string {
 	}
 }
 
-// Binary returns the path of the named upstream program (one of Kubernetes, or Kwok), building
+// Binary returns the path of the named upstream program (one of Kubernetes, Kwok or
+// SampleAPIServer), building
 // it on first use. A failed build skips the test on a developer's machine and fails it in CI.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
@@ -82,11 +90,14 @@ func Build(ctx context.Context, root, name string) (string, error) {
 	case name == Kwok:
 		dir := filepath.Join(root, "kwok-"+KwokVersion)
 		return buildLocked(ctx, dir, name, buildKwok)
+	case name == SampleAPIServer:
+		dir := filepath.Join(root, "sample-apiserver-"+SampleAPIServerVersion)
+		return buildLocked(ctx, dir, name, buildSampleAPIServer)
 	case contains(Kubernetes, name):
 		dir := filepath.Join(root, "kubernetes-"+KubernetesVersion)
 		return buildLocked(ctx, dir, name, buildKubernetes)
 	}
-	return "", fmt.Errorf("unknown program %q (want one of %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok)
+	return "", fmt.Errorf("unknown program %q (want one of %s, %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok, SampleAPIServer)
 }
 
 func contains(list []string, s string) bool {
@@ -182,6 +193,20 @@ func buildKwok(ctx context.Context, dir string) error {
 		return err
 	}
 	return moveBins(dir, tmp, []string{Kwok})
+}
+
+// buildSampleAPIServer installs sample-apiserver at its pinned version (its module has no
+// replace directives, so go install pkg@version builds it as published).
+func buildSampleAPIServer(ctx context.Context, dir string) error {
+	tmp := filepath.Join(dir, "bin.tmp")
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := goCmd(ctx, dir, []string{"GOBIN=" + tmp}, "install", "-trimpath", "k8s.io/sample-apiserver@"+SampleAPIServerVersion); err != nil {
+		return err
+	}
+	return moveBins(dir, tmp, []string{SampleAPIServer})
 }
 
 func moveBins(dir, tmp string, names []string) error {

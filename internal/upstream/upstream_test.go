@@ -29,7 +29,7 @@ func TestBuildUnknownProgram(t *testing.T) {
 
 // TestBinary: each upstream program is built (or found in the cache) and runs.
 func TestBinary(t *testing.T) {
-	for _, name := range append(slices.Clone(Kubernetes), Kwok) {
+	for _, name := range append(slices.Clone(Kubernetes), Kwok, SampleAPIServer) {
 		t.Run(name, func(t *testing.T) {
 			out, err := exec.Command(Binary(t, name), "--help").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "Usage") {

@@ -134,6 +134,8 @@ func (k kind) objName(who string) string {
 		return map[string]string{"kas": "10.77.200.10", "hacp": "10.77.200.11"}[who]
 	case "customresourcedefinitions":
 		return who + "widgets.golden.example.com" // plural.group
+	case "apiservices":
+		return "v1." + who + ".golden.example.com" // version.group
 	}
 	return "by-" + who + "-" + k.gvr.Resource
 }
@@ -163,6 +165,11 @@ func manifest(t *testing.T, k kind, name string) *unstructured.Unstructured {
 		plural := strings.SplitN(name, ".", 2)[0]
 		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"plural": plural, "singular": strings.TrimSuffix(plural, "s"),
 			"kind": strings.ToUpper(plural[:1]) + strings.TrimSuffix(plural[1:], "s")}, "spec", "names")
+	}
+	if k.gvr.Resource == "apiservices" {
+		// A local APIService of the group its name says (version.group).
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"group": strings.TrimPrefix(name, "v1."), "version": "v1",
+			"groupPriorityMinimum": int64(100), "versionPriority": int64(10)}, "spec")
 	}
 	if k.namespaced {
 		u.SetNamespace("default")
@@ -550,10 +557,19 @@ func crdEstablished(u *unstructured.Unstructured) bool {
 // CustomResourceDefinition is Established; other objects as they are.
 func settled(t *testing.T, k kind, c dynamic.ResourceInterface, got *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
-	if k.gvr.Resource != "customresourcedefinitions" {
+	done := crdEstablished
+	switch k.gvr.Resource {
+	case "customresourcedefinitions":
+	case "apiservices":
+		// Both servers' aggregators mark a local APIService available, in the same words.
+		done = func(u *unstructured.Unstructured) bool {
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			return len(conds) > 0
+		}
+	default:
 		return got
 	}
-	for deadline := time.Now().Add(time.Minute); !crdEstablished(got); {
+	for deadline := time.Now().Add(time.Minute); !done(got); {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not established: %v", got.GetName(), got.Object["status"])
 		}

@@ -111,8 +111,11 @@ var typeDocs = map[string]string{
 
 // definitionName is upstream's name for a Go type: the package path with
 // its domain reversed, then the type name ("k8s.io/api/core/v1".Pod ->
-// "io.k8s.api.core.v1.Pod").
+// "io.k8s.api.core.v1.Pod"), or the name the type gives itself.
 func definitionName(t reflect.Type) string {
+	if n, ok := reflect.Zero(t).Interface().(interface{ OpenAPIModelName() string }); ok {
+		return n.OpenAPIModelName() // types defined here for an upstream API (APIService)
+	}
 	pkg := t.PkgPath()
 	domain, rest, _ := strings.Cut(pkg, "/")
 	parts := strings.Split(domain, ".")

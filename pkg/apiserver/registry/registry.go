@@ -111,7 +111,7 @@ func Kinds() []*Kind {
 		jobsKind(), cronJobsKind(), horizontalPodAutoscalersKind(), horizontalPodAutoscalersV1Kind(),
 		podDisruptionBudgetsKind(), replicationControllersKind(), podTemplatesKind(),
 		rolesKind(), roleBindingsKind(), clusterRolesKind(), clusterRoleBindingsKind(),
-		customResourceDefinitionsKind(),
+		customResourceDefinitionsKind(), apiServicesKind(),
 	}, nonWorkloadKinds()...)
 }
 

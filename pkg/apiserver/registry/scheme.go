@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hacp/hacp/pkg/apiserver/aggregator/apiregistration"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +57,7 @@ func init() {
 		apiextensions.AddToScheme, apiextensionsv1beta1.AddToScheme,
 		// IPAddresses and ServiceCIDRs: same fields in v1beta1 and v1 (no internal version here).
 		networkingv1beta1.AddToScheme,
+		apiregistration.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
 	}

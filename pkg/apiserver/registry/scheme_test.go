@@ -60,6 +60,9 @@ func sampleConfigMap() *corev1.ConfigMap {
 func TestStorageCodec(t *testing.T) {
 	for _, k := range Kinds() {
 		for _, mt := range StorageMediaTypes {
+			if _, proto := k.New().(interface{ Marshal() ([]byte, error) }); mt == StorageProtobuf && k.StorageJSON && !proto {
+				continue // APIServices: no protobuf form here; always stored as JSON, as upstream
+			}
 			t.Run(k.Plural+"/"+mt, func(t *testing.T) {
 				c, err := newStorageCodec(mt, k.GVK(), k.New)
 				if err != nil {

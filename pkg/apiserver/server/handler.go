@@ -88,13 +88,18 @@ func (s *Server) buildHandler() (http.Handler, error) {
 		return nil, fmt.Errorf("apiserver: openapi: %w", err)
 	}
 	api := &apiHandler{openapi: openapi.NewService(spec), log: s.log}
+	agg, err := s.newAggregator(res)
+	if err != nil {
+		return nil, err
+	}
+	s.aggregator = agg
 	// The routes, discovery and OpenAPI documents are built again whenever the custom
 	// resources served change, and swapped in while serving.
-	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop) })
+	s.registry.OnCustomResourcesChange(func() { api.rebuild(s.registry, res, s.watchStop); agg.LocalChanged() })
 	api.rebuild(s.registry, res, s.watchStop)
 
 	mux := http.NewServeMux()
-	mux.Handle("/openapi/", api.openapi)
+	mux.Handle("/openapi/", agg.Wrap(api.openapi))
 	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(VersionInfo())
@@ -109,7 +114,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	if s.cfg.Profiling {
 		installProfiling(mux, s.cfg.ContentionProfiling)
 	}
-	mux.Handle("/", api)
+	mux.Handle("/", agg.Wrap(api))
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
 	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)

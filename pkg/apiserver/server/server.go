@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
+	"github.com/hacp/hacp/pkg/apiserver/aggregator"
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
@@ -52,6 +53,8 @@ type Server struct {
 	authnState     *authnState
 	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
 	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
+
+	aggregator *aggregator.Aggregator // APIServices: local ones kept, service-backed ones proxied
 
 	auditor      *audit.Auditor // nil without --audit-policy-file
 	auditLog     *audit.LogBackend
@@ -182,6 +185,9 @@ func (s *Server) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	s.aggregator.Run(regCtx)
+	s.background.Add(1)
+	go func() { defer s.background.Done(); s.aggregator.Wait() }()
 	s.background.Add(1)
 	go s.keepClientCAPublished(regCtx)
 	s.background.Add(1)
