@@ -655,5 +655,9 @@ func (in *instance) status() InstanceStatus {
 		t := *in.st.LastTakeover
 		s.LastTakeover = &t
 	}
+	if in.st.LastHandover != nil {
+		h := *in.st.LastHandover
+		s.LastHandover = &h
+	}
 	return s
 }
