@@ -483,27 +483,22 @@ func validateProjectionSources(proj *corev1.ProjectedVolumeSource, p *field.Path
 	for i, src := range proj.Sources {
 		n := 0
 		sp := p.Child("sources").Index(i)
-		if s := src.Secret; s != nil {
+		// A secret or configMap source: a name, and items each a key to a path.
+		keysToPaths := func(pp *field.Path, name string, items []corev1.KeyToPath) {
 			n++
-			pp := sp.Child("secret")
-			if s.Name == "" {
+			if name == "" {
 				errs = append(errs, field.Required(pp.Child("name"), ""))
 			}
-			for j := range s.Items {
-				errs = append(errs, validateKeyToPath(&s.Items[j], pp.Child("items").Index(j))...)
-				addPath(s.Items[j].Path, s.Name)
+			for j := range items {
+				errs = append(errs, validateKeyToPath(&items[j], pp.Child("items").Index(j))...)
+				addPath(items[j].Path, name)
 			}
 		}
+		if s := src.Secret; s != nil {
+			keysToPaths(sp.Child("secret"), s.Name, s.Items)
+		}
 		if c := src.ConfigMap; c != nil {
-			n++
-			pp := sp.Child("configMap")
-			if c.Name == "" {
-				errs = append(errs, field.Required(pp.Child("name"), ""))
-			}
-			for j := range c.Items {
-				errs = append(errs, validateKeyToPath(&c.Items[j], pp.Child("items").Index(j))...)
-				addPath(c.Items[j].Path, c.Name)
-			}
+			keysToPaths(sp.Child("configMap"), c.Name, c.Items)
 		}
 		if d := src.DownwardAPI; d != nil {
 			n++
