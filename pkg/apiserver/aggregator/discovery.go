@@ -152,17 +152,8 @@ func mergeLegacy(body []byte, groups []*extGroup) ([]byte, error) {
 		return nil, err
 	}
 	for _, eg := range groups {
-		i := -1
-		for j := range list.Groups {
-			if list.Groups[j].Name == eg.name {
-				i = j
-			}
-		}
-		if i < 0 {
-			list.Groups = append(list.Groups, metav1.APIGroup{Name: eg.name})
-			i = len(list.Groups) - 1
-		}
-		addVersions(&list.Groups[i], eg)
+		g := findOrAppend(&list.Groups, func(g metav1.APIGroup) bool { return g.Name == eg.name }, metav1.APIGroup{Name: eg.name})
+		addVersions(g, eg)
 	}
 	return json.Marshal(&list)
 }
@@ -174,16 +165,8 @@ func mergeAggregated(body []byte, groups []*extGroup) ([]byte, error) {
 		return nil, err
 	}
 	for _, eg := range groups {
-		i := -1
-		for j := range list.Items {
-			if list.Items[j].Name == eg.name {
-				i = j
-			}
-		}
-		if i < 0 {
-			list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: eg.name}})
-			i = len(list.Items) - 1
-		}
+		item := findOrAppend(&list.Items, func(g apidiscoveryv2.APIGroupDiscovery) bool { return g.Name == eg.name },
+			apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: eg.name}})
 		for _, b := range eg.versions {
 			b.mu.Lock()
 			entry := apidiscoveryv2.APIVersionDiscovery{Version: b.gv.Version}
@@ -196,15 +179,26 @@ func mergeAggregated(body []byte, groups []*extGroup) ([]byte, error) {
 			}
 			b.mu.Unlock()
 			found := false
-			for _, v := range list.Items[i].Versions {
+			for _, v := range item.Versions {
 				found = found || v.Version == entry.Version
 			}
 			if !found {
-				list.Items[i].Versions = append(list.Items[i].Versions, entry)
+				item.Versions = append(item.Versions, entry)
 			}
 		}
 	}
 	return json.Marshal(&list)
+}
+
+// findOrAppend returns the element of *list that match picks, appending fresh when none does.
+func findOrAppend[T any](list *[]T, match func(T) bool, fresh T) *T {
+	for i := range *list {
+		if match((*list)[i]) {
+			return &(*list)[i]
+		}
+	}
+	*list = append(*list, fresh)
+	return &(*list)[len(*list)-1]
 }
 
 // unconditional returns r without its cache validators: the merged document is not the
