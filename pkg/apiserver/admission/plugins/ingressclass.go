@@ -42,17 +42,10 @@ func (d *DefaultIngressClass) Admit(_ context.Context, a *admission.Attributes) 
 	if _, ok := ing.Annotations[legacyIngressClass]; ok {
 		return nil
 	}
-	var def *networkingv1.IngressClass
-	for _, c := range d.classes.List("") {
-		if c.Annotations[isDefaultIngressClass] != "true" {
-			continue
-		}
-		if def == nil || c.CreationTimestamp.After(def.CreationTimestamp.Time) ||
-			(c.CreationTimestamp.Equal(&def.CreationTimestamp) && c.Name < def.Name) {
-			def = c
-		}
-	}
-	if def != nil {
+	def, ok := newestDefault(d.classes.List(""), func(c *networkingv1.IngressClass) bool {
+		return c.Annotations[isDefaultIngressClass] == "true"
+	})
+	if ok {
 		name := def.Name
 		ing.Spec.IngressClassName = &name
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Annotations that mark the default StorageClass.
@@ -39,19 +40,33 @@ func (d *DefaultStorageClass) Admit(_ context.Context, a *admission.Attributes) 
 	if !ok || pvc.Spec.StorageClassName != nil {
 		return nil
 	}
-	var def *storagev1.StorageClass
-	for _, sc := range d.classes.List("") {
-		if sc.Annotations[isDefaultClass] != "true" && sc.Annotations[betaIsDefaultClass] != "true" {
-			continue
-		}
-		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
-			(sc.CreationTimestamp.Equal(&def.CreationTimestamp) && sc.Name < def.Name) {
-			def = sc
-		}
-	}
-	if def != nil {
+	def, ok := newestDefault(d.classes.List(""), func(sc *storagev1.StorageClass) bool {
+		return sc.Annotations[isDefaultClass] == "true" || sc.Annotations[betaIsDefaultClass] == "true"
+	})
+	if ok {
 		name := def.Name
 		pvc.Spec.StorageClassName = &name
 	}
 	return nil
+}
+
+// newestDefault is the newest of classes that isDefault picks (by name when created at the
+// same time), and whether there is one: the class upstream's defaulting plugins choose.
+func newestDefault[T metav1.Object](classes []T, isDefault func(T) bool) (T, bool) {
+	var def T
+	found := false
+	for _, c := range classes {
+		if !isDefault(c) {
+			continue
+		}
+		if !found {
+			def, found = c, true
+			continue
+		}
+		ct, dt := c.GetCreationTimestamp(), def.GetCreationTimestamp()
+		if ct.After(dt.Time) || (ct.Equal(&dt) && c.GetName() < def.GetName()) {
+			def = c
+		}
+	}
+	return def, found
 }
