@@ -114,20 +114,27 @@ func startControlPlane(t *testing.T) *controlPlane {
 	for i := range kwokNodes {
 		cp.createNode(fmt.Sprintf("kwok-node-%d", i))
 	}
-	cp.waitFor("nodes Ready", func() (bool, string) {
+	// The TaintNodesByCondition admission plugin registers every node with the not-ready
+	// taint, which the node lifecycle controller lifts once kwok reports it Ready: a pod
+	// scheduled before then lands only on the nodes already lifted.
+	cp.waitFor("nodes Ready and untainted", func() (bool, string) {
 		nodes, err := cp.cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		ready := 0
+		ready, tainted := 0, 0
 		for _, n := range nodes.Items {
+			if len(n.Spec.Taints) > 0 {
+				tainted++
+			}
 			for _, c := range n.Status.Conditions {
 				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 					ready++
 				}
 			}
 		}
-		return ready == kwokNodes, fmt.Sprintf("%d of %d nodes Ready", ready, kwokNodes)
+		return ready == kwokNodes && tainted == 0,
+			fmt.Sprintf("%d of %d nodes Ready, %d tainted", ready, kwokNodes, tainted)
 	})
 	return cp
 }
