@@ -14,10 +14,10 @@ import (
 
 // rootfsPackages are installed by debootstrap into the cached rootfs: what ansible and
 // the daemons need on a minimal Debian (vipd needs nothing beyond the kernel).
-const rootfsPackages = "systemd,systemd-sysv,dbus,python3,openssh-server,iproute2,procps,ca-certificates,curl"
+const rootfsPackages = "systemd,systemd-sysv,dbus,python3,openssh-server,iproute2,procps,ca-certificates,curl,nftables"
 
 // rootfsVersion names the cache: change it when rootfsPackages change.
-const rootfsVersion = "bookworm-1"
+const rootfsVersion = "bookworm-2"
 
 func (e *e2e) rootfs() string { return filepath.Join(e.root, "_output", "e2e-rootfs") }
 func (e *e2e) sshKey() string { return filepath.Join(e.out, "id_ed25519") }
