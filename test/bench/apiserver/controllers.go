@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/hacp/hacp/internal/upstream"
-	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,33 +18,28 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// controllersServer starts an apiserver like the measured one with kube-controller-manager
-// and kube-scheduler 1.33 (built once into _output/upstream) attached, and waits until the
-// controllers run (a Deployment gets its ReplicaSet): the controller-manager's ~40 informers
-// then watch it. It returns the server's admin kubeconfig and how to stop everything.
-func controllersServer(ctx context.Context, dir string, fsync bool, binary string) (kubeconfig string, stop func()) {
+// controllersServers starts two apiserver processes alike (the program binary, as the rbac
+// rows do), then kube-controller-manager and kube-scheduler 1.33 (built once into
+// _output/upstream) attached to the first, at nice value nice (0: as the bench and the
+// apiservers; 19: they get CPU only when the others leave it, as if they ran on other
+// cores), and waits until the controllers run (a Deployment gets its ReplicaSet): the
+// controller-manager's ~40 informers then watch it. stop stops everything.
+func controllersServers(ctx context.Context, dir string, fsync bool, binary string, nice int) (with, without procServer, ctlPids []int, stop func()) {
 	kcmBin, err := upstream.Build(ctx, upstream.Root(), "kube-controller-manager")
 	must(err)
 	schedBin, err := upstream.Build(ctx, upstream.Root(), "kube-scheduler")
 	must(err)
-	cfg, err := servertest.Config(filepath.Join(dir, "controllers"))
-	must(err)
-	cfg.EtcdUnsafeNoFsync = !fsync
-	var stopServer func()
-	if binary != "" {
-		proc := startProcess(binary, cfg)
-		kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
-		stopServer = func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
-	} else {
-		s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		must(err)
-		kubeconfig = s.KubeconfigPath()
-		stopServer = func() { _ = s.Shutdown() }
-	}
-	pki := filepath.Join(cfg.DataDir, "pki")
+	binary = apiserverBinary(binary, dir)
+	with = startServer(dir, "ctl-with", fsync, binary)
+	without = startServer(dir, "ctl-without", fsync, binary)
+	kubeconfig := with.kubeconfig
 	logs, err := os.Create(filepath.Join(dir, "controllers.log"))
 	must(err)
 	start := func(bin string, args ...string) *exec.Cmd {
+		if nice != 0 {
+			args = append([]string{"-n", strconv.Itoa(nice), bin}, args...)
+			bin = "nice" // before the program starts, so that all its threads have it
+		}
 		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = logs, logs
 		must(cmd.Start())
@@ -55,16 +48,18 @@ func controllersServer(ctx context.Context, dir string, fsync bool, binary strin
 	common := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false"}
 	kcm := start(kcmBin, append(common,
-		"--service-account-private-key-file="+filepath.Join(pki, "sa.key"),
-		"--root-ca-file="+filepath.Join(pki, "ca.crt"))...)
+		"--service-account-private-key-file="+filepath.Join(with.pki, "sa.key"),
+		"--root-ca-file="+filepath.Join(with.pki, "ca.crt"))...)
 	sched := start(schedBin, common...)
+	ctlPids = []int{kcm.Process.Pid, sched.Process.Pid}
 	stop = func() {
 		for _, c := range []*exec.Cmd{kcm, sched} {
 			_ = c.Process.Signal(syscall.SIGTERM)
 			_ = c.Wait()
 		}
 		logs.Close()
-		stopServer()
+		with.stop()
+		without.stop()
 	}
 
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -88,23 +83,36 @@ func controllersServer(ctx context.Context, dir string, fsync bool, binary strin
 		}
 		time.Sleep(100 * time.Millisecond) // poll
 	}
-	return kubeconfig, stop
+	return with, without, ctlPids, stop
 }
 
 // controllerRows compares, in the same run and alternating rounds, the create, get and list
-// rows on the measured apiserver (no controllers) and on a second one that
-// kube-controller-manager and kube-scheduler watch: what their informers cost every client.
-// The pair's "api" side is the server with controllers, its "etcd" side the one without.
-func controllerRows(ctx context.Context, plain kubernetes.Interface, ctlKubeconfig string, n int) []pair {
-	rc, err := clientcmd.BuildConfigFromFlags("", ctlKubeconfig)
-	must(err)
-	rc.QPS, rc.Burst = 1e6, 1e6
-	ctl := kubernetes.NewForConfigOrDie(rc)
+// rows on two apiserver processes in the same state, one of which kube-controller-manager
+// and kube-scheduler watch (with) and one nobody watches (without): what their informers
+// cost every client, as rates and as each apiserver's own CPU time per request. ctlCPU is
+// the CPU time the controllers used meanwhile.
+func controllerRows(ctx context.Context, with, without procServer, ctlPids []int, n int) (rows []cpuRow, ctlCPU time.Duration) {
+	client := func(s procServer) kubernetes.Interface {
+		rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+		must(err)
+		rc.QPS, rc.Burst = 1e6, 1e6
+		return kubernetes.NewForConfigOrDie(rc)
+	}
+	ctl, plain := client(with), client(without)
 	for _, c := range []kubernetes.Interface{plain, ctl} {
 		_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ctl"}}, metav1.CreateOptions{})
 		must(err)
 	}
-	var rows []pair
+	controllersCPU := func() (d time.Duration) {
+		for _, pid := range ctlPids {
+			d += pidCPU(pid)
+		}
+		return d
+	}
+	c0 := controllersCPU()
+	measureRow := func(name string, conc, ops int, withOp, withoutOp func(int) error) cpuRow {
+		return measureCPU(with.pid, without.pid, name, conc, ops, withOp, withoutOp)
+	}
 	for _, conc := range []int{1, 32} {
 		ops := n
 		if conc > 1 {
@@ -119,7 +127,7 @@ func controllerRows(ctx context.Context, plain kubernetes.Interface, ctlKubeconf
 				return err
 			}
 		}
-		rows = append(rows, measureOps("create", conc, ops, create(with), create(without)))
+		rows = append(rows, measureRow("create", conc, ops, create(with), create(without)))
 		get := func(c interface {
 			Get(context.Context, string, metav1.GetOptions) (*corev1.ConfigMap, error)
 		}) func(int) error {
@@ -128,7 +136,7 @@ func controllerRows(ctx context.Context, plain kubernetes.Interface, ctlKubeconf
 				return err
 			}
 		}
-		rows = append(rows, measureOps("get", conc, ops, get(with), get(without)))
+		rows = append(rows, measureRow("get", conc, ops, get(with), get(without)))
 		for _, rv := range []string{"0", ""} {
 			list := func(c interface {
 				List(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error)
@@ -142,14 +150,15 @@ func controllerRows(ctx context.Context, plain kubernetes.Interface, ctlKubeconf
 			if rv == "" {
 				name = "list rv unset"
 			}
-			rows = append(rows, measureOps(name, conc, ops/4, list(with), list(without)))
+			rows = append(rows, measureRow(name, conc, ops/4, list(with), list(without)))
 		}
 	}
-	return rows
+	return rows, controllersCPU() - c0
 }
 
 // printControllerRows prints controllerRows' table.
-func printControllerRows(rows []pair) {
-	printSideBySide("controllers: the same requests on an apiserver kube-controller-manager and kube-scheduler 1.33 watch vs one nobody watches, same run (ratio: with/without):",
+func printControllerRows(rows []cpuRow, ctlCPU time.Duration, nice int) {
+	printCPURows("controllers: the same requests on an apiserver kube-controller-manager and kube-scheduler 1.33 watch vs one nobody watches, same run (ratio: with/without):",
 		"with", "w/o", rows)
+	fmt.Printf("kube-controller-manager and kube-scheduler (nice %d) used %s of CPU during these rows\n", nice, ctlCPU.Round(10*time.Millisecond))
 }

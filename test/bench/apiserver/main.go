@@ -262,6 +262,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
 	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, cache, process); all when empty")
+	ctlNice := flag.Int("controllers-nice", 0, "run the controllers rows' kube-controller-manager and kube-scheduler at this nice `value` (19: they get CPU only when the bench and the apiservers leave it, as on other cores)")
 	watchCache := flag.Bool("watch-cache", true, "run the apiserver measured with its watch cache (false: every read goes to etcd, as before the cache)")
 	flag.Parse()
 	if *fanClient {
@@ -412,7 +413,7 @@ func main() {
 	if want("apply") {
 		apply = applyRows(ctx, cs, *n)
 	}
-	var rbac []authzRow
+	var rbac []cpuRow
 	if want("rbac") {
 		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
 	}
@@ -420,10 +421,11 @@ func main() {
 	if want("crd") {
 		crdJSON, crdProto = crdRows(ctx, cs, rc, *n)
 	}
-	var ctl []pair
+	var ctl []cpuRow
+	var ctlCPU time.Duration
 	if want("controllers") {
-		kc, stopCtl := controllersServer(ctx, dir, *fsync, *binary)
-		ctl = controllerRows(ctx, cs, kc, *n)
+		with, without, pids, stopCtl := controllersServers(ctx, dir, *fsync, *binary, *ctlNice)
+		ctl, ctlCPU = controllerRows(ctx, with, without, pids, *n)
 		stopCtl()
 	}
 	printRows(rows, *fsync, *binary)
@@ -437,7 +439,7 @@ func main() {
 		printCRDRows(crdJSON, crdProto)
 	}
 	if len(ctl) > 0 {
-		printControllerRows(ctl)
+		printControllerRows(ctl, ctlCPU, *ctlNice)
 	}
 	stop()
 	if want("cache") {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/certs"
-	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,34 +15,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// authzServer is one apiserver process of the rbac rows.
-type authzServer struct {
-	kubeconfig, pki string
-	pid             int
-	stop            func()
-}
-
 // authzServers starts two apiserver processes alike but for --authorization-mode: the
 // default Node,RBAC and AlwaysAllow. Both are fresh processes from the same program, so
 // their CPU time can be read apart and neither carries the state of the bench's other rows.
 // binary is the program (-apiserver), else bin/apiserver, else one the bench builds.
-func authzServers(dir string, fsync bool, binary string) (rbac, allow authzServer) {
+func authzServers(dir string, fsync bool, binary string) (rbac, allow procServer) {
 	binary = apiserverBinary(binary, dir)
-	start := func(name, mode string) authzServer {
-		cfg, err := servertest.Config(filepath.Join(dir, name))
-		must(err)
-		cfg.EtcdUnsafeNoFsync = !fsync
-		proc := startProcess(binary, cfg, "--authorization-mode", mode)
-		return authzServer{kubeconfig: filepath.Join(cfg.DataDir, "admin.kubeconfig"), pki: filepath.Join(cfg.DataDir, "pki"),
-			pid: proc.Process.Pid, stop: func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }}
-	}
-	return start("authz-rbac", "Node,RBAC"), start("authz-allow", "AlwaysAllow")
-}
-
-// authzRow is a pair of the rbac rows with each server's CPU time per operation.
-type authzRow struct {
-	pair
-	rbacCPU, allowCPU time.Duration
+	return startServer(dir, "authz-rbac", fsync, binary, "--authorization-mode", "Node,RBAC"),
+		startServer(dir, "authz-allow", fsync, binary, "--authorization-mode", "AlwaysAllow")
 }
 
 // benchUser returns a client for user bench-user (group bench-group, not system:masters)
@@ -65,11 +43,11 @@ func benchUser(rc *rest.Config, pki string) kubernetes.Interface {
 // with --authorization-mode=AlwaysAllow: the cost of RBAC over AlwaysAllow, as rates and as
 // each server's own CPU time per request (which the machine's other load disturbs far less).
 // The pair's "api" side is the RBAC server, its "etcd" side the AlwaysAllow one.
-func rbacRows(ctx context.Context, dir string, fsync bool, binary string, n int) []authzRow {
+func rbacRows(ctx context.Context, dir string, fsync bool, binary string, n int) []cpuRow {
 	rs, as := authzServers(dir, fsync, binary)
 	defer rs.stop()
 	defer as.stop()
-	client := func(s authzServer) (admin, user kubernetes.Interface) {
+	client := func(s procServer) (admin, user kubernetes.Interface) {
 		rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 		must(err)
 		rc.QPS, rc.Burst = 1e6, 1e6
@@ -102,12 +80,9 @@ func rbacRows(ctx context.Context, dir string, fsync bool, binary string, n int)
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	var rows []authzRow
+	var rows []cpuRow
 	measureRow := func(name string, conc, ops int, rbacOp, allowOp func(int) error) {
-		r0, a0 := pidCPU(rs.pid), pidCPU(as.pid)
-		p := measureOps(name, conc, ops, rbacOp, allowOp)
-		done := time.Duration(rounds * (ops / rounds))
-		rows = append(rows, authzRow{pair: p, rbacCPU: (pidCPU(rs.pid) - r0) / done, allowCPU: (pidCPU(as.pid) - a0) / done})
+		rows = append(rows, measureCPU(rs.pid, as.pid, name, conc, ops, rbacOp, allowOp))
 	}
 	for _, conc := range []int{1, 32} {
 		ops := n
@@ -147,22 +122,9 @@ func rbacRows(ctx context.Context, dir string, fsync bool, binary string, n int)
 }
 
 // printRBACRows prints rbacRows' table.
-func printRBACRows(rows []authzRow) {
-	var pairs []pair
-	for _, r := range rows {
-		pairs = append(pairs, r.pair)
-	}
-	printSideBySide("authorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, two fresh apiserver processes in the same state, same run (ratio: rbac/allow):",
-		"rbac", "allow", pairs)
-	fmt.Println("\nthe same rows, CPU time of each apiserver process (with its etcd member) per request (ratio: rbac/allow; 10 ms clock ticks):")
-	fmt.Printf("%-18s %4s | %12s %12s | %7s\n", "op", "conc", "rbac CPU/op", "allow CPU/op", "ratio")
-	for _, r := range rows {
-		ratio := 0.0
-		if r.allowCPU > 0 {
-			ratio = float64(r.rbacCPU) / float64(r.allowCPU)
-		}
-		fmt.Printf("%-18s %4d | %12s %12s | %6.0f%%\n", r.api.name, r.api.conc, r.rbacCPU.Round(time.Microsecond), r.allowCPU.Round(time.Microsecond), 100*ratio)
-	}
+func printRBACRows(rows []cpuRow) {
+	printCPURows("authorization: a non-admin user authorized by RBAC (a RoleBinding among 1001 in the namespace) vs the same user on an apiserver with --authorization-mode=AlwaysAllow, two fresh apiserver processes in the same state, same run (ratio: rbac/allow):",
+		"rbac", "allow", rows)
 }
 
 // printSideBySide prints rows measured on two servers (the pair's api side is left, its etcd
