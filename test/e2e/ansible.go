@@ -29,7 +29,8 @@ func (e *e2e) ensureRootfs() error {
 	if _, err := os.Stat(ready); err == nil {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".debootstrap-done")); err != nil {
+	// A rootfs of another version (other packages) is made again from scratch.
+	if _, err := os.Stat(filepath.Join(dir, ".debootstrap-done-"+rootfsVersion)); err != nil {
 		e.progress("debootstrap bookworm into %s (once; a few minutes)", dir)
 		tmp := dir + ".tmp"
 		_ = os.RemoveAll(tmp)
@@ -45,7 +46,7 @@ func (e *e2e) ensureRootfs() error {
 		if err != nil {
 			return fmt.Errorf("debootstrap failed (see _output/e2e/logs/debootstrap.log): %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, ".debootstrap-done"), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, ".debootstrap-done-"+rootfsVersion), nil, 0o644); err != nil {
 			return err
 		}
 		if err := os.Rename(tmp, dir); err != nil {
