@@ -7,7 +7,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools run test test-race test-stress lint lint-ansible bench drill upstream e2e clean
+.PHONY: all build etcd-tools run test test-race test-stress lint lint-ansible bench drill upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -64,6 +64,11 @@ drill: build
 E2E_FLAGS ?=
 e2e: build etcd-tools
 	flock -o /tmp/hacp-netns.lock $(GO) run ./test/e2e $(E2E_FLAGS)
+
+# Only the e2e hosts' Debian rootfs (debootstrap into _output/e2e-rootfs, once; mostly
+# download, so .ci/run makes it in the background while the other suites run).
+e2e-rootfs:
+	flock -o /tmp/hacp-e2e-rootfs.lock $(GO) run ./test/e2e --rootfs-only
 
 clean:
 	rm -rf bin _output

@@ -36,7 +36,8 @@ func (e *e2e) ensureRootfs() error {
 		_ = os.RemoveAll(tmp)
 		_ = os.RemoveAll(dir)
 		cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+rootfsPackages, "bookworm", tmp, "http://deb.debian.org/debian")
-		logf, err := os.Create(filepath.Join(e.out, "logs", "debootstrap.log"))
+		logPath := filepath.Join(e.out, "logs", "debootstrap.log")
+		logf, err := os.Create(logPath)
 		if err != nil {
 			return err
 		}
@@ -44,7 +45,7 @@ func (e *e2e) ensureRootfs() error {
 		err = cmd.Run()
 		logf.Close()
 		if err != nil {
-			return fmt.Errorf("debootstrap failed (see _output/e2e/logs/debootstrap.log): %w", err)
+			return fmt.Errorf("debootstrap failed (see %s): %w", logPath, err)
 		}
 		if err := os.WriteFile(filepath.Join(tmp, ".debootstrap-done-"+rootfsVersion), nil, 0o644); err != nil {
 			return err

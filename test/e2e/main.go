@@ -37,8 +37,15 @@ func main() {
 	keep := flag.Bool("keep", false, "leave the hosts running at the end (for debugging; the next run removes them)")
 	steps := flag.Int("steps", 0, "run only the first N steps (debugging; 0: all)")
 	resume := flag.Int("resume", 0, "start at step N on the hosts a --keep run left (debugging; 0: from scratch)")
+	rootfsOnly := flag.Bool("rootfs-only", false, "only make the cached rootfs (debootstrap, mostly download; CI makes it beside the other suites) and exit")
 	flag.Parse()
-	if err := run(*keep, *steps, *resume); err != nil {
+	var err error
+	if *rootfsOnly {
+		err = makeRootfs()
+	} else {
+		err = run(*keep, *steps, *resume)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: %v\n", err)
 		os.Exit(1)
 	}
@@ -75,6 +82,26 @@ func run(keep bool, steps, resume int) error {
 		e.printReport()
 	}
 	return err
+}
+
+// makeRootfs makes the cached rootfs the hosts boot from, if it is not there yet.
+func makeRootfs() error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		return errors.New("debootstrap not found (Debian package debootstrap)")
+	}
+	e := &e2e{root: root, out: filepath.Join(root, "_output", "e2e-rootfs-logs"), start: time.Now()}
+	if err := os.MkdirAll(filepath.Join(e.out, "logs"), 0o700); err != nil {
+		return err
+	}
+	if err := e.ensureRootfs(); err != nil {
+		return err
+	}
+	e.progress("rootfs ready in %s", time.Since(e.start).Round(time.Second))
+	return nil
 }
 
 // prerequisites reports the first missing thing the suite needs.
