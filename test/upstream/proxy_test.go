@@ -24,6 +24,8 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -235,74 +237,139 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 	})
 
-	t.Run("exec", func(t *testing.T) {
-		// kwok runs the command on this host, with the environment it was configured with.
-		if out := kubectl("exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC"); out != "through-hacp\n" {
-			t.Fatalf("kubectl exec: %q", out)
-		}
-		// head, not cat: kwok's local exec does not close the command's stdin when the
-		// stream's ends, so the command must end by itself.
-		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
-		cmd.Stdin = strings.NewReader("stdin goes through\nnot this one\n")
-		out, err := cmd.CombinedOutput()
-		if err != nil || string(out) != "STDIN GOES THROUGH\n" {
-			t.Fatalf("kubectl exec -i: %v %q", err, out)
-		}
-		out, err = exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "app", "--", "sh", "-c", "exit 3").CombinedOutput()
-		// kwok reports a command's failure as an error status (a kubelet reports the exit
-		// code, which kubectl then exits with): the failure comes back through hacp.
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), "exit status 3") {
-			t.Fatalf("kubectl exec of exit 3: %v %s", err, out)
-		}
-	})
-
-	t.Run("port-forward", func(t *testing.T) {
-		lines := startKubectlStream(t, srv.KubeconfigPath(), "port-forward", "pod/app", ":80")
-		var local string
-		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
-		for local == "" {
-			if m := re.FindStringSubmatch(lines.next(t)); m != nil {
-				local = m[1]
+	// kubectl 1.33 asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
+	// tunnelled in WebSocket for port-forward), which hacp translates to SPDY for kwok, and
+	// falls back to SPDY when the upgrade is refused; with its websocket gates off it
+	// speaks SPDY only, which hacp passes through.
+	metrics := srv.Connector().Metrics()
+	for _, mode := range []struct {
+		name      string
+		env       []string
+		websocket bool
+	}{
+		{"websocket", nil, true},
+		{"spdy", []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}, false},
+	} {
+		// checkLog asserts from kubectl's -v=4 log which protocol it used.
+		checkLog := func(t *testing.T, log, negotiated string) {
+			t.Helper()
+			for _, fallback := range []string{"RemoteCommand fallback", "fallback to secondary dialer"} {
+				if strings.Contains(log, fallback) {
+					t.Fatalf("kubectl fell back to SPDY (%q):\n%s", fallback, log)
+				}
+			}
+			if got := strings.Contains(log, negotiated); got != mode.websocket {
+				t.Fatalf("kubectl log has %q: %v, want %v:\n%s", negotiated, got, mode.websocket, log)
 			}
 		}
-		for i := range 3 { // each connection is its own stream
-			c, err := net.Dial("tcp", "127.0.0.1:"+local)
+		run := func(t *testing.T, stdin string, args ...string) (string, string, error) {
+			t.Helper()
+			cctx, ccancel := context.WithTimeout(ctx, cpWait)
+			defer ccancel()
+			cmd := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
+			cmd.Env = append(os.Environ(), mode.env...)
+			cmd.Stdin = strings.NewReader(stdin)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+
+		t.Run("exec/"+mode.name, func(t *testing.T) {
+			before := counterSum(t, metrics.Translated)
+			// kwok runs the command on this host, with the environment it was configured with.
+			out, log, err := run(t, "", "exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC")
+			if err != nil || out != "through-hacp\n" {
+				t.Fatalf("kubectl exec: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			// head, not cat: kwok's local exec does not close the command's stdin when the
+			// stream's ends, so the command must end by itself.
+			out, log, err = run(t, "stdin goes through\nnot this one\n", "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
+			if err != nil || out != "STDIN GOES THROUGH\n" {
+				t.Fatalf("kubectl exec -i: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			out, log, err = run(t, "", "exec", "app", "--", "sh", "-c", "echo to stderr >&2; exit 3")
+			// kwok reports a command's failure as an error status (a kubelet reports the exit
+			// code, which kubectl then exits with): the failure comes back through hacp.
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(log, "exit status 3") || !strings.Contains(log, "to stderr") {
+				t.Fatalf("kubectl exec of exit 3: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			after := counterSum(t, metrics.Translated)
+			if want := before + map[bool]float64{true: 3}[mode.websocket]; after != want {
+				t.Fatalf("apiserver_stream_translator_requests_total went from %v to %v, want %v", before, after, want)
+			}
+		})
+
+		t.Run("port-forward/"+mode.name, func(t *testing.T) {
+			before := counterSum(t, metrics.Tunneled)
+			lines := startKubectlStreamEnv(t, mode.env, srv.KubeconfigPath(), "-v=4", "port-forward", "pod/app", ":80")
+			var local string
+			var log strings.Builder
+			re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
+			for local == "" {
+				l := lines.next(t)
+				log.WriteString(l + "\n")
+				if m := re.FindStringSubmatch(l); m != nil {
+					local = m[1]
+				}
+			}
+			for i := range 3 { // each connection is its own stream
+				c, err := net.Dial("tcp", "127.0.0.1:"+local)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := fmt.Sprintf("through port-forward %d\n", i)
+				if _, err := c.Write([]byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+				got, err := bufio.NewReader(c).ReadString('\n')
+				c.Close()
+				if err != nil || got != msg {
+					t.Fatalf("echo through kubectl port-forward: %q %v", got, err)
+				}
+			}
+			for l, ok := lines.poll(t, 0); ok; l, ok = lines.poll(t, 0) {
+				log.WriteString(l + "\n")
+			}
+			checkLog(t, log.String(), "negotiated protocol: portforward.k8s.io")
+			// kubectl opens one connection for all the forwarded ones.
+			after := counterSum(t, metrics.Tunneled)
+			if want := before + map[bool]float64{true: 1}[mode.websocket]; after != want {
+				t.Fatalf("apiserver_stream_tunnel_requests_total went from %v to %v, want %v", before, after, want)
+			}
+		})
+
+		t.Run("attach/"+mode.name, func(t *testing.T) {
+			// kwok attaches to the log file from its end: lines appended while attached arrive.
+			// kubectl says nothing when it is attached, so lines are appended until one does.
+			stream := startKubectlStreamEnv(t, mode.env, srv.KubeconfigPath(), "-v=4", "attach", "app")
+			f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg := fmt.Sprintf("through port-forward %d\n", i)
-			if _, err := c.Write([]byte(msg)); err != nil {
-				t.Fatal(err)
+			defer f.Close()
+			var log strings.Builder
+			for i := 0; ; i++ {
+				if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
+					t.Fatal(err)
+				}
+				l, ok := stream.poll(t, 200*time.Millisecond)
+				for ; ok && !strings.HasPrefix(l, "attached line "); l, ok = stream.poll(t, 0) {
+					log.WriteString(l + "\n") // (kubectl also prints a hint about a command prompt)
+				}
+				if ok {
+					break
+				}
+				if i > 5*60*5 {
+					t.Fatal("kubectl attach saw none of the appended lines")
+				}
 			}
-			got, err := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if err != nil || got != msg {
-				t.Fatalf("echo through kubectl port-forward: %q %v", got, err)
-			}
-		}
-	})
-
-	t.Run("attach", func(t *testing.T) {
-		// kwok attaches to the log file from its end: lines appended while attached arrive.
-		// kubectl says nothing when it is attached, so lines are appended until one does.
-		stream := startKubectlStream(t, srv.KubeconfigPath(), "attach", "app")
-		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for i := 0; ; i++ {
-			if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
-				t.Fatal(err)
-			}
-			if l, ok := stream.poll(t, 200*time.Millisecond); ok && strings.HasPrefix(l, "attached line ") {
-				return // (kubectl also prints a hint about a command prompt)
-			}
-			if i > 5*60*5 {
-				t.Fatal("kubectl attach saw none of the appended lines")
-			}
-		}
-	})
+			checkLog(t, log.String(), "The subprotocol is v5.channel.k8s.io")
+		})
+	}
 
 	t.Run("nodes/proxy", func(t *testing.T) {
 		if out := kubectl("get", "--raw", "/api/v1/nodes/kwok-node-0/proxy/healthz"); out != "ok" {
@@ -379,7 +446,14 @@ type kubectlStream struct {
 // startKubectlStream runs kubectl with args until the test ends (it is killed by its PID).
 func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubectlStream {
 	t.Helper()
+	return startKubectlStreamEnv(t, nil, kubeconfig, args...)
+}
+
+// startKubectlStreamEnv is startKubectlStream with env added to kubectl's environment.
+func startKubectlStreamEnv(t *testing.T, env []string, kubeconfig string, args ...string) *kubectlStream {
+	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -434,6 +508,25 @@ func (s *kubectlStream) poll(t *testing.T, wait time.Duration) (string, bool) {
 	case <-time.After(wait):
 		return "", false
 	}
+}
+
+// counterSum is the sum of a counter over all its labels.
+func counterSum(t *testing.T, c *prometheus.CounterVec) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		sum += d.GetCounter().GetValue()
+	}
+	return sum
 }
 
 // waitUntil polls cond until it holds, failing with its last word after cpWait.

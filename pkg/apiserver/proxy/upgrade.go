@@ -132,6 +132,15 @@ func stripCredentials(h http.Header) {
 // serveUpgrade dials the backend, forwards the upgrade request and, when the backend
 // switches protocols, splices the two connections.
 func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
+	h.serveUpgradeWith(w, r, nil, nil)
+}
+
+// serveUpgradeWith sends r (to Location) as an upgrade request to the backend. When the
+// backend switches protocols, accept (if set) answers the client and returns the connection
+// to splice with the backend's, and on an error has answered the client itself; without
+// accept the client's connection is hijacked and given the backend's answer. When the backend
+// answers otherwise, refused (if set) is told its code and the answer is passed on.
+func (h *Handler) serveUpgradeWith(w http.ResponseWriter, r *http.Request, accept func(*http.Response) (net.Conn, error), refused func(code int)) {
 	ctx := r.Context()
 	backend, err := h.dial(ctx)
 	if err != nil {
@@ -167,8 +176,10 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		// The backend refused (a kubelet without WebSocket support answers 400, and
-		// kubectl then falls back to SPDY): pass its answer on as it is.
+		// The backend refused: pass its answer on as it is.
+		if refused != nil {
+			refused(resp.StatusCode)
+		}
 		defer backend.Close()
 		defer resp.Body.Close()
 		defer context.AfterFunc(ctx, func() { backend.Close() })()
@@ -177,20 +188,35 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(w, resp.Body)
 		return
 	}
-	client, clientBuf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		backend.Close()
-		writeStatus(w, unknownError(fmt.Errorf("unable to upgrade: %w", err)))
-		return
+	var client net.Conn
+	var fromClient io.Reader
+	if accept != nil {
+		client, err = accept(resp)
+		if err != nil {
+			backend.Close()
+			return
+		}
+		fromClient = client
+	} else {
+		var clientBuf *bufio.ReadWriter
+		client, clientBuf, err = http.NewResponseController(w).Hijack()
+		if err != nil {
+			backend.Close()
+			writeStatus(w, unknownError(fmt.Errorf("unable to upgrade: %w", err)))
+			return
+		}
+		if err := resp.Write(client); err != nil {
+			client.Close()
+			backend.Close()
+			return
+		}
+		fromClient = clientBuf.Reader
 	}
 	defer client.Close()
 	defer backend.Close()
-	if err := resp.Write(client); err != nil {
-		return
-	}
 	h.Tracker.add(1)
 	defer h.Tracker.add(-1)
-	splice(client, clientBuf.Reader, backend, br)
+	splice(client, fromClient, backend, br)
 }
 
 // splice copies client to backend and backend to client until either direction ends, then
