@@ -244,6 +244,17 @@ func TestSampleAPIServer(t *testing.T) {
 		t.Fatalf("kubectl explain flunders.spec: %v\n%s%s", err, out, errOut)
 	}
 
+	// Its OpenAPI v2 document, merged into hacp's /openapi/v2 (JSON and protobuf): kubectl
+	// explain's v2 output reads the protobuf.
+	eventually(t, 60*time.Second, func() (bool, string) {
+		out, errOut, err := k.run("", "explain", "flunders.spec", "--output=plaintext-openapiv2")
+		return err == nil && strings.Contains(out, "referenceType"), out + errOut
+	})
+	if out := k.ok("", "get", "--raw", "/openapi/v2"); !strings.Contains(out, `"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"`) ||
+		!strings.Contains(out, `"/api/v1/namespaces"`) {
+		t.Fatalf("/openapi/v2 lacks the flunders or the namespaces paths:\n%s", tail([]byte(out), 2000))
+	}
+
 	// An RBAC-less user is refused; one with rights works, and sample-apiserver sees who.
 	bundle := hacp.Certs()
 	kubeconfigFor := func(user string, groups ...string) string {
@@ -349,6 +360,10 @@ func TestSampleAPIServer(t *testing.T) {
 	if out := k.ok("", "get", "--raw", "/apis"); strings.Contains(out, "wardle.example.com") {
 		t.Fatalf("/apis still lists wardle.example.com:\n%s", out)
 	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		out := k.ok("", "get", "--raw", "/openapi/v2")
+		return !strings.Contains(out, "wardle.example.com") && strings.Contains(out, `"/api/v1/namespaces"`), "/openapi/v2 still has wardle.example.com"
+	})
 	out, errOut, err := k.run("", "api-resources")
 	if err != nil || strings.Contains(out, "flunders") || !strings.Contains(out, "deployments") {
 		t.Fatalf("kubectl api-resources with the extension gone: %v\n%s%s", err, out, errOut)
