@@ -13,11 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/internal/upstream"
@@ -117,11 +119,11 @@ func echoServer(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestKwokProxySubresources: kubectl logs (-f, --tail), exec, port-forward, nodes/proxy and
-// services/proxy (also through kubectl proxy) through hacp to kwok's node server, which hacp
-// finds from the Node kwok keeps (InternalIP and daemonEndpoints) and reaches over TLS
-// verified with the kubelet CA, presenting its kubelet client certificate.
-func TestKwokProxySubresources(t *testing.T) {
+// startKwokNode starts hacp and kwok's node server for node kwok-node-0 (serving logs from
+// the returned file, exec on this host, attach to that file and port-forward to an echo
+// server) and waits until kwok runs pod default/app there.
+func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string) {
+	t.Helper()
 	testenv.RequireCommand(t, "kubectl")
 	kwokBin := upstream.Binary(t, upstream.Kwok)
 	stages, err := upstream.KwokStages(context.Background(), upstream.Root())
@@ -189,6 +191,18 @@ func TestKwokProxySubresources(t *testing.T) {
 		return n.Status.DaemonEndpoints.KubeletEndpoint.Port > 0 && p.Status.Phase == corev1.PodRunning,
 			fmt.Sprintf("kubelet port %d, pod %s", n.Status.DaemonEndpoints.KubeletEndpoint.Port, p.Status.Phase)
 	})
+	return srv, cs, logFile
+}
+
+// TestKwokProxySubresources: kubectl logs (-f, --tail), exec (-i, and -it on a pty), attach,
+// port-forward, nodes/proxy and services/proxy (also through kubectl proxy) through hacp to
+// kwok's node server, which hacp finds from the Node kwok keeps (InternalIP and
+// daemonEndpoints) and reaches over TLS verified with the kubelet CA, presenting its kubelet
+// client certificate.
+func TestKwokProxySubresources(t *testing.T) {
+	srv, cs, logFile := startKwokNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
 	kubectl := func(args ...string) string {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(ctx, cpWait)
@@ -276,6 +290,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 
 		t.Run("exec/"+mode.name, func(t *testing.T) {
+			streamsEnded(t, srv) // the streams of earlier subtests are counted
 			before := counterSum(t, metrics.Translated)
 			// kwok runs the command on this host, with the environment it was configured with.
 			out, log, err := run(t, "", "exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC")
@@ -297,13 +312,73 @@ func TestKwokProxySubresources(t *testing.T) {
 				t.Fatalf("kubectl exec of exit 3: %v %q\n%s", err, out, log)
 			}
 			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			streamsEnded(t, srv)
 			after := counterSum(t, metrics.Translated)
 			if want := before + map[bool]float64{true: 3}[mode.websocket]; after != want {
 				t.Fatalf("apiserver_stream_translator_requests_total went from %v to %v, want %v", before, after, want)
 			}
 		})
 
+		t.Run("exec -it/"+mode.name, func(t *testing.T) {
+			// kubectl on a pseudo-terminal, as a user types at it; kwok runs the shell on a
+			// pty of its own and applies the sizes kubectl sends.
+			cmd := exec.Command("kubectl", "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
+			cmd.Env = append(os.Environ(), mode.env...)
+			term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			screen := &terminalOutput{}
+			readDone := make(chan struct{})
+			go func() {
+				defer close(readDone)
+				_, _ = io.Copy(screen, term)
+			}()
+			waitDone := make(chan error, 1)
+			go func() { waitDone <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				term.Close()
+				<-readDone
+			})
+			typeUntil := func(line, want string) {
+				t.Helper()
+				// The shell may not read what is typed before it runs, so type again until
+				// the answer shows (each answer computed, so an echo of the line is no match).
+				waitUntil(t, "terminal shows "+want, func() (bool, string) {
+					if strings.Contains(screen.String(), want) {
+						return true, ""
+					}
+					if _, err := term.Write([]byte(line + "\r")); err != nil {
+						return false, err.Error()
+					}
+					ok := screen.waitFor(want, 2*time.Second)
+					return ok, screen.String()
+				})
+			}
+			typeUntil("echo typed-$((6*7))", "typed-42")
+			typeUntil("stty size", "40 100")
+			if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+				t.Fatal(err)
+			}
+			// kubectl sends the new size on SIGWINCH; kwok resizes its pty.
+			typeUntil("stty size", "50 120")
+			if _, err := term.Write([]byte("exit\r")); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-waitDone:
+				if err != nil {
+					t.Fatalf("kubectl exec -it after exit: %v\n%s", err, screen.String())
+				}
+			case <-time.After(cpWait):
+				t.Fatalf("kubectl exec -it did not end after exit:\n%s", screen.String())
+			}
+			checkLog(t, screen.String(), "The subprotocol is v5.channel.k8s.io")
+		})
+
 		t.Run("port-forward/"+mode.name, func(t *testing.T) {
+			streamsEnded(t, srv)
 			before := counterSum(t, metrics.Tunneled)
 			lines := startKubectlStreamEnv(t, mode.env, srv.KubeconfigPath(), "-v=4", "port-forward", "pod/app", ":80")
 			var local string
@@ -437,10 +512,126 @@ func TestKwokProxySubresources(t *testing.T) {
 	})
 }
 
+// TestKwokStreamsEnd: streams through hacp to kwok leave no goroutine in the apiserver once
+// their kubectl ends, whether the stream ended by itself or kubectl was killed in the middle:
+// exec over WebSocket (translated to SPDY) and over SPDY, attach, port-forward (SPDY in
+// WebSocket) and logs -f; nor do a WebSocket exec and a port-forward to a node agent that
+// accepts connections and never answers.
+func TestKwokStreamsEnd(t *testing.T) {
+	srv, cs, _ := startKwokNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
+	kc := srv.KubeconfigPath()
+	spdyOnly := []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
+	// until runs kubectl -v=4 until it prints a line matching re, then kills it.
+	until := func(env []string, re string, args ...string) {
+		t.Helper()
+		s := startKubectlStreamEnv(t, env, kc, append([]string{"-v=4"}, args...)...)
+		defer s.stop()
+		for l := s.next(t); !regexp.MustCompile(re).MatchString(l); l = s.next(t) {
+		}
+	}
+	round := func(n int) {
+		t.Helper()
+		for range n {
+			for _, env := range [][]string{nil, spdyOnly} {
+				cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
+				cmd.Env = append(os.Environ(), env...)
+				if out, err := cmd.CombinedOutput(); err != nil || string(out) != "done\n" {
+					t.Fatalf("kubectl exec (%v): %v %q", env, err, out)
+				}
+				// (kwok ends the command when its stream goes; sleep bounds it if not)
+				until(env, `^sleeping$`, "exec", "app", "--", "sh", "-c", "echo sleeping; sleep 120")
+				until(env, `Forwarding from 127\.0\.0\.1`, "port-forward", "pod/app", ":80")
+			}
+			until(nil, `The subprotocol is v5.channel.k8s.io`, "attach", "app")
+			until(nil, `first line`, "logs", "-f", "app")
+		}
+		streamsEnded(t, srv)
+	}
+	round(1) // warm-up: pools and connections that stay are in the baseline
+	base := runtime.NumGoroutine()
+	round(5)
+	waitUntil(t, "goroutines back", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+5, fmt.Sprintf("%d goroutines, %d before the streams", n, base)
+	})
+
+	// A node agent that accepts and never answers.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []net.Conn
+	var held sync.WaitGroup
+	held.Go(func() {
+		for {
+			c, err := dead.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		dead.Close()
+		held.Wait()
+		mu.Lock()
+		for _, c := range accepted {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead"}}
+	node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(dead.Addr().(*net.TCPAddr).Port)
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: corev1.PodSpec{NodeName: "dead",
+		Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}}
+	if pod, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning // kubectl port-forward wants a running pod
+	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base = runtime.NumGoroutine()
+	for range 5 {
+		for _, args := range [][]string{{"exec", "stuck", "--", "ls"}, {"port-forward", "pod/stuck", ":80"}} {
+			mu.Lock()
+			before := len(accepted)
+			mu.Unlock()
+			s := startKubectlStream(t, kc, args...)
+			waitUntil(t, "the dead node agent accepts", func() (bool, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(accepted) > before, fmt.Sprintf("%d accepted", len(accepted))
+			})
+			s.stop()
+		}
+	}
+	streamsEnded(t, srv)
+	waitUntil(t, "goroutines back after a dead node agent", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+5, fmt.Sprintf("%d goroutines, %d before", n, base)
+	})
+}
+
 // kubectlStream is a kubectl that keeps running (logs -f, port-forward, proxy), its output
 // read line by line.
 type kubectlStream struct {
 	lines chan string
+	// stop kills kubectl and waits until it and the reading of its output have ended.
+	stop func()
 }
 
 // startKubectlStream runs kubectl with args until the test ends (it is killed by its PID).
@@ -473,10 +664,13 @@ func startKubectlStreamEnv(t *testing.T, env []string, kubeconfig string, args .
 		}
 		close(s.lines)
 	}()
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Kill()
 		<-done
+		for range s.lines {
+		}
 	})
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -508,6 +702,62 @@ func (s *kubectlStream) poll(t *testing.T, wait time.Duration) (string, bool) {
 	case <-time.After(wait):
 		return "", false
 	}
+}
+
+// terminalOutput collects what a pseudo-terminal shows.
+type terminalOutput struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	changed chan struct{}
+}
+
+func (o *terminalOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
+	}
+	return len(p), nil
+}
+
+func (o *terminalOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitFor reports whether the output shows want within wait.
+func (o *terminalOutput) waitFor(want string, wait time.Duration) bool {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		o.mu.Lock()
+		if strings.Contains(o.buf.String(), want) {
+			o.mu.Unlock()
+			return true
+		}
+		if o.changed == nil {
+			o.changed = make(chan struct{})
+		}
+		changed := o.changed
+		o.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// streamsEnded waits until srv has no exec, attach or port-forward stream open.
+func streamsEnded(t *testing.T, srv *server.Server) {
+	t.Helper()
+	waitUntil(t, "streams closed", func() (bool, string) {
+		open := srv.Connector().Tracker.Open()
+		return open == 0, fmt.Sprintf("%d streams open", open)
+	})
 }
 
 // counterSum is the sum of a counter over all its labels.
