@@ -353,12 +353,20 @@ func TestProxySubresourcesKubelet(t *testing.T) {
 			}
 			conn.Close()
 		}
-		// The kubelet refuses WebSocket (kubectl then falls back to SPDY): its answer comes back.
-		conn, _, resp := e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket",
-			map[string]string{"Sec-WebSocket-Protocol": "v5.channel.k8s.io", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+		// A v5 WebSocket exec is the apiserver's to answer (it translates to SPDY for the
+		// kubelet, which this stand-in does not speak; kubectl then reads the error on the
+		// error channel). Older WebSocket protocols go to the kubelet, whose refusal comes back.
+		ws := map[string]string{"Sec-WebSocket-Protocol": "v5.channel.k8s.io", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+		conn, _, resp := e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket", ws)
+		conn.Close()
+		if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Protocol") != "v5.channel.k8s.io" {
+			t.Fatalf("v5 websocket exec: %s %v", resp.Status, resp.Header)
+		}
+		ws["Sec-WebSocket-Protocol"] = "v4.channel.k8s.io"
+		conn, _, resp = e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket", ws)
 		conn.Close()
 		if resp.StatusCode != http.StatusBadRequest {
-			t.Fatalf("websocket to a kubelet without it: %s", resp.Status)
+			t.Fatalf("v4 websocket to a kubelet without it: %s", resp.Status)
 		}
 	})
 }
