@@ -342,7 +342,7 @@ func (c *Connector) proxyHandler(loc *url.URL, path string, transport *http.Tran
 	if path == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/") {
-				(&Handler{Location: withPath(loc, "/"), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}).ServeHTTP(w, r)
+				(&Handler{Location: withPath(loc, "/"), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout, RewriteLinks: true}).ServeHTTP(w, r)
 				return
 			}
 			target := r.URL.Path + "/"
@@ -353,7 +353,7 @@ func (c *Connector) proxyHandler(loc *url.URL, path string, transport *http.Tran
 			w.WriteHeader(http.StatusMovedPermanently)
 		})
 	}
-	return &Handler{Location: withPath(loc, path), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}
+	return &Handler{Location: withPath(loc, path), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout, RewriteLinks: true}
 }
 
 func withPath(loc *url.URL, path string) *url.URL {
