@@ -519,8 +519,6 @@ func TestKwokProxySubresources(t *testing.T) {
 // accepts connections and never answers.
 func TestKwokStreamsEnd(t *testing.T) {
 	srv, cs, _ := startKwokNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
-	defer cancel()
 	kc := srv.KubeconfigPath()
 	spdyOnly := []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 	// until runs kubectl -v=4 until it prints a line matching re, then kills it.
@@ -535,9 +533,12 @@ func TestKwokStreamsEnd(t *testing.T) {
 		t.Helper()
 		for range n {
 			for _, env := range [][]string{nil, spdyOnly} {
-				cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
+				cctx, ccancel := context.WithTimeout(context.Background(), cpWait)
+				cmd := exec.CommandContext(cctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
 				cmd.Env = append(os.Environ(), env...)
-				if out, err := cmd.CombinedOutput(); err != nil || string(out) != "done\n" {
+				out, err := cmd.CombinedOutput()
+				ccancel()
+				if err != nil || string(out) != "done\n" {
 					t.Fatalf("kubectl exec (%v): %v %q", env, err, out)
 				}
 				// (kwok ends the command when its stream goes; sleep bounds it if not)
@@ -558,6 +559,8 @@ func TestKwokStreamsEnd(t *testing.T) {
 	})
 
 	// A node agent that accepts and never answers.
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
