@@ -528,7 +528,7 @@ func (e *proxyEnv) upgradeNoWait(t *testing.T, method, path string) (net.Conn, *
 
 // TestProxySubresourcesBackends: services/proxy picks an endpoint that is its pod's IP and
 // port by name or number; pods/proxy goes to the pod's IP; both pass the path, query and
-// method through.
+// method through, and rewrite links in HTML and redirects under the proxy path.
 func TestProxySubresourcesBackends(t *testing.T) {
 	e := newProxyEnv(t)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
