@@ -307,16 +307,20 @@ func TestSampleAPIServer(t *testing.T) {
 		t.Fatalf("bob listed flunders: %v\n%s%s", err, out, errOut)
 	}
 
-	// A watch streams through, and leaves no goroutine behind once closed.
+	// Watches stream through, and leave no goroutine behind once closed.
 	flunders := dyn.Resource(flundersGVR).Namespace("default")
 	list, err := flunders.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := runtime.NumGoroutine()
-	w, err := flunders.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
+	var watches []watch.Interface
+	for range 10 {
+		w, err := flunders.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, w)
 	}
 	obj := &unstructured.Unstructured{}
 	if err := json.Unmarshal([]byte(fmt.Sprintf(flunder, "watched")), &obj.Object); err != nil {
@@ -325,18 +329,20 @@ func TestSampleAPIServer(t *testing.T) {
 	if _, err := flunders.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-w.ResultChan():
-		if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || u.GetName() != "watched" {
-			t.Fatalf("watch event %s %v", ev.Type, ev.Object)
+	for _, w := range watches {
+		select {
+		case ev := <-w.ResultChan():
+			if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || u.GetName() != "watched" {
+				t.Fatalf("watch event %s %v", ev.Type, ev.Object)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no watch event through the proxy")
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("no watch event through the proxy")
+		w.Stop()
 	}
-	w.Stop()
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n := runtime.NumGoroutine()
-		return n <= before, fmt.Sprintf("%d goroutines after the watch closed, %d before it opened", n, before)
+		return n <= before, fmt.Sprintf("%d goroutines after 10 watches closed, %d before they opened", n, before)
 	})
 
 	// Gone: the APIService becomes unavailable, its group answers 503 and leaves discovery,
