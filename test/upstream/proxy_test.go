@@ -13,17 +13,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -115,11 +119,11 @@ func echoServer(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestKwokProxySubresources: kubectl logs (-f, --tail), exec, port-forward, nodes/proxy and
-// services/proxy (also through kubectl proxy) through hacp to kwok's node server, which hacp
-// finds from the Node kwok keeps (InternalIP and daemonEndpoints) and reaches over TLS
-// verified with the kubelet CA, presenting its kubelet client certificate.
-func TestKwokProxySubresources(t *testing.T) {
+// startKwokNode starts hacp and kwok's node server for node kwok-node-0 (serving logs from
+// the returned file, exec on this host, attach to that file and port-forward to an echo
+// server) and waits until kwok runs pod default/app there.
+func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string) {
+	t.Helper()
 	testenv.RequireCommand(t, "kubectl")
 	kwokBin := upstream.Binary(t, upstream.Kwok)
 	stages, err := upstream.KwokStages(context.Background(), upstream.Root())
@@ -187,6 +191,18 @@ func TestKwokProxySubresources(t *testing.T) {
 		return n.Status.DaemonEndpoints.KubeletEndpoint.Port > 0 && p.Status.Phase == corev1.PodRunning,
 			fmt.Sprintf("kubelet port %d, pod %s", n.Status.DaemonEndpoints.KubeletEndpoint.Port, p.Status.Phase)
 	})
+	return srv, cs, logFile
+}
+
+// TestKwokProxySubresources: kubectl logs (-f, --tail), exec (-i, and -it on a pty), attach,
+// port-forward, nodes/proxy and services/proxy (also through kubectl proxy) through hacp to
+// kwok's node server, which hacp finds from the Node kwok keeps (InternalIP and
+// daemonEndpoints) and reaches over TLS verified with the kubelet CA, presenting its kubelet
+// client certificate.
+func TestKwokProxySubresources(t *testing.T) {
+	srv, cs, logFile := startKwokNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
 	kubectl := func(args ...string) string {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(ctx, cpWait)
@@ -235,74 +251,200 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 	})
 
-	t.Run("exec", func(t *testing.T) {
-		// kwok runs the command on this host, with the environment it was configured with.
-		if out := kubectl("exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC"); out != "through-hacp\n" {
-			t.Fatalf("kubectl exec: %q", out)
-		}
-		// head, not cat: kwok's local exec does not close the command's stdin when the
-		// stream's ends, so the command must end by itself.
-		cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
-		cmd.Stdin = strings.NewReader("stdin goes through\nnot this one\n")
-		out, err := cmd.CombinedOutput()
-		if err != nil || string(out) != "STDIN GOES THROUGH\n" {
-			t.Fatalf("kubectl exec -i: %v %q", err, out)
-		}
-		out, err = exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "exec", "app", "--", "sh", "-c", "exit 3").CombinedOutput()
-		// kwok reports a command's failure as an error status (a kubelet reports the exit
-		// code, which kubectl then exits with): the failure comes back through hacp.
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), "exit status 3") {
-			t.Fatalf("kubectl exec of exit 3: %v %s", err, out)
-		}
-	})
-
-	t.Run("port-forward", func(t *testing.T) {
-		lines := startKubectlStream(t, srv.KubeconfigPath(), "port-forward", "pod/app", ":80")
-		var local string
-		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
-		for local == "" {
-			if m := re.FindStringSubmatch(lines.next(t)); m != nil {
-				local = m[1]
+	// kubectl 1.33 asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
+	// tunnelled in WebSocket for port-forward), which hacp translates to SPDY for kwok, and
+	// falls back to SPDY when the upgrade is refused; with its websocket gates off it
+	// speaks SPDY only, which hacp passes through.
+	metrics := srv.Connector().Metrics()
+	for _, mode := range []struct {
+		name      string
+		env       []string
+		websocket bool
+	}{
+		{"websocket", nil, true},
+		{"spdy", []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}, false},
+	} {
+		// checkLog asserts from kubectl's -v=4 log which protocol it used.
+		checkLog := func(t *testing.T, log, negotiated string) {
+			t.Helper()
+			for _, fallback := range []string{"RemoteCommand fallback", "fallback to secondary dialer"} {
+				if strings.Contains(log, fallback) {
+					t.Fatalf("kubectl fell back to SPDY (%q):\n%s", fallback, log)
+				}
+			}
+			if got := strings.Contains(log, negotiated); got != mode.websocket {
+				t.Fatalf("kubectl log has %q: %v, want %v:\n%s", negotiated, got, mode.websocket, log)
 			}
 		}
-		for i := range 3 { // each connection is its own stream
-			c, err := net.Dial("tcp", "127.0.0.1:"+local)
+		run := func(t *testing.T, stdin string, args ...string) (string, string, error) {
+			t.Helper()
+			cctx, ccancel := context.WithTimeout(ctx, cpWait)
+			defer ccancel()
+			cmd := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
+			cmd.Env = append(os.Environ(), mode.env...)
+			cmd.Stdin = strings.NewReader(stdin)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+
+		t.Run("exec/"+mode.name, func(t *testing.T) {
+			streamsEnded(t, srv) // the streams of earlier subtests are counted
+			before := counterSum(t, metrics.Translated)
+			// kwok runs the command on this host, with the environment it was configured with.
+			out, log, err := run(t, "", "exec", "app", "--", "sh", "-c", "echo $KWOK_EXEC")
+			if err != nil || out != "through-hacp\n" {
+				t.Fatalf("kubectl exec: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			// head, not cat: kwok's local exec does not close the command's stdin when the
+			// stream's ends, so the command must end by itself.
+			out, log, err = run(t, "stdin goes through\nnot this one\n", "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
+			if err != nil || out != "STDIN GOES THROUGH\n" {
+				t.Fatalf("kubectl exec -i: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			out, log, err = run(t, "", "exec", "app", "--", "sh", "-c", "echo to stderr >&2; exit 3")
+			// kwok reports a command's failure as an error status (a kubelet reports the exit
+			// code, which kubectl then exits with): the failure comes back through hacp.
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(log, "exit status 3") || !strings.Contains(log, "to stderr") {
+				t.Fatalf("kubectl exec of exit 3: %v %q\n%s", err, out, log)
+			}
+			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			streamsEnded(t, srv)
+			after := counterSum(t, metrics.Translated)
+			if want := before + map[bool]float64{true: 3}[mode.websocket]; after != want {
+				t.Fatalf("apiserver_stream_translator_requests_total went from %v to %v, want %v", before, after, want)
+			}
+		})
+
+		t.Run("exec -it/"+mode.name, func(t *testing.T) {
+			// kubectl on a pseudo-terminal, as a user types at it; kwok runs the shell on a
+			// pty of its own and applies the sizes kubectl sends.
+			cmd := exec.Command("kubectl", "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
+			cmd.Env = append(os.Environ(), mode.env...)
+			term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg := fmt.Sprintf("through port-forward %d\n", i)
-			if _, err := c.Write([]byte(msg)); err != nil {
+			screen := &terminalOutput{}
+			readDone := make(chan struct{})
+			go func() {
+				defer close(readDone)
+				_, _ = io.Copy(screen, term)
+			}()
+			waitDone := make(chan error, 1)
+			go func() { waitDone <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				term.Close()
+				<-readDone
+			})
+			typeUntil := func(line, want string) {
+				t.Helper()
+				// The shell may not read what is typed before it runs, so type again until
+				// the answer shows (each answer computed, so an echo of the line is no match).
+				waitUntil(t, "terminal shows "+want, func() (bool, string) {
+					if strings.Contains(screen.String(), want) {
+						return true, ""
+					}
+					if _, err := term.Write([]byte(line + "\r")); err != nil {
+						return false, err.Error()
+					}
+					ok := screen.waitFor(want, 2*time.Second)
+					return ok, screen.String()
+				})
+			}
+			typeUntil("echo typed-$((6*7))", "typed-42")
+			typeUntil("stty size", "40 100")
+			if err := pty.Setsize(term, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if err != nil || got != msg {
-				t.Fatalf("echo through kubectl port-forward: %q %v", got, err)
+			// kubectl sends the new size on SIGWINCH; kwok resizes its pty.
+			typeUntil("stty size", "50 120")
+			if _, err := term.Write([]byte("exit\r")); err != nil {
+				t.Fatal(err)
 			}
-		}
-	})
+			select {
+			case err := <-waitDone:
+				if err != nil {
+					t.Fatalf("kubectl exec -it after exit: %v\n%s", err, screen.String())
+				}
+			case <-time.After(cpWait):
+				t.Fatalf("kubectl exec -it did not end after exit:\n%s", screen.String())
+			}
+			checkLog(t, screen.String(), "The subprotocol is v5.channel.k8s.io")
+		})
 
-	t.Run("attach", func(t *testing.T) {
-		// kwok attaches to the log file from its end: lines appended while attached arrive.
-		// kubectl says nothing when it is attached, so lines are appended until one does.
-		stream := startKubectlStream(t, srv.KubeconfigPath(), "attach", "app")
-		f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for i := 0; ; i++ {
-			if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
+		t.Run("port-forward/"+mode.name, func(t *testing.T) {
+			streamsEnded(t, srv)
+			before := counterSum(t, metrics.Tunneled)
+			lines := startKubectlStreamEnv(t, mode.env, srv.KubeconfigPath(), "-v=4", "port-forward", "pod/app", ":80")
+			var local string
+			var log strings.Builder
+			re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
+			for local == "" {
+				l := lines.next(t)
+				log.WriteString(l + "\n")
+				if m := re.FindStringSubmatch(l); m != nil {
+					local = m[1]
+				}
+			}
+			for i := range 3 { // each connection is its own stream
+				c, err := net.Dial("tcp", "127.0.0.1:"+local)
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := fmt.Sprintf("through port-forward %d\n", i)
+				if _, err := c.Write([]byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+				got, err := bufio.NewReader(c).ReadString('\n')
+				c.Close()
+				if err != nil || got != msg {
+					t.Fatalf("echo through kubectl port-forward: %q %v", got, err)
+				}
+			}
+			for l, ok := lines.poll(t, 0); ok; l, ok = lines.poll(t, 0) {
+				log.WriteString(l + "\n")
+			}
+			checkLog(t, log.String(), "negotiated protocol: portforward.k8s.io")
+			// kubectl opens one connection for all the forwarded ones.
+			after := counterSum(t, metrics.Tunneled)
+			if want := before + map[bool]float64{true: 1}[mode.websocket]; after != want {
+				t.Fatalf("apiserver_stream_tunnel_requests_total went from %v to %v, want %v", before, after, want)
+			}
+		})
+
+		t.Run("attach/"+mode.name, func(t *testing.T) {
+			// kwok attaches to the log file from its end: lines appended while attached arrive.
+			// kubectl says nothing when it is attached, so lines are appended until one does.
+			stream := startKubectlStreamEnv(t, mode.env, srv.KubeconfigPath(), "-v=4", "attach", "app")
+			f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if l, ok := stream.poll(t, 200*time.Millisecond); ok && strings.HasPrefix(l, "attached line ") {
-				return // (kubectl also prints a hint about a command prompt)
+			defer f.Close()
+			var log strings.Builder
+			for i := 0; ; i++ {
+				if _, err := f.WriteString(criLine(10+i%50, fmt.Sprintf("attached line %d", i))); err != nil {
+					t.Fatal(err)
+				}
+				l, ok := stream.poll(t, 200*time.Millisecond)
+				for ; ok && !strings.HasPrefix(l, "attached line "); l, ok = stream.poll(t, 0) {
+					log.WriteString(l + "\n") // (kubectl also prints a hint about a command prompt)
+				}
+				if ok {
+					break
+				}
+				if i > 5*60*5 {
+					t.Fatal("kubectl attach saw none of the appended lines")
+				}
 			}
-			if i > 5*60*5 {
-				t.Fatal("kubectl attach saw none of the appended lines")
-			}
-		}
-	})
+			checkLog(t, log.String(), "The subprotocol is v5.channel.k8s.io")
+		})
+	}
 
 	t.Run("nodes/proxy", func(t *testing.T) {
 		if out := kubectl("get", "--raw", "/api/v1/nodes/kwok-node-0/proxy/healthz"); out != "ok" {
@@ -370,16 +512,142 @@ func TestKwokProxySubresources(t *testing.T) {
 	})
 }
 
+// TestKwokStreamsEnd: streams through hacp to kwok leave no goroutine in the apiserver once
+// their kubectl ends, whether the stream ended by itself or kubectl was killed in the middle:
+// exec over WebSocket (translated to SPDY) and over SPDY, attach, port-forward (SPDY in
+// WebSocket) and logs -f; nor do a WebSocket exec and a port-forward to a node agent that
+// accepts connections and never answers.
+func TestKwokStreamsEnd(t *testing.T) {
+	srv, cs, _ := startKwokNode(t)
+	kc := srv.KubeconfigPath()
+	spdyOnly := []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
+	// until runs kubectl -v=4 until it prints a line matching re, then kills it.
+	until := func(env []string, re string, args ...string) {
+		t.Helper()
+		s := startKubectlStreamEnv(t, env, kc, append([]string{"-v=4"}, args...)...)
+		defer s.stop()
+		for l := s.next(t); !regexp.MustCompile(re).MatchString(l); l = s.next(t) {
+		}
+	}
+	round := func(n int) {
+		t.Helper()
+		for range n {
+			for _, env := range [][]string{nil, spdyOnly} {
+				cctx, ccancel := context.WithTimeout(context.Background(), cpWait)
+				cmd := exec.CommandContext(cctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
+				cmd.Env = append(os.Environ(), env...)
+				out, err := cmd.CombinedOutput()
+				ccancel()
+				if err != nil || string(out) != "done\n" {
+					t.Fatalf("kubectl exec (%v): %v %q", env, err, out)
+				}
+				// (kwok ends the command when its stream goes; sleep bounds it if not)
+				until(env, `^sleeping$`, "exec", "app", "--", "sh", "-c", "echo sleeping; sleep 120")
+				until(env, `Forwarding from 127\.0\.0\.1`, "port-forward", "pod/app", ":80")
+			}
+			until(nil, `The subprotocol is v5.channel.k8s.io`, "attach", "app")
+			until(nil, `first line`, "logs", "-f", "app")
+		}
+		streamsEnded(t, srv)
+	}
+	round(1) // warm-up: pools and connections that stay are in the baseline
+	base := runtime.NumGoroutine()
+	round(5)
+	waitUntil(t, "goroutines back", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+5, fmt.Sprintf("%d goroutines, %d before the streams", n, base)
+	})
+
+	// A node agent that accepts and never answers.
+	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
+	defer cancel()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var accepted []net.Conn
+	var held sync.WaitGroup
+	held.Go(func() {
+		for {
+			c, err := dead.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted = append(accepted, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		dead.Close()
+		held.Wait()
+		mu.Lock()
+		for _, c := range accepted {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead"}}
+	node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(dead.Addr().(*net.TCPAddr).Port)
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stuck"}, Spec: corev1.PodSpec{NodeName: "dead",
+		Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}}}
+	if pod, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning // kubectl port-forward wants a running pod
+	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base = runtime.NumGoroutine()
+	for range 5 {
+		for _, args := range [][]string{{"exec", "stuck", "--", "ls"}, {"port-forward", "pod/stuck", ":80"}} {
+			mu.Lock()
+			before := len(accepted)
+			mu.Unlock()
+			s := startKubectlStream(t, kc, args...)
+			waitUntil(t, "the dead node agent accepts", func() (bool, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(accepted) > before, fmt.Sprintf("%d accepted", len(accepted))
+			})
+			s.stop()
+		}
+	}
+	streamsEnded(t, srv)
+	waitUntil(t, "goroutines back after a dead node agent", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n <= base+5, fmt.Sprintf("%d goroutines, %d before", n, base)
+	})
+}
+
 // kubectlStream is a kubectl that keeps running (logs -f, port-forward, proxy), its output
 // read line by line.
 type kubectlStream struct {
 	lines chan string
+	// stop kills kubectl and waits until it and the reading of its output have ended.
+	stop func()
 }
 
 // startKubectlStream runs kubectl with args until the test ends (it is killed by its PID).
 func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubectlStream {
 	t.Helper()
+	return startKubectlStreamEnv(t, nil, kubeconfig, args...)
+}
+
+// startKubectlStreamEnv is startKubectlStream with env added to kubectl's environment.
+func startKubectlStreamEnv(t *testing.T, env []string, kubeconfig string, args ...string) *kubectlStream {
+	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -399,10 +667,13 @@ func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubect
 		}
 		close(s.lines)
 	}()
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		_ = cmd.Process.Kill()
 		<-done
+		for range s.lines {
+		}
 	})
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -434,6 +705,81 @@ func (s *kubectlStream) poll(t *testing.T, wait time.Duration) (string, bool) {
 	case <-time.After(wait):
 		return "", false
 	}
+}
+
+// terminalOutput collects what a pseudo-terminal shows.
+type terminalOutput struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	changed chan struct{}
+}
+
+func (o *terminalOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	if o.changed != nil {
+		close(o.changed)
+		o.changed = nil
+	}
+	return len(p), nil
+}
+
+func (o *terminalOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitFor reports whether the output shows want within wait.
+func (o *terminalOutput) waitFor(want string, wait time.Duration) bool {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		o.mu.Lock()
+		if strings.Contains(o.buf.String(), want) {
+			o.mu.Unlock()
+			return true
+		}
+		if o.changed == nil {
+			o.changed = make(chan struct{})
+		}
+		changed := o.changed
+		o.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// streamsEnded waits until srv has no exec, attach or port-forward stream open.
+func streamsEnded(t *testing.T, srv *server.Server) {
+	t.Helper()
+	waitUntil(t, "streams closed", func() (bool, string) {
+		open := srv.Connector().Tracker.Open()
+		return open == 0, fmt.Sprintf("%d streams open", open)
+	})
+}
+
+// counterSum is the sum of a counter over all its labels.
+func counterSum(t *testing.T, c *prometheus.CounterVec) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		sum += d.GetCounter().GetValue()
+	}
+	return sum
 }
 
 // waitUntil polls cond until it holds, failing with its last word after cpWait.

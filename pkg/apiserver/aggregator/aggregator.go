@@ -67,6 +67,9 @@ type Aggregator struct {
 	started      atomic.Bool
 	synced       chan struct{} // closed once the APIServices were listed
 	wg           sync.WaitGroup
+
+	openapiGen atomic.Uint64            // numbers the extension servers' v2 documents
+	mergedV2   atomic.Pointer[mergedV2] // the last merged /openapi/v2
 }
 
 // view is one consistent picture of the service-backed APIServices, swapped whole.

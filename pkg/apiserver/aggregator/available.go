@@ -68,6 +68,7 @@ func (a *Aggregator) checkAll(ctx context.Context) {
 			if ok {
 				a.fetchDiscovery(ctx, j.b)
 				a.fetchOpenAPIV3(ctx, j.b)
+				a.fetchOpenAPIV2(ctx, j.b)
 			}
 			j.b.setAvailable(ok)
 			if err := a.setCondition(ctx, j.s, cond); err != nil && ctx.Err() == nil {

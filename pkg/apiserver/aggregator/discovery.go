@@ -69,6 +69,8 @@ func (a *Aggregator) serveDiscovery(w http.ResponseWriter, r *http.Request, next
 	switch {
 	case path == "/openapi/v3":
 		return a.serveOpenAPIV3Index(w, r, next)
+	case path == "/openapi/v2":
+		return a.serveOpenAPIV2(w, r, next)
 	case path == "/apis":
 		groups := a.extGroups()
 		rec := record(next, unconditional(r))

@@ -41,6 +41,7 @@ type backend struct {
 	discovery *apidiscoveryv2.APIVersionDiscovery // from the server's aggregated discovery
 	stale     bool                                // the last fetch of discovery failed
 	openapiV3 string                              // the server's /openapi/v3 URL of the group version
+	openapiV2 *openAPIV2                          // the server's /openapi/v2, its group version's part
 }
 
 func newBackend(s *apiregistration.APIService, cert *tls.Certificate) (*backend, error) {

@@ -244,6 +244,17 @@ func TestSampleAPIServer(t *testing.T) {
 		t.Fatalf("kubectl explain flunders.spec: %v\n%s%s", err, out, errOut)
 	}
 
+	// Its OpenAPI v2 document, merged into hacp's /openapi/v2 (JSON and protobuf): kubectl
+	// explain's v2 output reads the protobuf.
+	eventually(t, 60*time.Second, func() (bool, string) {
+		out, errOut, err := k.run("", "explain", "flunders.spec", "--output=plaintext-openapiv2")
+		return err == nil && strings.Contains(out, "referenceType"), out + errOut
+	})
+	if out := k.ok("", "get", "--raw", "/openapi/v2"); !strings.Contains(out, `"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"`) ||
+		!strings.Contains(out, `"/api/v1/namespaces"`) {
+		t.Fatalf("/openapi/v2 lacks the flunders or the namespaces paths:\n%s", tail([]byte(out), 2000))
+	}
+
 	// An RBAC-less user is refused; one with rights works, and sample-apiserver sees who.
 	bundle := hacp.Certs()
 	kubeconfigFor := func(user string, groups ...string) string {
@@ -296,16 +307,20 @@ func TestSampleAPIServer(t *testing.T) {
 		t.Fatalf("bob listed flunders: %v\n%s%s", err, out, errOut)
 	}
 
-	// A watch streams through, and leaves no goroutine behind once closed.
+	// Watches stream through, and leave no goroutine behind once closed.
 	flunders := dyn.Resource(flundersGVR).Namespace("default")
 	list, err := flunders.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := runtime.NumGoroutine()
-	w, err := flunders.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
+	var watches []watch.Interface
+	for range 10 {
+		w, err := flunders.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, w)
 	}
 	obj := &unstructured.Unstructured{}
 	if err := json.Unmarshal([]byte(fmt.Sprintf(flunder, "watched")), &obj.Object); err != nil {
@@ -314,18 +329,20 @@ func TestSampleAPIServer(t *testing.T) {
 	if _, err := flunders.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case ev := <-w.ResultChan():
-		if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || u.GetName() != "watched" {
-			t.Fatalf("watch event %s %v", ev.Type, ev.Object)
+	for _, w := range watches {
+		select {
+		case ev := <-w.ResultChan():
+			if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || !ok || u.GetName() != "watched" {
+				t.Fatalf("watch event %s %v", ev.Type, ev.Object)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no watch event through the proxy")
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("no watch event through the proxy")
+		w.Stop()
 	}
-	w.Stop()
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n := runtime.NumGoroutine()
-		return n <= before, fmt.Sprintf("%d goroutines after the watch closed, %d before it opened", n, before)
+		return n <= before, fmt.Sprintf("%d goroutines after 10 watches closed, %d before they opened", n, before)
 	})
 
 	// Gone: the APIService becomes unavailable, its group answers 503 and leaves discovery,
@@ -349,6 +366,10 @@ func TestSampleAPIServer(t *testing.T) {
 	if out := k.ok("", "get", "--raw", "/apis"); strings.Contains(out, "wardle.example.com") {
 		t.Fatalf("/apis still lists wardle.example.com:\n%s", out)
 	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		out := k.ok("", "get", "--raw", "/openapi/v2")
+		return !strings.Contains(out, "wardle.example.com") && strings.Contains(out, `"/api/v1/namespaces"`), "/openapi/v2 still has wardle.example.com"
+	})
 	out, errOut, err := k.run("", "api-resources")
 	if err != nil || strings.Contains(out, "flunders") || !strings.Contains(out, "deployments") {
 		t.Fatalf("kubectl api-resources with the extension gone: %v\n%s%s", err, out, errOut)

@@ -114,15 +114,22 @@ func accepts(r *http.Request, offered ...string) string {
 }
 
 func (svc *Service) serveV2(w http.ResponseWriter, r *http.Request, s *Spec, modified time.Time) {
+	ServeV2(w, r, s.v2, s.v2Hash, s.V2Proto, modified)
+}
+
+// ServeV2 answers a GET of /openapi/v2 with doc (the JSON document whose hash is etag), or
+// with its protobuf form from toProto, as the Accept header asks (kube-openapi's handler
+// offers both).
+func ServeV2(w http.ResponseWriter, r *http.Request, doc []byte, etag string, toProto func() ([]byte, error), modified time.Time) {
 	w.Header().Add("Vary", "Accept")
 	var data []byte
 	switch accepts(r, subTypeJSON, subTypeProtobufV2Deprecated, subTypeProtobufV2) {
 	case subTypeJSON:
-		data = s.v2
+		data = doc
 		w.Header().Set("Content-Type", "application/json")
 	case subTypeProtobufV2, subTypeProtobufV2Deprecated:
 		var err error
-		if data, err = s.V2Proto(); err != nil {
+		if data, err = toProto(); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -132,9 +139,15 @@ func (svc *Service) serveV2(w http.ResponseWriter, r *http.Request, s *Spec, mod
 		return
 	}
 	// The JSON hash serves as ETag for both encodings: Vary keeps caches apart.
-	w.Header().Set("Etag", strconv.Quote(s.v2Hash))
+	w.Header().Set("Etag", strconv.Quote(etag))
 	http.ServeContent(w, r, "", modified, bytes.NewReader(data))
 }
+
+// ProtoFromV2 converts a v2 JSON document to the gnostic protobuf encoding.
+func ProtoFromV2(v2 []byte) ([]byte, error) { return toProto(v2) }
+
+// Hash is the hash /openapi/v2 and /openapi/v3 use as ETag.
+func Hash(data []byte) string { return hash(data) }
 
 func (svc *Service) serveV3(w http.ResponseWriter, r *http.Request, s *Spec, gvPath string, modified time.Time) {
 	w.Header().Add("Vary", "Accept")

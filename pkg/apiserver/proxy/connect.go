@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
 
 // Objects reads the stored objects a connection goes through: pods, nodes, services and
@@ -68,6 +69,10 @@ type Connector struct {
 	objects Objects
 	kubelet *http.Transport // to kubelets, with the client certificate
 	backend *http.Transport // to pods, services and other node ports (TLS unverified, as upstream)
+	// stream is the kubelet transport of translated streams, whose connections close with
+	// the request.
+	stream  *http.Transport
+	metrics *Metrics
 	// Tracker counts the upgraded streams open now.
 	Tracker Tracker
 }
@@ -86,11 +91,18 @@ func New(cfg Config, objects Objects) *Connector {
 	if cfg.KubeletTLS == nil {
 		cfg.KubeletTLS = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // upstream's default without --kubelet-certificate-authority
 	}
-	return &Connector{cfg: cfg, objects: objects,
+	c := &Connector{cfg: cfg, objects: objects,
 		kubelet: newTransport(cfg.KubeletTLS, cfg.DialTimeout),
 		backend: newTransport(&tls.Config{InsecureSkipVerify: true}, cfg.DialTimeout), //nolint:gosec // upstream's proxy transport
+		metrics: newMetrics(),
 	}
+	c.stream = newTransport(cfg.KubeletTLS, cfg.DialTimeout)
+	c.stream.DialContext = closeOnDone(c.stream.DialContext)
+	return c
 }
+
+// Metrics are the connector's metrics, to register with the server's.
+func (c *Connector) Metrics() *Metrics { return c.metrics }
 
 func newTransport(cfg *tls.Config, timeout time.Duration) *http.Transport {
 	return &http.Transport{
@@ -107,6 +119,7 @@ func newTransport(cfg *tls.Config, timeout time.Duration) *http.Transport {
 func (c *Connector) Close() {
 	c.kubelet.CloseIdleConnections()
 	c.backend.CloseIdleConnections()
+	c.stream.CloseIdleConnections()
 }
 
 // Connect returns the handler for subresource of the object resource/ns/name, path being what
@@ -116,7 +129,7 @@ func (c *Connector) Connect(ctx context.Context, resource, subresource, ns, name
 	case "pods/log":
 		return c.podLog(ctx, ns, name, r.URL.Query())
 	case "pods/exec", "pods/attach", "pods/portforward":
-		return c.podStream(ctx, subresource, ns, name, r.URL.Query())
+		return c.podStream(ctx, subresource, ns, name, r)
 	case "pods/proxy":
 		return c.podProxy(ctx, ns, name, path)
 	case "nodes/proxy":
@@ -226,7 +239,11 @@ func containerNames(cs []corev1.Container) string {
 }
 
 // podStream is exec, attach or portforward: an upgrade to the kubelet's streaming endpoint.
-func (c *Connector) podStream(ctx context.Context, subresource, ns, name string, q url.Values) (http.Handler, error) {
+// The kubelet speaks SPDY; a client's WebSocket exec or attach (v5.channel.k8s.io) is
+// translated and a WebSocket port-forward (SPDY tunnelled in WebSocket) unwrapped, as
+// kube-apiserver 1.30+ does; any other upgrade goes through as it is.
+func (c *Connector) podStream(ctx context.Context, subresource, ns, name string, r *http.Request) (http.Handler, error) {
+	q := r.URL.Query()
 	pod, err := c.pod(ctx, ns, name)
 	if err != nil {
 		return nil, err
@@ -240,6 +257,7 @@ func (c *Connector) podStream(ctx context.Context, subresource, ns, name string,
 	}
 	// The kubelet reads its own form of the options (upstream's streamParams).
 	params := url.Values{}
+	var opts streamOptions
 	if subresource == "portforward" {
 		for _, p := range q["ports"] {
 			if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
@@ -264,6 +282,16 @@ func (c *Connector) podStream(ctx context.Context, subresource, ns, name string,
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: must be true or false", key, v))
 			}
 			if on {
+				switch key {
+				case "stdin":
+					opts.stdin = true
+				case "stdout":
+					opts.stdout = true
+				case "stderr":
+					opts.stderr = true
+				case "tty":
+					opts.tty = true
+				}
 				params.Add(map[string]string{"stdin": corev1.ExecStdinParam, "stdout": corev1.ExecStdoutParam,
 					"stderr": corev1.ExecStderrParam, "tty": corev1.ExecTTYParam}[key], "1")
 			}
@@ -276,7 +304,14 @@ func (c *Connector) podStream(ctx context.Context, subresource, ns, name string,
 		loc.Path = "/" + subresource + "/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/" + url.PathEscape(container)
 	}
 	loc.RawQuery = params.Encode()
-	return &Handler{Location: loc, Transport: c.kubelet, TLS: c.cfg.KubeletTLS, UpgradeRequired: true, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}, nil
+	h := &Handler{Location: loc, Transport: c.kubelet, TLS: c.cfg.KubeletTLS, UpgradeRequired: true, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}
+	switch {
+	case subresource != "portforward" && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r):
+		return &streamTranslator{location: loc, transport: c.stream, opts: opts, metrics: c.metrics, tracker: &c.Tracker}, nil
+	case subresource == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r):
+		return &spdyTunnel{upgrade: h, metrics: c.metrics}, nil
+	}
+	return h, nil
 }
 
 // splitSchemeNamePort reads "[scheme:]name[:port]" as upstream's SplitSchemeNamePort.
@@ -307,7 +342,7 @@ func (c *Connector) proxyHandler(loc *url.URL, path string, transport *http.Tran
 	if path == "" {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/") {
-				(&Handler{Location: withPath(loc, "/"), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}).ServeHTTP(w, r)
+				(&Handler{Location: withPath(loc, "/"), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout, RewriteLinks: true}).ServeHTTP(w, r)
 				return
 			}
 			target := r.URL.Path + "/"
@@ -318,7 +353,7 @@ func (c *Connector) proxyHandler(loc *url.URL, path string, transport *http.Tran
 			w.WriteHeader(http.StatusMovedPermanently)
 		})
 	}
-	return &Handler{Location: withPath(loc, path), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout}
+	return &Handler{Location: withPath(loc, path), Transport: transport, TLS: tlsCfg, Tracker: &c.Tracker, DialTimeout: c.cfg.DialTimeout, RewriteLinks: true}
 }
 
 func withPath(loc *url.URL, path string) *url.URL {

@@ -18,6 +18,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 )
 
 // Upstream's timeouts for connections to kubelets and proxied backends.
@@ -48,6 +49,11 @@ type Handler struct {
 	DialTimeout time.Duration
 	// Tracker, when set, counts the upgraded connections open now.
 	Tracker *Tracker
+	// RewriteLinks makes ordinary responses look as if served under the request's path, as
+	// upstream's proxy transport does for pods, nodes and services proxy: links in HTML and
+	// Location headers that point to the backend get the path prefix, X-Forwarded-Uri tells
+	// the backend where it is mounted, and CORS headers are dropped.
+	RewriteLinks bool
 }
 
 // Tracker counts the connections a set of Handlers has open, for tests and metrics.
@@ -81,22 +87,59 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewBadRequest("Upgrade request required"))
 		return
 	}
+	transport := h.Transport
+	if h.RewriteLinks {
+		transport = rewritingTransport(r.URL, h.Location.Path, transport)
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = h.target(r)
 			pr.Out.Host = ""
 			stripCredentials(pr.Out.Header)
 		},
-		Transport:     h.Transport,
+		Transport:     transport,
 		FlushInterval: -1, // logs -f, watches through the proxy: every write goes out at once
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return // the client went away
 			}
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				writeStatus(w, err) // the rewriting transport's 503, as upstream
+				return
+			}
 			writeStatus(w, unknownError(fmt.Errorf("error trying to reach service: %w", err)))
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// rewritingTransport is upstream's default proxy transport (UpgradeAwareHandler with
+// WrapTransport) for a request to reqURL proxied to a backend path: apimachinery's link
+// rewriting Transport, under the prefix of reqURL's path that stands for the backend's root,
+// with CORS headers removed from the response.
+func rewritingTransport(reqURL *url.URL, backendPath string, rt http.RoundTripper) http.RoundTripper {
+	suffix := backendPath
+	if strings.HasSuffix(reqURL.Path, "/") && !strings.HasSuffix(suffix, "/") {
+		suffix += "/"
+	}
+	return corsRemoving{&utilproxy.Transport{
+		Scheme: reqURL.Scheme, Host: reqURL.Host, PathPrepend: strings.TrimSuffix(reqURL.Path, suffix), RoundTripper: rt,
+	}}
+}
+
+// corsRemoving drops the backend's CORS headers: the apiserver's own CORS policy applies.
+type corsRemoving struct{ http.RoundTripper }
+
+func (t corsRemoving) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range []string{"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin"} {
+		resp.Header.Del(h)
+	}
+	return resp, nil
 }
 
 // target is the backend URL of an ordinary request: Location with r's query.
@@ -132,6 +175,15 @@ func stripCredentials(h http.Header) {
 // serveUpgrade dials the backend, forwards the upgrade request and, when the backend
 // switches protocols, splices the two connections.
 func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
+	h.serveUpgradeWith(w, r, nil, nil)
+}
+
+// serveUpgradeWith sends r (to Location) as an upgrade request to the backend. When the
+// backend switches protocols, accept (if set) answers the client and returns the connection
+// to splice with the backend's, and on an error has answered the client itself; without
+// accept the client's connection is hijacked and given the backend's answer. When the backend
+// answers otherwise, refused (if set) is told its code and the answer is passed on.
+func (h *Handler) serveUpgradeWith(w http.ResponseWriter, r *http.Request, accept func(*http.Response) (net.Conn, error), refused func(code int)) {
 	ctx := r.Context()
 	backend, err := h.dial(ctx)
 	if err != nil {
@@ -167,8 +219,10 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		// The backend refused (a kubelet without WebSocket support answers 400, and
-		// kubectl then falls back to SPDY): pass its answer on as it is.
+		// The backend refused: pass its answer on as it is.
+		if refused != nil {
+			refused(resp.StatusCode)
+		}
 		defer backend.Close()
 		defer resp.Body.Close()
 		defer context.AfterFunc(ctx, func() { backend.Close() })()
@@ -177,20 +231,35 @@ func (h *Handler) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(w, resp.Body)
 		return
 	}
-	client, clientBuf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		backend.Close()
-		writeStatus(w, unknownError(fmt.Errorf("unable to upgrade: %w", err)))
-		return
+	var client net.Conn
+	var fromClient io.Reader
+	if accept != nil {
+		client, err = accept(resp)
+		if err != nil {
+			backend.Close()
+			return
+		}
+		fromClient = client
+	} else {
+		var clientBuf *bufio.ReadWriter
+		client, clientBuf, err = http.NewResponseController(w).Hijack()
+		if err != nil {
+			backend.Close()
+			writeStatus(w, unknownError(fmt.Errorf("unable to upgrade: %w", err)))
+			return
+		}
+		if err := resp.Write(client); err != nil {
+			client.Close()
+			backend.Close()
+			return
+		}
+		fromClient = clientBuf.Reader
 	}
 	defer client.Close()
 	defer backend.Close()
-	if err := resp.Write(client); err != nil {
-		return
-	}
 	h.Tracker.add(1)
 	defer h.Tracker.add(-1)
-	splice(client, clientBuf.Reader, backend, br)
+	splice(client, fromClient, backend, br)
 }
 
 // splice copies client to backend and backend to client until either direction ends, then

@@ -135,6 +135,9 @@ func (s *Server) startConnector() error {
 		AllowLoopback: s.cfg.ProxyAllowLoopback,
 	}, proxy.ObjectsFunc(s.registry.GetCore))
 	s.registry.SetConnect(s.connector.Connect)
+	if err := registerOnce(s.metrics.registry, s.connector.Metrics().Collectors()...); err != nil {
+		return fmt.Errorf("apiserver: metrics: %w", err)
+	}
 	return nil
 }
 

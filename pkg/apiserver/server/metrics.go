@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"net/http"
@@ -40,6 +41,17 @@ func newMetrics() *metrics {
 	m.registry.MustRegister(m.requests, m.duration, m.inflight, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(m.cache.Collectors()...)
 	return m
+}
+
+// registerOnce registers collectors, tolerating ones already registered (a restarted Run).
+func registerOnce(reg *prometheus.Registry, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		var already prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); err != nil && !errors.As(err, &already) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Handler serves /metrics.

@@ -353,12 +353,20 @@ func TestProxySubresourcesKubelet(t *testing.T) {
 			}
 			conn.Close()
 		}
-		// The kubelet refuses WebSocket (kubectl then falls back to SPDY): its answer comes back.
-		conn, _, resp := e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket",
-			map[string]string{"Sec-WebSocket-Protocol": "v5.channel.k8s.io", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+		// A v5 WebSocket exec is the apiserver's to answer (it translates to SPDY for the
+		// kubelet, which this stand-in does not speak; kubectl then reads the error on the
+		// error channel). Older WebSocket protocols go to the kubelet, whose refusal comes back.
+		ws := map[string]string{"Sec-WebSocket-Protocol": "v5.channel.k8s.io", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+		conn, _, resp := e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket", ws)
+		conn.Close()
+		if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Protocol") != "v5.channel.k8s.io" {
+			t.Fatalf("v5 websocket exec: %s %v", resp.Status, resp.Header)
+		}
+		ws["Sec-WebSocket-Protocol"] = "v4.channel.k8s.io"
+		conn, _, resp = e.upgrade(t, "GET", "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true", "websocket", ws)
 		conn.Close()
 		if resp.StatusCode != http.StatusBadRequest {
-			t.Fatalf("websocket to a kubelet without it: %s", resp.Status)
+			t.Fatalf("v4 websocket to a kubelet without it: %s", resp.Status)
 		}
 	})
 }
@@ -520,10 +528,21 @@ func (e *proxyEnv) upgradeNoWait(t *testing.T, method, path string) (net.Conn, *
 
 // TestProxySubresourcesBackends: services/proxy picks an endpoint that is its pod's IP and
 // port by name or number; pods/proxy goes to the pod's IP; both pass the path, query and
-// method through.
+// method through, and rewrite links in HTML and redirects under the proxy path.
 func TestProxySubresourcesBackends(t *testing.T) {
 	e := newProxyEnv(t)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/page":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			fmt.Fprintf(w, `<html><body><a href="/other?x=1">root link</a> <img src="rel.png"> <a href="http://example.invalid/x">away</a> forwarded=%s</body></html>`,
+				r.Header.Get("X-Forwarded-Uri"))
+			return
+		case "/moved":
+			http.Redirect(w, r, "/page", http.StatusFound)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "backend %s %s body=%s auth=%q", r.Method, r.URL.RequestURI(), b, r.Header.Get("Authorization"))
 	}))
@@ -580,6 +599,30 @@ func TestProxySubresourcesBackends(t *testing.T) {
 		if resp.StatusCode != tc.code || !strings.Contains(string(got), tc.want) {
 			t.Errorf("%s %s: %d %s, want %d %s", tc.method, tc.path, resp.StatusCode, got, tc.code, tc.want)
 		}
+	}
+
+	// HTML comes back with its links to the backend's root under the proxy path, as
+	// upstream's proxy transport rewrites them; redirects likewise; CORS headers are dropped.
+	const svcPrefix = "/api/v1/namespaces/default/services/web:http/proxy"
+	resp, got := e.http.do(e.http.admin, "GET", svcPrefix+"/page", "", nil, nil)
+	for _, want := range []string{`href="` + svcPrefix + `/other?x=1"`, `src="rel.png"`, `href="http://example.invalid/x"`, "forwarded=" + svcPrefix + "/page"} {
+		if resp.StatusCode != 200 || !strings.Contains(string(got), want) {
+			t.Errorf("services/proxy HTML: %d %s, want %s in it", resp.StatusCode, got, want)
+		}
+	}
+	if v := resp.Header.Get("Access-Control-Allow-Origin"); v != "" {
+		t.Errorf("services/proxy passed the backend's Access-Control-Allow-Origin %q", v)
+	}
+	podPrefix := "/api/v1/namespaces/default/pods/web-0:" + strconv.Itoa(port) + "/proxy"
+	resp, got = e.http.do(e.http.admin, "GET", podPrefix+"/page", "", nil, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(got), `href="`+podPrefix+`/other?x=1"`) {
+		t.Errorf("pods/proxy HTML: %d %s", resp.StatusCode, got)
+	}
+	noFollow := *e.http.admin
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, _ = e.http.do(&noFollow, "GET", svcPrefix+"/moved", "", nil, nil)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != svcPrefix+"/page" {
+		t.Errorf("services/proxy redirect: %d Location %q, want %s/page", resp.StatusCode, loc, svcPrefix)
 	}
 }
 
