@@ -101,17 +101,17 @@ type encodingCache struct {
 
 // encodings are one object's frames, filled as watchers ask for them.
 type encodings struct {
-	mu     sync.Mutex // held while encoding: one encoding, the others wait for it
-	object [wireFormats][]byte
+	mu     sync.Mutex          // held while encoding: one encoding, the others wait for it
+	object [wireFormats][]byte // inside the first frame made in that format
 	frames [wireFormats][len(eventTypes)][]byte
 	// Under the cache's mu:
 	size    int  // bytes accounted for in the cache
 	evicted bool // no longer in the cache
 }
 
-// entryOverhead approximates what an entry costs besides its bytes: the map slot, the
+// entryOverhead approximates what an entry costs besides its frames: the map slot, the
 // order slot and the encodings struct.
-const entryOverhead = 200
+const entryOverhead = 280
 
 func newEncodingCache(limit int) *encodingCache {
 	return &encodingCache{limit: limit, entries: map[runtime.Object]*encodings{}}
@@ -130,23 +130,29 @@ func (c *encodingCache) frame(f wireFormat, t watch.EventType, obj runtime.Objec
 	if fr := e.frames[f][ti]; fr != nil {
 		return fr, nil
 	}
-	added := 0
 	raw := e.object[f]
-	if raw == nil {
+	fresh := raw == nil
+	if fresh {
 		var err error
 		if raw, err = encodeWatchObject(f, obj); err != nil {
 			return nil, err
 		}
-		e.object[f] = raw
-		added += len(raw)
 	}
 	fr, err := frameEvent(f, t, raw)
 	if err != nil {
 		return nil, err
 	}
 	e.frames[f][ti] = fr
-	added += len(fr)
-	c.grow(e, added)
+	if fresh {
+		// Both frames end with the object's bytes (JSON then closes the event): keep
+		// those inside the frame rather than a second copy.
+		end := len(fr)
+		if f == wireJSON {
+			end -= len("}\n")
+		}
+		e.object[f] = fr[end-len(raw) : end : end]
+	}
+	c.grow(e, len(fr))
 	return fr, nil
 }
 
