@@ -416,8 +416,8 @@ func (s *scope) deleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 }
 
 // watchFrames holds the frames of the events being sent to watchers, shared by every
-// watch of this process. 16 MiB holds a few thousand events in flight.
-var watchFrames = newEncodingCache(16 << 20)
+// watch of this process: the last 4,096 objects sent, 16 MiB of frames at most.
+var watchFrames = newEncodingCache(16<<20, 4096)
 
 func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) {
 	watcher, ok := s.storage.(registry.Watcher)
@@ -459,7 +459,9 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	// emit writes one event; false when the watch ends (an error event, or the client gone).
 	emit := func(ev watch.Event) bool {
 		obj := ev.Object
-		shared := ev.Type != watch.Error && out.kind == outObject // obj is storage's own, the same for every watcher
+		// Storage's own object: the cache hands the same one to every watcher (etcd's watch
+		// and a converting store make one per watcher, which then only takes room).
+		shared := ev.Type != watch.Error && out.kind == outObject
 		if ev.Type != watch.Error {
 			switch {
 			case out.kind == outTable && ev.Type == watch.Bookmark:

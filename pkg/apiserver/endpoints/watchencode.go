@@ -87,10 +87,12 @@ func eventTypeIndex(t watch.EventType) int {
 // every reader and never changed afterwards. Objects made for one watcher (a Table, a
 // PartialObjectMetadata) must not be passed in; they would only take room.
 //
-// It is bounded by the bytes it holds; the oldest objects go first, so what it keeps is
-// the events in flight, not the cached state.
+// It is bounded by the bytes of its frames and by the number of objects (each entry also
+// keeps its object alive, which may be a version storage has since replaced); the oldest
+// objects go first, so what it keeps is the events in flight, not the cached state.
 type encodingCache struct {
-	limit int
+	limit      int // bytes
+	maxObjects int
 
 	mu      sync.Mutex
 	entries map[runtime.Object]*encodings
@@ -113,8 +115,8 @@ type encodings struct {
 // order slot and the encodings struct.
 const entryOverhead = 280
 
-func newEncodingCache(limit int) *encodingCache {
-	return &encodingCache{limit: limit, entries: map[runtime.Object]*encodings{}}
+func newEncodingCache(limit, maxObjects int) *encodingCache {
+	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[runtime.Object]*encodings{}}
 }
 
 // frame returns the frame of event t with obj in format f, encoding it only if no one did
@@ -184,10 +186,10 @@ func (c *encodingCache) grow(e *encodings, n int) {
 	c.evict()
 }
 
-// evict drops the oldest entries while the cache is over its limit (c.mu held). The
+// evict drops the oldest entries while the cache is over its limits (c.mu held). The
 // newest entry always stays, however large.
 func (c *encodingCache) evict() {
-	for c.bytes > c.limit && len(c.order)-c.head > 1 {
+	for (c.bytes > c.limit || len(c.entries) > c.maxObjects) && len(c.order)-c.head > 1 {
 		old := c.order[c.head]
 		c.order[c.head] = nil
 		c.head++

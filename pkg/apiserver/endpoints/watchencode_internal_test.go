@@ -82,7 +82,7 @@ func TestWatchFrameMatchesEncoder(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						t.Fatalf("frame differs:\n got %q\nwant %q", got, want)
 					}
-					cached, err := newEncodingCache(1<<20).frame(f, et, obj)
+					cached, err := newEncodingCache(1<<20, 100).frame(f, et, obj)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -110,7 +110,7 @@ func TestEncodingCacheConcurrent(t *testing.T) {
 		}
 	}
 	limit := 20 << 10 // about 10 objects' frames: the oldest are evicted while in use
-	c := newEncodingCache(limit)
+	c := newEncodingCache(limit, objects)
 	var wg sync.WaitGroup
 	errs := make(chan error, watchers)
 	for w := range watchers {
@@ -149,7 +149,7 @@ func TestEncodingCacheConcurrent(t *testing.T) {
 // The cache keeps one encoding per object and format: asking again returns the same bytes
 // (not a new encoding), and a different object of equal content gets its own entry.
 func TestEncodingCacheSharesEncoding(t *testing.T) {
-	c := newEncodingCache(1 << 20)
+	c := newEncodingCache(1<<20, 100)
 	a, b := testConfigMap(1), testConfigMap(1)
 	fa, _ := c.frame(wireProto, watch.Added, a)
 	fa2, _ := c.frame(wireProto, watch.Added, a)
@@ -169,5 +169,27 @@ func TestEncodingCacheSharesEncoding(t *testing.T) {
 	}
 	if n, _ := c.stats(); n != 2 {
 		t.Errorf("a bookmark was cached: %d objects", n)
+	}
+}
+
+// The cache keeps at most its number of objects, the newest.
+func TestEncodingCacheObjectBound(t *testing.T) {
+	c := newEncodingCache(1<<20, 3)
+	objs := make([]runtime.Object, 5)
+	for i := range objs {
+		objs[i] = testConfigMap(i)
+		if _, err := c.frame(wireJSON, watch.Modified, objs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := c.stats(); n != 3 {
+		t.Fatalf("cache holds %d objects, want 3", n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, o := range objs {
+		if _, ok := c.entries[o]; ok != (i >= 2) {
+			t.Errorf("object %d cached: %v", i, ok)
+		}
 	}
 }
