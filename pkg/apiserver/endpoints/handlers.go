@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -21,7 +20,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -417,45 +415,9 @@ func (s *scope) deleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 	writeObject(w, r, http.StatusOK, out)
 }
 
-// watchEvent is metav1.WatchEvent with the object already encoded.
-type watchEvent struct {
-	Type   string          `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
-
-// jsonEvents writes watch events as a stream of JSON objects.
-func jsonEvents(w io.Writer) func(watch.EventType, runtime.Object) error {
-	enc := json.NewEncoder(w)
-	return func(t watch.EventType, obj runtime.Object) error {
-		raw, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		return enc.Encode(watchEvent{Type: string(t), Object: raw})
-	}
-}
-
-// protoEvents writes watch events as upstream's protobuf stream: each a length-prefixed
-// metav1.WatchEvent whose object is in the protobuf envelope. An object without a protobuf
-// form (a Table) goes as JSON inside the event, which client-go decodes by its content.
-func protoEvents(w io.Writer) func(watch.EventType, runtime.Object) error {
-	fw := protobuf.LengthDelimitedFramer.NewFrameWriter(w)
-	return func(t watch.EventType, obj runtime.Object) error {
-		raw, err := encodeProto(obj)
-		if err != nil {
-			if raw, err = json.Marshal(obj); err != nil {
-				return err
-			}
-		}
-		ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}
-		data, err := ev.Marshal()
-		if err != nil {
-			return err
-		}
-		_, err = fw.Write(data)
-		return err
-	}
-}
+// watchFrames holds the frames of the events being sent to watchers, shared by every
+// watch of this process: the last 4,096 objects sent, 16 MiB of frames at most.
+var watchFrames = newEncodingCache(16<<20, 4096)
 
 func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) {
 	watcher, ok := s.storage.(registry.Watcher)
@@ -481,9 +443,9 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	}
 	defer wi.Stop()
 	flusher, _ := w.(http.Flusher)
-	write := jsonEvents(w)
+	format := wireJSON
 	if out.proto {
-		write = protoEvents(w)
+		format = wireProto
 		w.Header().Set("Content-Type", protobufType+";stream=watch")
 	} else {
 		w.Header().Set("Content-Type", "application/json")
@@ -497,6 +459,9 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	// emit writes one event; false when the watch ends (an error event, or the client gone).
 	emit := func(ev watch.Event) bool {
 		obj := ev.Object
+		// Storage's own object: the cache hands the same one to every watcher (etcd's watch
+		// and a converting store make one per watcher, which then only takes room).
+		shared := ev.Type != watch.Error && out.kind == outObject
 		if ev.Type != watch.Error {
 			switch {
 			case out.kind == outTable && ev.Type == watch.Bookmark:
@@ -519,7 +484,17 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 				}
 			}
 		}
-		if err := write(ev.Type, obj); err != nil {
+		var frame []byte
+		var err error
+		if shared {
+			frame, err = watchFrames.frame(format, ev.Type, obj)
+		} else {
+			frame, err = encodeEvent(format, ev.Type, obj)
+		}
+		if err != nil {
+			return false
+		}
+		if _, err := w.Write(frame); err != nil {
 			return false
 		}
 		return ev.Type != watch.Error

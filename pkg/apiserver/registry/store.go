@@ -343,6 +343,12 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 	if err != nil {
 		return nil, interpret(err, s.gr(), "")
 	}
+	if _, ok := s.storage.(*storage.Cacher); ok {
+		// The cache's objects carry this kind already (the registry's Prepare), etcd's
+		// too when it serves the watch: no filter, whose goroutine and channel would be
+		// one more hand-off per event and watcher.
+		return w, nil
+	}
 	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
 		if ev.Type != watch.Error {
 			s.setKind(ev.Object)

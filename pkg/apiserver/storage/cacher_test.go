@@ -398,3 +398,32 @@ func TestCacherRestartAndCompaction(t *testing.T) {
 		t.Fatalf("after restart: %v", ev)
 	}
 }
+
+// Every watch event's object has been through Prepare, whether the cache serves the watch
+// or hands it to etcd (a revision before the cache's history): the registry then needs no
+// filter of its own.
+func TestCacherWatchPrepares(t *testing.T) {
+	prepared := func(obj runtime.Object) { obj.(*corev1.ConfigMap).Annotations = map[string]string{"prepared": "yes"} }
+	ch, _ := newCacher(t, func(c *storage.CacherConfig) { c.HistoryCapacity = 2; c.Prepare = prepared })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := create(t, ch, "a", nil)
+	var last *corev1.ConfigMap
+	for i := range 4 {
+		last = update(t, ch, "a", fmt.Sprint(i)) // past the history of 2: first is etcd's alone
+	}
+	waitFor(t, "the cache to see the last update", func() bool { return strconv.FormatInt(ch.ResourceVersion(), 10) == last.ResourceVersion })
+	for name, rv := range map[string]string{"cache": "0", "etcd": first.ResourceVersion} {
+		t.Run(name, func(t *testing.T) {
+			w, err := ch.Watch(ctx, "configmaps", storage.ListOptions{Recursive: true, ResourceVersion: rv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			ev := recv(t, w)
+			if ev.Object.(*corev1.ConfigMap).Annotations["prepared"] != "yes" {
+				t.Fatalf("%s event's object not prepared: %v", ev.Type, ev.Object)
+			}
+		})
+	}
+}

@@ -227,10 +227,11 @@ func (c *Cacher) bookmark(rev int64, initialEventsEnd bool) runtime.Object {
 // as ADDED events; "" does too, once the cache has seen etcd's current revision; N
 // continues after N from the cache's history, or from etcd's when N is older than the
 // cache's window (410 Expired when etcd compacted it); with sendInitialEvents, N starts
-// with the state once the cache has seen N.
+// with the state once the cache has seen N. Every event's object has been through the
+// config's Prepare, whether the cache or etcd serves the watch.
 func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch.Interface, error) {
 	if !c.inRange(key) {
-		return c.inner.Watch(ctx, key, opts)
+		return c.innerWatch(ctx, key, opts)
 	}
 	rv, err := ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
@@ -247,11 +248,11 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			return c.inner.Watch(ctx, key, opts)
+			return c.innerWatch(ctx, key, opts)
 		}
 	case initial && rv > 0:
 		if err := c.waitFresh(ctx, rv); errors.Is(err, errNotReady) {
-			return c.inner.Watch(ctx, key, opts)
+			return c.innerWatch(ctx, key, opts)
 		} else if err != nil {
 			return nil, err
 		}
@@ -266,7 +267,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 	w.buffer = c.cfg.WatcherBuffer
 	if !c.ready {
 		c.mu.Unlock()
-		return c.inner.Watch(ctx, key, opts)
+		return c.innerWatch(ctx, key, opts)
 	}
 	if initial {
 		if c.current == nil {
@@ -279,7 +280,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 			// Before the cache's window (it started, or dropped events, after rv): etcd
 			// still has the history unless it compacted it, and then answers 410 Expired.
 			c.mu.Unlock()
-			return c.inner.Watch(ctx, key, opts)
+			return c.innerWatch(ctx, key, opts)
 		}
 		w.startRev = rv
 		// The history after rv, queued unbounded: it is bounded by the history itself.
@@ -299,4 +300,18 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 	c.mu.Unlock()
 	go w.run(ctx)
 	return w, nil
+}
+
+// innerWatch is etcd's watch, its objects prepared as the cache's own are.
+func (c *Cacher) innerWatch(ctx context.Context, key string, opts ListOptions) (watch.Interface, error) {
+	w, err := c.inner.Watch(ctx, key, opts)
+	if err != nil || c.cfg.Prepare == nil {
+		return w, err
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if ev.Type != watch.Error && ev.Object != nil {
+			c.cfg.Prepare(ev.Object)
+		}
+		return ev, true
+	}), nil
 }

@@ -43,6 +43,8 @@ var (
 	fanWatches = flag.Int("fanout-watchers", 1000, "watchers of the fan-out row")
 	fanEvents  = flag.Int("fanout-events", 1000, "events of the fan-out row")
 	fanRate    = flag.Int("fanout-rate", 50, "events per second the fan-out row writes")
+	fanProfile = flag.String("fanout-cpuprofile", "", "write the apiserver's CPU profile over the fan-out row's writes (with the cache) to this `file`")
+	fanOff     = flag.Bool("fanout-without-cache", true, "also measure the fan-out row on the server without the watch cache (slow: 1,000 etcd watches)")
 	cacheParts = flag.String("cache-parts", "lists,fanout,memory,kube", "which parts of the cache rows to run (kube: side by side with kube-apiserver 1.33 on the same etcd)")
 	// The fan-out client: the bench runs itself with these.
 	fanClient     = flag.Bool("fanout-client", false, "internal: be the fan-out row's watch client")
@@ -104,8 +106,9 @@ func cacheRows(ctx context.Context, dir string, fsync bool, binary string, n int
 	}
 	if part("fanout") {
 		fmt.Println()
-		for _, s := range []*cacheServer{on, off} {
-			fanout(ctx, s)
+		fanout(ctx, on)
+		if *fanOff {
+			fanout(ctx, off)
 		}
 	}
 	if part("memory") {
@@ -238,6 +241,19 @@ func fanout(ctx context.Context, s *cacheServer) {
 	}
 	pid := s.cmd.Process.Pid
 	cpu0, t0 := pidCPU(pid), time.Now()
+	profiled := make(chan struct{})
+	if *fanProfile != "" && s.name == "cache-on" {
+		// Over most of the writes: they take at least events/rate seconds.
+		secs := max(1, *fanEvents / *fanRate * 3 / 4)
+		go func() {
+			defer close(profiled)
+			data, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(secs)).Timeout(time.Duration(secs+60) * time.Second).DoRaw(ctx)
+			must(err)
+			must(os.WriteFile(*fanProfile, data, 0o644))
+		}()
+	} else {
+		close(profiled)
+	}
 	tick := time.NewTicker(time.Second / time.Duration(*fanRate))
 	for i := range *fanEvents {
 		<-tick.C
@@ -246,6 +262,7 @@ func fanout(ctx context.Context, s *cacheServer) {
 		must(err)
 	}
 	tick.Stop()
+	<-profiled
 	var r fanoutResult
 	if !lines.Scan() {
 		must(fmt.Errorf("fan-out client gave no result"))

@@ -1,0 +1,195 @@
+package endpoints
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// referenceFrame is a watch event as the stream wrote it before frames were cached: JSON
+// through encoding/json's Encoder, protobuf through apimachinery's length-delimited framer.
+func referenceFrame(t *testing.T, f wireFormat, et watch.EventType, obj runtime.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if f == wireJSON {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type event struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.NewEncoder(&buf).Encode(event{Type: string(et), Object: raw}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	raw, err := encodeProto(obj)
+	if err != nil {
+		if raw, err = json.Marshal(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := metav1.WatchEvent{Type: string(et), Object: runtime.RawExtension{Raw: raw}}
+	data, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := protobuf.LengthDelimitedFramer.NewFrameWriter(&buf).Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func testConfigMap(i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "ns", ResourceVersion: fmt.Sprint(100 + i),
+			Labels: map[string]string{"a": fmt.Sprint(i % 3)}},
+		// Characters encoding/json escapes, and one that is not ASCII.
+		Data: map[string]string{"html": "<a href=\"x\">&amp;</a>", "line": "\u2028é", "n": fmt.Sprint(i)},
+	}
+}
+
+// The frames built for the cache are byte for byte what the stream wrote before, for every
+// format and event type, objects with and without a protobuf form.
+func TestWatchFrameMatchesEncoder(t *testing.T) {
+	table := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ColumnDefinitions: []metav1.TableColumnDefinition{{Name: "Name", Type: "string"}},
+		Rows:              []metav1.TableRow{{Cells: []any{"<x>"}}}}
+	pom := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "<&>"}}}
+	objects := map[string]runtime.Object{"configmap": testConfigMap(1), "table": table, "partial metadata": pom,
+		"status": &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}}
+	for name, obj := range objects {
+		for _, f := range []wireFormat{wireJSON, wireProto} {
+			for _, et := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+				t.Run(fmt.Sprintf("%s/%d/%s", name, f, et), func(t *testing.T) {
+					want := referenceFrame(t, f, et, obj)
+					got, err := encodeEvent(f, et, obj)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("frame differs:\n got %q\nwant %q", got, want)
+					}
+					cached, err := newEncodingCache(1<<20, 100).frame(f, et, obj)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(cached, want) {
+						t.Fatalf("cached frame differs:\n got %q\nwant %q", cached, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// Many watchers asking at once for the frames of the same objects, in both formats and
+// every event type, each get exactly the reference bytes, while the cache stays in its bound.
+func TestEncodingCacheConcurrent(t *testing.T) {
+	const objects, watchers = 50, 16
+	objs := make([]runtime.Object, objects)
+	want := make([][wireFormats][len(eventTypes)][]byte, objects)
+	for i := range objs {
+		objs[i] = testConfigMap(i)
+		for f := range wireFormats {
+			for ti, et := range eventTypes {
+				want[i][f][ti] = referenceFrame(t, f, et, objs[i])
+			}
+		}
+	}
+	limit := 20 << 10 // about 10 objects' frames: the oldest are evicted while in use
+	c := newEncodingCache(limit, objects)
+	var wg sync.WaitGroup
+	errs := make(chan error, watchers)
+	for w := range watchers {
+		wg.Go(func() {
+			for round := range 3 {
+				for i := range objs {
+					f := wireFormat((w + i) % int(wireFormats))
+					ti := (w + i + round) % len(eventTypes)
+					got, err := c.frame(f, eventTypes[ti], objs[i])
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(got, want[i][f][ti]) {
+						errs <- fmt.Errorf("watcher %d object %d format %d %s: wrong frame %q", w, i, f, eventTypes[ti], got)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	n, size := c.stats()
+	if size > limit+4<<10 || n > objects {
+		t.Errorf("cache holds %d objects in %d bytes, over its limit of %d", n, size, limit)
+	}
+	if n == 0 {
+		t.Error("cache holds nothing")
+	}
+}
+
+// The cache keeps one encoding per object and format: asking again returns the same bytes
+// (not a new encoding), and a different object of equal content gets its own entry.
+func TestEncodingCacheSharesEncoding(t *testing.T) {
+	c := newEncodingCache(1<<20, 100)
+	a, b := testConfigMap(1), testConfigMap(1)
+	fa, _ := c.frame(wireProto, watch.Added, a)
+	fa2, _ := c.frame(wireProto, watch.Added, a)
+	if &fa[0] != &fa2[0] {
+		t.Error("the same object and format was encoded twice")
+	}
+	fb, _ := c.frame(wireProto, watch.Added, b)
+	if &fa[0] == &fb[0] {
+		t.Error("two objects share one entry")
+	}
+	if n, _ := c.stats(); n != 2 {
+		t.Errorf("cache holds %d objects, want 2", n)
+	}
+	// Bookmarks and errors are one watcher's: never cached.
+	if _, err := c.frame(wireJSON, watch.Bookmark, testConfigMap(2)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.stats(); n != 2 {
+		t.Errorf("a bookmark was cached: %d objects", n)
+	}
+}
+
+// The cache keeps at most its number of objects, the newest.
+func TestEncodingCacheObjectBound(t *testing.T) {
+	c := newEncodingCache(1<<20, 3)
+	objs := make([]runtime.Object, 5)
+	for i := range objs {
+		objs[i] = testConfigMap(i)
+		if _, err := c.frame(wireJSON, watch.Modified, objs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := c.stats(); n != 3 {
+		t.Fatalf("cache holds %d objects, want 3", n)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, o := range objs {
+		if _, ok := c.entries[o]; ok != (i >= 2) {
+			t.Errorf("object %d cached: %v", i, ok)
+		}
+	}
+}
