@@ -189,7 +189,6 @@ func (s *Server) Start(ctx context.Context) error {
 	// schedules writes round robin over every open stream, looking through all of them for
 	// each frame it writes (a quarter of the CPU with 1,000 watches); the random scheduler
 	// looks only at the streams that have something to send.
-	//lint:ignore SA1019 net/http offers no choice of HTTP/2 write scheduler, and its own is O(open streams) per frame
 	if err := http2.ConfigureServer(s.http, &http2.Server{NewWriteScheduler: http2.NewRandomWriteScheduler}); err != nil {
 		return fmt.Errorf("apiserver: configure HTTP/2: %w", err)
 	}
