@@ -30,7 +30,6 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"golang.org/x/net/http2"
 )
 
 // Server is a running apiserver.
@@ -184,13 +183,6 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	// Watches are many HTTP/2 streams on few connections. net/http's own HTTP/2 server
-	// schedules writes round robin over every open stream, looking through all of them for
-	// each frame it writes (a quarter of the CPU with 1,000 watches); the random scheduler
-	// looks only at the streams that have something to send.
-	if err := http2.ConfigureServer(s.http, &http2.Server{NewWriteScheduler: http2.NewRandomWriteScheduler}); err != nil {
-		return fmt.Errorf("apiserver: configure HTTP/2: %w", err)
 	}
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.aggregator.Run(regCtx)
