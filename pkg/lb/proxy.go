@@ -38,6 +38,7 @@ type Proxy struct {
 	lnFile   *os.File        // a duplicate of ln's descriptor, which the proxy accepts from
 	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
+	sync     *connSync // nil unless --sync-listen
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
 	loops    []*loop         // set by Run
@@ -202,6 +203,19 @@ func (p *Proxy) Listen() error {
 		}
 		p.statusLn = sl
 	}
+	if p.cfg.SyncListen != "" {
+		cs, err := newConnSync(p)
+		if err != nil {
+			p.closeListener()
+			p.ln = nil
+			if p.statusLn != nil {
+				p.statusLn.Close()
+				p.statusLn = nil
+			}
+			return err
+		}
+		p.sync = cs
+	}
 	return nil
 }
 
@@ -253,11 +267,25 @@ func (p *Proxy) Run(ctx context.Context) error {
 
 	loopsDone, err := p.startLoops()
 	if err != nil {
+		if p.sync != nil {
+			p.sync.close()
+		}
 		return err
 	}
 	if p.cfg.MaxConn > 0 {
 		p.slots = make(chan struct{}, p.cfg.MaxConn)
 	}
+
+	syncDone := make(chan struct{})
+	syncCtx, stopSync := context.WithCancel(ctx)
+	defer stopSync()
+	go func() {
+		defer close(syncDone)
+		if p.sync != nil {
+			p.log.Info("sharing the connection table", "listen", p.cfg.SyncListen, "peers", p.cfg.SyncPeers)
+			p.sync.run(syncCtx)
+		}
+	}()
 
 	sweepDone := make(chan struct{})
 	go func() {
@@ -275,6 +303,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.drain()
 	<-sweepDone
 	p.stopLoops(loopsDone)
+	stopSync()
+	<-syncDone
 	p.pool.mu.Lock()
 	for _, b := range p.pool.backends {
 		if b.stop != nil {
