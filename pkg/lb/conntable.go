@@ -177,7 +177,7 @@ func (s *connSync) run(ctx context.Context) {
 	s.close()
 }
 
-// carried returns the connections this proxy carries, on non-loopback addresses.
+// carried returns the client connections this proxy carries.
 func (p *Proxy) carried(dst []connEntry) []connEntry {
 	p.pool.mu.Lock()
 	defer p.pool.mu.Unlock()
@@ -467,8 +467,9 @@ func (s *connSync) status() *SyncStatus {
 	return st
 }
 
-// connOf returns the addresses of the accepted client socket fd, or the zero entry for a
-// loopback connection or when the kernel does not tell.
+// connOf returns the addresses of the accepted client socket fd, or the zero entry when
+// the kernel does not tell. Loopback connections are kept too: they cost a few bytes in a
+// table, and no takeover is ever seen for a loopback address.
 func connOf(fd int) connEntry {
 	la, err := unix.Getsockname(fd)
 	if err != nil {
@@ -479,7 +480,7 @@ func connOf(fd int) connEntry {
 		return connEntry{}
 	}
 	e := connEntry{Client: sockaddrAddrPort(ra), Local: sockaddrAddrPort(la)}
-	if !e.valid() || e.Local.Addr().IsLoopback() {
+	if !e.valid() {
 		return connEntry{}
 	}
 	return e
