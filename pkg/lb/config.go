@@ -224,7 +224,7 @@ func (c *Config) Validate() error {
 			bad("sync-peer", "sync-listen is set but no sync-peer is: give the other masters' sync-listen addresses")
 		}
 	} else if len(c.SyncPeers) > 0 {
-		bad("sync-listen", "sync-peer is set but sync-listen is not: give this master's own ip:port")
+		bad("sync-peer", "sync-listen is not set: give this master's own ip:port as sync-listen too")
 	}
 	for i, v := range c.SyncPeers {
 		key := fmt.Sprintf("sync-peer.%d", i)
