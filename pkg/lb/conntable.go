@@ -471,30 +471,9 @@ func (s *connSync) status() *SyncStatus {
 // the kernel does not tell. Loopback connections are kept too: they cost a few bytes in a
 // table, and no takeover is ever seen for a loopback address.
 func connOf(fd int) connEntry {
-	la, err := unix.Getsockname(fd)
-	if err != nil {
-		return connEntry{}
-	}
-	ra, err := unix.Getpeername(fd)
-	if err != nil {
-		return connEntry{}
-	}
-	e := connEntry{Client: sockaddrAddrPort(ra), Local: sockaddrAddrPort(la)}
+	e := connEntry{Client: sockAddrPort(fd, true), Local: sockAddrPort(fd, false)}
 	if !e.valid() {
 		return connEntry{}
 	}
 	return e
-}
-
-func sockaddrAddrPort(sa unix.Sockaddr) netip.AddrPort {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-	case *unix.SockaddrInet6:
-		if a.ZoneId != 0 {
-			return netip.AddrPort{} // link-local: not a VIP
-		}
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
-	}
-	return netip.AddrPort{}
 }

@@ -116,3 +116,31 @@ func connect(fd int, sa *sockaddr) error {
 	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&sa.raw)), sa.len)
 	return errnoErr(e)
 }
+
+// sockAddrPort returns the local (peer false) or remote address of socket fd, as
+// getsockname(2) or getpeername(2) tell it; the zero value when they fail.
+func sockAddrPort(fd int, peer bool) netip.AddrPort {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	call := uintptr(unix.SYS_GETSOCKNAME)
+	if peer {
+		call = unix.SYS_GETPEERNAME
+	}
+	if _, _, e := unix.RawSyscall(call, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n))); e != 0 {
+		return netip.AddrPort{}
+	}
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(&rsa))
+		if sa.Scope_id != 0 {
+			return netip.AddrPort{} // link-local: not a VIP
+		}
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return netip.AddrPort{}
+}
