@@ -266,33 +266,67 @@ func (s *connSync) receive() {
 	}
 }
 
-// watchAddrs follows the host's addresses; an address that appears is a takeover.
+// watchAddrs follows the host's addresses; an address that appears is a takeover. When
+// the subscription fails (the kernel dropped updates for want of buffer room, say), it
+// subscribes again: an address bound meanwhile is then compared with the list taken at
+// the new start, so a takeover in that gap goes unnoticed, and is logged as possible.
 func (s *connSync) watchAddrs(ctx context.Context) {
+	var local map[netip.Addr]bool
+	for {
+		err := s.followAddrs(ctx, &local)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Error("following the host's addresses failed; subscribing again (a takeover meanwhile resets no connection)", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// followAddrs subscribes to address updates and handles them until ctx is done or the
+// subscription fails; *local is the set of the host's addresses, kept across calls.
+func (s *connSync) followAddrs(ctx context.Context, local *map[netip.Addr]bool) error {
 	updates := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
+	// The subscription's goroutine reports its errors here, and they are returned, so
+	// that nothing is logged once this returns (closing done ends it with an error too).
+	failed := make(chan error, 1)
 	err := netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{
-		ErrorCallback: func(err error) { s.log.Error("netlink address updates failed: takeovers go unnoticed", "err", err) },
+		ErrorCallback: func(err error) {
+			select {
+			case failed <- err:
+			default:
+			}
+		},
 	})
 	if err != nil {
-		s.log.Error("cannot follow the host's addresses: connections of a failed master will not be reset on takeover", "err", err)
-		return
+		return err
 	}
-	local := map[netip.Addr]bool{}
-	if addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL); err == nil {
-		for _, a := range addrs {
-			if ip, ok := netip.AddrFromSlice(a.IP); ok {
-				local[ip.Unmap()] = true
-			}
+	// Subscribed first, listed second: an address bound in between is in the list, and
+	// its update is taken for a change of flags.
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return err
+	}
+	*local = map[netip.Addr]bool{}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			(*local)[ip.Unmap()] = true
 		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case err := <-failed:
+			return err
 		case u, ok := <-updates:
 			if !ok {
-				return
+				return errors.New("lb: address updates ended")
 			}
 			ip, ok := netip.AddrFromSlice(u.LinkAddress.IP)
 			if !ok {
@@ -300,13 +334,13 @@ func (s *connSync) watchAddrs(ctx context.Context) {
 			}
 			ip = ip.Unmap()
 			if !u.NewAddr {
-				delete(local, ip)
+				delete(*local, ip)
 				continue
 			}
-			if local[ip] {
+			if (*local)[ip] {
 				continue // a change of flags (vipd deprecating it), not a new address
 			}
-			local[ip] = true
+			(*local)[ip] = true
 			go s.takeover(ctx, ip, time.Now())
 		}
 	}
