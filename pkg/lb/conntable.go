@@ -501,11 +501,12 @@ func (s *connSync) status() *SyncStatus {
 	return st
 }
 
-// connOf returns the addresses of the accepted client socket fd, or the zero entry when
-// the kernel does not tell. Loopback connections are kept too: they cost a few bytes in a
-// table, and no takeover is ever seen for a loopback address.
-func connOf(fd int) connEntry {
-	e := connEntry{Client: sockAddrPort(fd, true), Local: sockAddrPort(fd, false)}
+// connOf returns the addresses of the accepted client socket fd, whose client is peer
+// (as accept4 told it), or the zero entry when the kernel does not tell. Loopback
+// connections are kept too: they cost a few bytes in a table, and no takeover is ever
+// seen for a loopback address.
+func connOf(fd int, peer netip.AddrPort) connEntry {
+	e := connEntry{Client: peer, Local: sockAddrPort(fd, false)}
 	if !e.valid() {
 		return connEntry{}
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"runtime"
@@ -355,7 +356,7 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 				return
 			}
 		}
-		fd, err := p.accept()
+		fd, peer, err := p.accept()
 		if err != nil {
 			if p.slots != nil {
 				<-p.slots
@@ -385,20 +386,25 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 		delay = 0
 		p.accepted.Add(1)
 		p.sessions.Add(1)
-		p.open(fd)
+		p.open(fd, peer)
 	}
 }
 
 // accept returns the next client socket, non-blocking, waiting in the runtime's poller
-// while there is none. It takes the socket as a bare descriptor: net's Accept would also
-// ask for both of its addresses and register it with the runtime's poller, four system
-// calls that a session driven by a loop does not need.
-func (p *Proxy) accept() (int, error) {
+// while there is none, and, with the connection-table sync on, the client's address. It
+// takes the socket as a bare descriptor: net's Accept would also ask for both of its
+// addresses and register it with the runtime's poller, four system calls that a session
+// driven by a loop does not need.
+func (p *Proxy) accept() (int, netip.AddrPort, error) {
 	var nfd int
 	var aerr error
+	var rsa *unix.RawSockaddrAny
+	if p.sync != nil {
+		rsa = new(unix.RawSockaddrAny)
+	}
 	err := p.lnRaw.Read(func(fd uintptr) bool {
 		for {
-			r, err := accept4(int(fd))
+			r, err := accept4(int(fd), rsa)
 			switch err {
 			case nil:
 				nfd, aerr = r, nil
@@ -413,9 +419,13 @@ func (p *Proxy) accept() (int, error) {
 		}
 	})
 	if err != nil {
-		return -1, err
+		return -1, netip.AddrPort{}, err
 	}
-	return nfd, aerr
+	var peer netip.AddrPort
+	if rsa != nil && aerr == nil {
+		peer = rawAddrPort(rsa)
+	}
+	return nfd, peer, aerr
 }
 
 // startLoops starts one event loop per processor the runtime uses; the returned channel

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -77,12 +78,13 @@ const budget = 16
 // four or five system calls.
 const optionsDelay = time.Second
 
-// open starts a session for the accepted client socket fd.
-func (p *Proxy) open(fd int) {
+// open starts a session for the accepted client socket fd, whose client is peer (known
+// with the connection-table sync on).
+func (p *Proxy) open(fd int, peer netip.AddrPort) {
 	l := p.loops[p.nextLoop.Add(1)%uint64(len(p.loops))]
 	s := &session{p: p, l: l, client: endpoint{fd: fd}}
 	if p.sync != nil {
-		s.conn = connOf(fd)
+		s.conn = connOf(fd, peer)
 	}
 	s.up = flow{src: &s.client, dst: &s.server, bit: upOpen, toServer: true}
 	s.down = flow{src: &s.server, dst: &s.client, bit: downOpen}
