@@ -287,7 +287,7 @@ func (s *connSync) watchAddrs(ctx context.Context) {
 }
 
 // followAddrs subscribes to address updates and handles them until ctx is done or the
-// subscription fails; *local is the set of the host's addresses, kept across calls.
+// subscription fails; *local is the host's addresses, each with whether it is deprecated.
 func (s *connSync) followAddrs(ctx context.Context, local *map[netip.Addr]bool) error {
 	updates := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
@@ -312,10 +312,10 @@ func (s *connSync) followAddrs(ctx context.Context, local *map[netip.Addr]bool) 
 	if err != nil {
 		return err
 	}
-	*local = map[netip.Addr]bool{}
+	*local = map[netip.Addr]bool{} // address -> deprecated
 	for _, a := range addrs {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok {
-			(*local)[ip.Unmap()] = true
+			(*local)[ip.Unmap()] = a.PreferedLft == 0
 		}
 	}
 	for {
@@ -337,10 +337,15 @@ func (s *connSync) followAddrs(ctx context.Context, local *map[netip.Addr]bool) 
 				delete(*local, ip)
 				continue
 			}
-			if (*local)[ip] {
-				continue // a change of flags (vipd deprecating it), not a new address
+			// A takeover is an address that appears, or one that vipd had kept deprecated
+			// (preferred lifetime 0) for a handover drain and now asserts again: its
+			// master returned the VIP to this host, or crashed while it was draining.
+			deprecated := u.PreferedLft == 0
+			was, known := (*local)[ip]
+			(*local)[ip] = deprecated
+			if deprecated || (known && !was) {
+				continue // deprecated now, or a change of flags of an address in use
 			}
-			(*local)[ip] = true
 			go s.takeover(ctx, ip, time.Now())
 		}
 	}
