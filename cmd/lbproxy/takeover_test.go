@@ -48,7 +48,6 @@ func buildVipd(t *testing.T) string {
 	if vipdErr != nil {
 		t.Fatal(vipdErr)
 	}
-	t.Cleanup(func() {}) // the binary stays for the other tests of this run; it is in /tmp
 	return vipdBin
 }
 
