@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LBPROXY_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if vipdBin != "" {
+		os.RemoveAll(filepath.Dir(vipdBin)) // built by buildVipd
+	}
+	os.Exit(code)
 }
 
 func self(t *testing.T) string {
