@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("LBPROXY_TEST_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if vipdBin != "" {
+		os.RemoveAll(filepath.Dir(vipdBin)) // built by buildVipd
+	}
+	os.Exit(code)
 }
 
 func self(t *testing.T) string {
@@ -84,6 +88,7 @@ func TestBadInput(t *testing.T) {
 	badBackend := writeFile(t, "bad.yaml", "listen: 127.0.0.1:0\nbackend:\n  - 10.0.0.11:6443\n  - 10.0.0.12\n")
 	notPEM := writeFile(t, "ca.pem", "not a certificate\n")
 	typo := writeFile(t, "typo.yaml", "backend: [127.0.0.1:1]\nconect-timeout: 1s\n")
+	badPeer := writeFile(t, "peer.yaml", "backend: [127.0.0.1:1]\nsync-listen: 127.0.0.1:8444\nsync-peer:\n  - 10.0.0.12:8444\n  - master3:8444\n")
 
 	tests := []struct {
 		name string
@@ -100,6 +105,10 @@ func TestBadInput(t *testing.T) {
 		{"CA without PEM", []string{"--backend", "127.0.0.1:1", "--check-ca", notPEM}, 2, "holds no PEM certificate"},
 		{"bad balance", []string{"--backend", "127.0.0.1:1", "--balance", "random"}, 2, "flag --balance: want roundrobin or leastconn"},
 		{"negative timeout", []string{"--backend", "127.0.0.1:1", "--connect-timeout", "-1s"}, 2, "flag --connect-timeout: must be positive"},
+		{"sync peer by name in file", []string{"--config", badPeer}, 2, badPeer + `:5: sync-peer.1: want ip:port (an address, not a name`},
+		{"sync peer without listen", []string{"--backend", "127.0.0.1:1", "--sync-peer", "10.0.0.12:8444"}, 2, "flag --sync-peer: sync-listen is not set"},
+		{"sync listen without peers", []string{"--backend", "127.0.0.1:1", "--sync-listen", "127.0.0.1:8444"}, 2, "sync-peer: sync-listen is set but no sync-peer is"},
+		{"sync heartbeat above interval", []string{"--backend", "127.0.0.1:1", "--sync-heartbeat", "2s"}, 2, "flag --sync-heartbeat: must not be longer than sync-interval"},
 		{"port in use", []string{"--backend", "127.0.0.1:1", "--listen", busy.Addr().String()}, 1, "address already in use"},
 	}
 	for _, tt := range tests {
@@ -120,7 +129,8 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	for _, f := range []string{"listen", "backend", "balance", "check-mode", "check-path", "check-ca", "check-insecure",
 		"check-server-name", "check-interval", "check-fast-interval", "check-timeout", "rise", "fall", "connect-timeout",
 		"retries", "client-idle-timeout", "server-idle-timeout", "tcp-user-timeout", "tcp-keepalive", "maxconn",
-		"backend-maxconn", "max-queue", "queue-timeout", "slow-start", "drain-timeout", "status-addr", "log-level", "config"} {
+		"backend-maxconn", "max-queue", "queue-timeout", "slow-start", "drain-timeout", "status-addr", "log-level", "config",
+		"sync-listen", "sync-peer", "sync-interval", "sync-heartbeat"} {
 		if !strings.Contains(out, "  -"+f+" ") && !strings.Contains(out, "  -"+f+"\n") {
 			t.Errorf("--help does not explain --%s", f)
 		}

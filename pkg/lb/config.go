@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -47,6 +48,12 @@ type Config struct {
 	// that it answered with the wrong status (alive, e.g. draining); see AddFlags.
 	DownSessionGrace time.Duration `yaml:"down-session-grace"`
 
+	// The connection-table sync with the other masters' lbproxies (conntable.go).
+	SyncListen    string        `yaml:"sync-listen"`
+	SyncPeers     []string      `yaml:"sync-peer"`
+	SyncInterval  time.Duration `yaml:"sync-interval"`
+	SyncHeartbeat time.Duration `yaml:"sync-heartbeat"`
+
 	StatusAddr string `yaml:"status-addr"`
 	LogLevel   string `yaml:"log-level"`
 }
@@ -77,6 +84,8 @@ func DefaultConfig() *Config {
 		QueueTimeout:      5 * time.Second,
 		SlowStart:         0,
 		DrainTimeout:      30 * time.Second,
+		SyncInterval:      time.Second,
+		SyncHeartbeat:     100 * time.Millisecond,
 		LogLevel:          "info",
 	}
 }
@@ -109,6 +118,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SlowStart, "slow-start", c.SlowStart, "after a backend comes UP, ramp its weight from 5% to full over this time (0: full weight at once)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM stop accepting and wait this long for open connections to end, then close them")
 	fs.DurationVar(&c.DownSessionGrace, "down-session-grace", c.DownSessionGrace, "when a backend goes DOWN because its check got an answer with the wrong status (the server is alive: e.g. an apiserver failing /healthz during its --shutdown-delay), close its open connections this `long` later instead of at once, so that requests in flight finish; a backend that cannot be reached has its connections closed at once (0: always at once)")
+	fs.StringVar(&c.SyncListen, "sync-listen", c.SyncListen, "UDP `address` (this master's own ip:port, not the VIP) on which to exchange connection tables with the other masters' lbproxies, so that the one whose host takes the VIP over from a crashed or cut-off master makes that master's clients reset their connections at once; empty: off")
+	config.StringList(fs, &c.SyncPeers, "sync-peer", "UDP `address` (ip:port) of another master's lbproxy --sync-listen; repeat (or separate with commas) for each; datagrams from any other source are dropped")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "time between two sends of the whole connection table to each peer; a peer forgets a closed connection two intervals later, and knows a new one at most this much later")
+	fs.DurationVar(&c.SyncHeartbeat, "sync-heartbeat", c.SyncHeartbeat, "time between heartbeats to each peer; a peer silent for three heartbeats when this host takes over one of the addresses its clients used counts as dead, and its connections on that address are reset")
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "`address` serving /status (JSON per backend) and /metrics (Prometheus); empty: off")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 }
@@ -200,6 +213,35 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxQueue < 0 {
 		bad("max-queue", "must not be negative, got %d", c.MaxQueue)
+	}
+	if c.SyncListen != "" {
+		if ap, err := netip.ParseAddrPort(c.SyncListen); err != nil && !strings.HasPrefix(c.SyncListen, ":") {
+			bad("sync-listen", "want ip:port (this master's own address), got %q", c.SyncListen)
+		} else if err == nil && ap.Port() == 0 {
+			bad("sync-listen", "want a port, got %q", c.SyncListen)
+		}
+		if len(c.SyncPeers) == 0 {
+			bad("sync-peer", "sync-listen is set but no sync-peer is: give the other masters' sync-listen addresses")
+		}
+	} else if len(c.SyncPeers) > 0 {
+		bad("sync-peer", "sync-listen is not set: give this master's own ip:port as sync-listen too")
+	}
+	for i, v := range c.SyncPeers {
+		key := fmt.Sprintf("sync-peer.%d", i)
+		if len(c.SyncPeers) == 1 {
+			key = "sync-peer"
+		}
+		if ap, err := netip.ParseAddrPort(v); err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+			bad(key, "want ip:port (an address, not a name; IPv6 as [addr]:port), got %q", v)
+		}
+	}
+	if c.SyncInterval <= 0 {
+		bad("sync-interval", "must be positive, got %v", c.SyncInterval)
+	}
+	if c.SyncHeartbeat <= 0 {
+		bad("sync-heartbeat", "must be positive, got %v", c.SyncHeartbeat)
+	} else if c.SyncInterval > 0 && c.SyncHeartbeat > c.SyncInterval {
+		bad("sync-heartbeat", "must not be longer than sync-interval (%v), got %v", c.SyncInterval, c.SyncHeartbeat)
 	}
 	if c.StatusAddr != "" {
 		if _, _, err := net.SplitHostPort(c.StatusAddr); err != nil {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"runtime"
@@ -38,6 +39,7 @@ type Proxy struct {
 	lnFile   *os.File        // a duplicate of ln's descriptor, which the proxy accepts from
 	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
+	sync     *connSync // nil unless --sync-listen
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
 	loops    []*loop         // set by Run
@@ -202,6 +204,19 @@ func (p *Proxy) Listen() error {
 		}
 		p.statusLn = sl
 	}
+	if p.cfg.SyncListen != "" {
+		cs, err := newConnSync(p)
+		if err != nil {
+			p.closeListener()
+			p.ln = nil
+			if p.statusLn != nil {
+				p.statusLn.Close()
+				p.statusLn = nil
+			}
+			return err
+		}
+		p.sync = cs
+	}
 	return nil
 }
 
@@ -253,11 +268,25 @@ func (p *Proxy) Run(ctx context.Context) error {
 
 	loopsDone, err := p.startLoops()
 	if err != nil {
+		if p.sync != nil {
+			p.sync.close()
+		}
 		return err
 	}
 	if p.cfg.MaxConn > 0 {
 		p.slots = make(chan struct{}, p.cfg.MaxConn)
 	}
+
+	syncDone := make(chan struct{})
+	syncCtx, stopSync := context.WithCancel(ctx)
+	defer stopSync()
+	go func() {
+		defer close(syncDone)
+		if p.sync != nil {
+			p.log.Info("sharing the connection table", "listen", p.cfg.SyncListen, "peers", p.cfg.SyncPeers)
+			p.sync.run(syncCtx)
+		}
+	}()
 
 	sweepDone := make(chan struct{})
 	go func() {
@@ -275,6 +304,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.drain()
 	<-sweepDone
 	p.stopLoops(loopsDone)
+	stopSync()
+	<-syncDone
 	p.pool.mu.Lock()
 	for _, b := range p.pool.backends {
 		if b.stop != nil {
@@ -325,7 +356,7 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 				return
 			}
 		}
-		fd, err := p.accept()
+		fd, peer, err := p.accept()
 		if err != nil {
 			if p.slots != nil {
 				<-p.slots
@@ -355,20 +386,25 @@ func (p *Proxy) acceptLoop(ctx context.Context) {
 		delay = 0
 		p.accepted.Add(1)
 		p.sessions.Add(1)
-		p.open(fd)
+		p.open(fd, peer)
 	}
 }
 
 // accept returns the next client socket, non-blocking, waiting in the runtime's poller
-// while there is none. It takes the socket as a bare descriptor: net's Accept would also
-// ask for both of its addresses and register it with the runtime's poller, four system
-// calls that a session driven by a loop does not need.
-func (p *Proxy) accept() (int, error) {
+// while there is none, and, with the connection-table sync on, the client's address. It
+// takes the socket as a bare descriptor: net's Accept would also ask for both of its
+// addresses and register it with the runtime's poller, four system calls that a session
+// driven by a loop does not need.
+func (p *Proxy) accept() (int, netip.AddrPort, error) {
 	var nfd int
 	var aerr error
+	var rsa *unix.RawSockaddrAny
+	if p.sync != nil {
+		rsa = new(unix.RawSockaddrAny)
+	}
 	err := p.lnRaw.Read(func(fd uintptr) bool {
 		for {
-			r, err := accept4(int(fd))
+			r, err := accept4(int(fd), rsa)
 			switch err {
 			case nil:
 				nfd, aerr = r, nil
@@ -383,9 +419,13 @@ func (p *Proxy) accept() (int, error) {
 		}
 	})
 	if err != nil {
-		return -1, err
+		return -1, netip.AddrPort{}, err
 	}
-	return nfd, aerr
+	var peer netip.AddrPort
+	if rsa != nil && aerr == nil {
+		peer = rawAddrPort(rsa)
+	}
+	return nfd, peer, aerr
 }
 
 // startLoops starts one event loop per processor the runtime uses; the returned channel

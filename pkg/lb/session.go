@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,9 @@ type session struct {
 	id             uint64 // in the loop; a new one for each connect attempt
 	state          sessionState
 	client, server endpoint
-	up, down       flow // client to server, server to client
-	queued         bool // in the loop's list of sessions to run again
+	up, down       flow      // client to server, server to client
+	queued         bool      // in the loop's list of sessions to run again
+	conn           connEntry // the client's and local addresses, with the connection-table sync; else zero
 
 	attempt int               // connect attempts made, less one
 	tried   map[*backend]bool // backends whose connect failed; allocated on the first failure
@@ -76,10 +78,14 @@ const budget = 16
 // four or five system calls.
 const optionsDelay = time.Second
 
-// open starts a session for the accepted client socket fd.
-func (p *Proxy) open(fd int) {
+// open starts a session for the accepted client socket fd, whose client is peer (known
+// with the connection-table sync on).
+func (p *Proxy) open(fd int, peer netip.AddrPort) {
 	l := p.loops[p.nextLoop.Add(1)%uint64(len(p.loops))]
 	s := &session{p: p, l: l, client: endpoint{fd: fd}}
+	if p.sync != nil {
+		s.conn = connOf(fd, peer)
+	}
 	s.up = flow{src: &s.client, dst: &s.server, bit: upOpen, toServer: true}
 	s.down = flow{src: &s.server, dst: &s.client, bit: downOpen}
 	s.dial()

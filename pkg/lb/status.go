@@ -35,6 +35,7 @@ type Status struct {
 	OutOfFiles  uint64          `json:"outOfFiles"` // accepts and connects failed for want of a file descriptor
 	Queued      int             `json:"queued"`
 	Backends    []BackendStatus `json:"backends"`
+	Sync        *SyncStatus     `json:"sync,omitempty"` // the connection-table sync, when on
 }
 
 // Status returns a snapshot of the proxy and its backends. Byte counts include running
@@ -50,6 +51,9 @@ func (p *Proxy) Status() Status {
 	}
 	if p.ln != nil {
 		st.Listen = p.ln.Addr().String()
+	}
+	if p.sync != nil {
+		st.Sync = p.sync.status()
 	}
 	p.pool.mu.Lock()
 	st.Queued = p.pool.queue.Len()
@@ -110,13 +114,23 @@ var (
 	descRetries     = prometheus.NewDesc("lbproxy_retries_total", "Connects retried on another backend.", nil, nil)
 	descQueued      = prometheus.NewDesc("lbproxy_queued_connections", "Client connections waiting for a backend slot.", nil, nil)
 	descOutOfFiles  = prometheus.NewDesc("lbproxy_out_of_files_total", "Accepts and backend connects that failed because the process or system had no file descriptor left.", nil, nil)
+
+	descSyncSent      = prometheus.NewDesc("lbproxy_sync_datagrams_sent_total", "Connection-table datagrams sent to peers (tables and heartbeats).", nil, nil)
+	descSyncReceived  = prometheus.NewDesc("lbproxy_sync_datagrams_received_total", "Connection-table datagrams accepted from peers.", nil, nil)
+	descSyncDropped   = prometheus.NewDesc("lbproxy_sync_datagrams_dropped_total", "Connection-table datagrams dropped: malformed, from an address that is no peer (unknown_peer), or entries beyond a peer's bound (table_full).", []string{"reason"}, nil)
+	descSyncPeerConns = prometheus.NewDesc("lbproxy_sync_peer_connections", "Client connections a peer reported carrying.", []string{"peer"}, nil)
+	descSyncPeerAge   = prometheus.NewDesc("lbproxy_sync_peer_last_heard_seconds", "Unix time of the last datagram from a peer (0: never).", []string{"peer"}, nil)
+	descSyncTakeovers = prometheus.NewDesc("lbproxy_sync_takeovers_total", "Addresses that appeared on this host with connections of a peer on them.", nil, nil)
+	descSyncProbes    = prometheus.NewDesc("lbproxy_sync_probes_sent_total", "Probes sent to clients of a dead peer's connections after a takeover (each elicits a reset); two per connection.", nil, nil)
+	descSyncProbeErr  = prometheus.NewDesc("lbproxy_sync_probe_errors_total", "Probes that could not be sent.", nil, nil)
 )
 
 // collector reads the proxy's counters at scrape time.
 type collector struct{ p *Proxy }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued, descOutOfFiles} {
+	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued, descOutOfFiles,
+		descSyncSent, descSyncReceived, descSyncDropped, descSyncPeerConns, descSyncPeerAge, descSyncTakeovers, descSyncProbes, descSyncProbeErr} {
 		ch <- d
 	}
 }
@@ -148,4 +162,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRetries, counter, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(descQueued, gauge, float64(st.Queued))
 	ch <- prometheus.MustNewConstMetric(descOutOfFiles, counter, float64(st.OutOfFiles))
+	if sy := st.Sync; sy != nil {
+		ch <- prometheus.MustNewConstMetric(descSyncSent, counter, float64(sy.DatagramsSent))
+		ch <- prometheus.MustNewConstMetric(descSyncReceived, counter, float64(sy.DatagramsReceived))
+		for reason, n := range sy.Dropped {
+			ch <- prometheus.MustNewConstMetric(descSyncDropped, counter, float64(n), reason)
+		}
+		for _, pe := range sy.Peers {
+			ch <- prometheus.MustNewConstMetric(descSyncPeerConns, gauge, float64(pe.Connections), pe.Addr)
+			heard := 0.0
+			if !pe.LastHeard.IsZero() {
+				heard = float64(pe.LastHeard.UnixNano()) / float64(time.Second)
+			}
+			ch <- prometheus.MustNewConstMetric(descSyncPeerAge, gauge, heard, pe.Addr)
+		}
+		ch <- prometheus.MustNewConstMetric(descSyncTakeovers, counter, float64(sy.Takeovers))
+		ch <- prometheus.MustNewConstMetric(descSyncProbes, counter, float64(sy.ProbesSent))
+		ch <- prometheus.MustNewConstMetric(descSyncProbeErr, counter, float64(sy.ProbeErrors))
+	}
 }

@@ -34,9 +34,15 @@ func splice(rfd, wfd, n int) (int, error) {
 }
 
 // accept4 returns a connection from the listening socket fd, non-blocking and
-// close-on-exec, without its address.
-func accept4(fd int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+// close-on-exec; when peer is not nil, the kernel writes the client's address there
+// (the connection-table sync needs it), else the address is not asked for.
+func accept4(fd int, peer *unix.RawSockaddrAny) (int, error) {
+	var addr, addrLen uintptr
+	n := uint32(unix.SizeofSockaddrAny)
+	if peer != nil {
+		addr, addrLen = uintptr(unsafe.Pointer(peer)), uintptr(unsafe.Pointer(&n))
+	}
+	r, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), addr, addrLen, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, e
 	}
@@ -115,4 +121,38 @@ func sockaddrOf(ap netip.AddrPort) *sockaddr {
 func connect(fd int, sa *sockaddr) error {
 	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&sa.raw)), sa.len)
 	return errnoErr(e)
+}
+
+// sockAddrPort returns the local (peer false) or remote address of socket fd, as
+// getsockname(2) or getpeername(2) tell it; the zero value when they fail.
+func sockAddrPort(fd int, peer bool) netip.AddrPort {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	call := uintptr(unix.SYS_GETSOCKNAME)
+	if peer {
+		call = unix.SYS_GETPEERNAME
+	}
+	if _, _, e := unix.RawSyscall(call, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n))); e != 0 {
+		return netip.AddrPort{}
+	}
+	return rawAddrPort(&rsa)
+}
+
+// rawAddrPort converts an IPv4 or IPv6 socket address the kernel wrote; a link-local
+// (scoped) one, or another family, is the zero value.
+func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(p[0])<<8|uint16(p[1]))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		if sa.Scope_id != 0 {
+			return netip.AddrPort{}
+		}
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(p[0])<<8|uint16(p[1]))
+	}
+	return netip.AddrPort{}
 }

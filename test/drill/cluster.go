@@ -127,6 +127,17 @@ func (c *cluster) startPlane(m *host) error {
 		if g := c.spec.DownSessionGrace; g > 0 {
 			lbArgs = append(lbArgs, "--down-session-grace", g.String())
 		}
+		if c.spec.ConnSync {
+			// Issue 19: the lbproxies share their connection tables over the masters'
+			// bridge, so that the master taking the VIP over from a crashed or cut-off
+			// one resets that master's clients at once.
+			lbArgs = append(lbArgs, "--sync-listen", fmt.Sprintf("%s:%d", m.Addr, syncPort))
+			for _, o := range c.d.masters {
+				if o != m {
+					lbArgs = append(lbArgs, "--sync-peer", fmt.Sprintf("%s:%d", o.Addr, syncPort))
+				}
+			}
+		}
 		lb, err := m.start(c.d.bin["lbproxy"], lbArgs...)
 		if err != nil {
 			return err

@@ -41,6 +41,7 @@ type options struct {
 	etcdElection  time.Duration
 	shutdownDelay time.Duration
 	pin           bool
+	connSync      bool
 	controlPlane  bool
 	vipdArgs      []string // appended to every VRRP-mode vipd's command line (hacp stack)
 }
@@ -80,6 +81,7 @@ func run() int {
 	flag.DurationVar(&o.etcdHeartbeat, "etcd-heartbeat-interval", 50*time.Millisecond, "Raft heartbeat of every apiserver's embedded etcd member (all stacks)")
 	flag.DurationVar(&o.etcdElection, "etcd-election-timeout", 500*time.Millisecond, "Raft election timeout of every embedded etcd member (all stacks): what a leader dying with its master costs")
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
+	flag.BoolVar(&o.connSync, "lbproxy-sync", true, "hacp stack: lbproxy's connection-table sync between the masters (issue 19; false runs the stack as before it, to compare)")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
 	var vipdArgs string
@@ -236,7 +238,7 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		if ctx.Err() != nil {
 			break
 		}
-		spec := stackSpecs(d.opts.advert)[name]
+		spec := d.stackSpec(name)
 		results, err := d.runStack(ctx, spec)
 		for sc, r := range results {
 			rep.set(name, sc, r.Metrics)
@@ -359,7 +361,7 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		subnet, subnet, vipAddr, lbPort)
 	h.WriteString("Stacks (the same apiserver binary with its embedded 3-member etcd in every stack):\n\n")
 	for _, s := range d.opts.stacks {
-		spec := stackSpecs(d.opts.advert)[s]
+		spec := d.stackSpec(s)
 		fmt.Fprintf(&h, "- **%s**: %s\n", s, spec.describe())
 	}
 	if slices.Contains(d.opts.stacks, stackHACPBGP) {
@@ -407,4 +409,13 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		return nil
 	}
 	return os.WriteFile(filepath.Join(d.opts.out, "timeline.png"), png, 0o644)
+}
+
+// stackSpec is the named stack as this run's flags configure it.
+func (d *drill) stackSpec(name string) stackSpec {
+	spec := stackSpecs(d.opts.advert)[name]
+	if !d.opts.connSync {
+		spec.ConnSync = false
+	}
+	return spec
 }

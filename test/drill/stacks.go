@@ -20,7 +20,9 @@ var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
 const (
 	apiPort = 6443
 	lbPort  = 8443
-	vrid    = 51
+	// syncPort is where the hacp stack's lbproxies exchange connection tables.
+	syncPort = 8444
+	vrid     = 51
 )
 
 // priorities of m1, m2, m3: m1 holds the VIP when everything is healthy.
@@ -44,6 +46,9 @@ type stackSpec struct {
 	ShutdownDelay time.Duration
 	// DownSessionGrace is lbproxy's --down-session-grace (hacp stacks; 0: its default).
 	DownSessionGrace time.Duration
+	// ConnSync turns on lbproxy's connection-table sync between the masters (--sync-listen,
+	// --sync-peer): the VRRP hacp stack, where one master at a time holds the VIP.
+	ConnSync bool
 
 	// anchor only
 	VRRPVersion   int
@@ -88,7 +93,7 @@ func tunedStack(advert time.Duration) stackSpec {
 // --shutdown-delay 5s and lbproxy's --down-session-grace 2s, so that a draining apiserver
 // finishes what the other masters' lbproxies sent it before their checks mark it DOWN.
 func hacpStack(advert time.Duration) stackSpec {
-	return stackSpec{Name: stackHACP, HACP: true, Advert: advert, ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second}
+	return stackSpec{Name: stackHACP, HACP: true, Advert: advert, ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second, ConnSync: true}
 }
 
 // bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
@@ -120,8 +125,12 @@ func (s stackSpec) describe() string {
 			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
 	}
 	if s.HACP {
-		return fmt.Sprintf("vipd (VRRPv3, %v adverts, checking /healthz through the local lbproxy, make-before-break handover) + lbproxy (--down-session-grace %v); apiserver --shutdown-delay %v unless --apiserver-shutdown-delay (as deploy/ansible); graceful stops vipd first (it hands over and exits), then the rest, as the systemd units order them",
-			s.Advert, s.DownSessionGrace, s.ShutdownDelay)
+		sync := ""
+		if s.ConnSync {
+			sync = fmt.Sprintf(", connection-table sync with the other masters on UDP %d", syncPort)
+		}
+		return fmt.Sprintf("vipd (VRRPv3, %v adverts, checking /healthz through the local lbproxy, make-before-break handover) + lbproxy (--down-session-grace %v%s); apiserver --shutdown-delay %v unless --apiserver-shutdown-delay (as deploy/ansible); graceful stops vipd first (it hands over and exits), then the rest, as the systemd units order them",
+			s.Advert, s.DownSessionGrace, sync, s.ShutdownDelay)
 	}
 	auth := "no auth"
 	if s.AuthPass != "" {
