@@ -4,8 +4,10 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 )
 
@@ -40,4 +42,52 @@ func RequireCommand(t testing.TB, names ...string) {
 		_, err := exec.LookPath(n)
 		Require(t, err == nil, "command "+n+" not on PATH")
 	}
+}
+
+// SilentListener accepts every connection on a loopback port and never answers: a peer
+// that is up but dead, for timeout and goroutine tests.
+type SilentListener struct {
+	net.Listener
+	mu       sync.Mutex
+	accepted []net.Conn
+}
+
+// Accepted reports how many connections it has taken.
+func (l *SilentListener) Accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.accepted)
+}
+
+// NewSilentListener starts a SilentListener, which closes itself and every connection it
+// took when the test ends.
+func NewSilentListener(t testing.TB) *SilentListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &SilentListener{Listener: ln}
+	var held sync.WaitGroup
+	held.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.accepted = append(l.accepted, c)
+			l.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		held.Wait()
+		l.mu.Lock()
+		for _, c := range l.accepted {
+			c.Close()
+		}
+		l.mu.Unlock()
+	})
+	return l
 }

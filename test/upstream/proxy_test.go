@@ -561,35 +561,9 @@ func TestKwokStreamsEnd(t *testing.T) {
 	// A node agent that accepts and never answers.
 	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
 	defer cancel()
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var accepted []net.Conn
-	var held sync.WaitGroup
-	held.Go(func() {
-		for {
-			c, err := dead.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			accepted = append(accepted, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		dead.Close()
-		held.Wait()
-		mu.Lock()
-		for _, c := range accepted {
-			c.Close()
-		}
-		mu.Unlock()
-	})
+	dead := testenv.NewSilentListener(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead"}}
-	node, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	node, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -610,14 +584,11 @@ func TestKwokStreamsEnd(t *testing.T) {
 	base = runtime.NumGoroutine()
 	for range 5 {
 		for _, args := range [][]string{{"exec", "stuck", "--", "ls"}, {"port-forward", "pod/stuck", ":80"}} {
-			mu.Lock()
-			before := len(accepted)
-			mu.Unlock()
+			before := dead.Accepted()
 			s := startKubectlStream(t, kc, args...)
 			waitUntil(t, "the dead node agent accepts", func() (bool, string) {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(accepted) > before, fmt.Sprintf("%d accepted", len(accepted))
+				n := dead.Accepted()
+				return n > before, fmt.Sprintf("%d accepted", n)
 			})
 			s.stop()
 		}

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
@@ -438,37 +439,9 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 
 	// A kubelet that accepts connections and never answers: the caller gives up, and the
 	// apiserver lets go of it too.
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held sync.WaitGroup
-	var mu sync.Mutex
-	var accepted []net.Conn
-	held.Add(1)
-	go func() {
-		defer held.Done()
-		for {
-			c, err := dead.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			accepted = append(accepted, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		dead.Close()
-		held.Wait()
-		mu.Lock()
-		for _, c := range accepted {
-			c.Close()
-		}
-		mu.Unlock()
-	})
+	dead := testenv.NewSilentListener(t)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dead"}}
-	node, err = e.cs.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{})
+	node, err := e.cs.CoreV1().Nodes().Create(e.ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,6 +457,7 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 	e.http.admin.CloseIdleConnections()
 	base = runtime.NumGoroutine()
 	for range 10 {
+		before := dead.Accepted()
 		conn, _, _ := e.upgradeNoWait(t, "POST", "/api/v1/namespaces/default/pods/stuck/exec?command=ls&stdout=true")
 		ctx, cancel := context.WithCancel(e.ctx)
 		done := make(chan error, 1)
@@ -492,18 +466,14 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 			done <- err
 		}()
 		waitUntil(t, "kubelet connections", func() (bool, string) {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(accepted) >= 2, fmt.Sprintf("%d accepted", len(accepted))
+			n := dead.Accepted() - before
+			return n >= 2, fmt.Sprintf("%d accepted", n)
 		})
 		conn.Close()
 		cancel()
 		if err := <-done; err == nil {
 			t.Fatal("log of a pod on a dead kubelet succeeded")
 		}
-		mu.Lock()
-		accepted = accepted[:0]
-		mu.Unlock()
 	}
 	e.http.admin.CloseIdleConnections()
 	waitUntil(t, "goroutines back after a dead kubelet", func() (bool, string) {
