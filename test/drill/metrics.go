@@ -144,9 +144,12 @@ func failures(l *eventLog) (n int, last time.Duration) {
 	return n, last
 }
 
-// watchGap is the time from the fault to the first informer event for an object whose
-// write started after the fault: the moment the watch delivers new data again. Events for
-// objects written before the fault that happen to arrive late do not count. -1 if none.
+// watchGap is how long the informer's watch left new data undelivered after the fault: the
+// larger of the time from the fault to the first event for an object whose write started
+// after the fault (the watch delivers again) and the longest delay from such a write's start
+// to its event (a watch that delivered a write which slipped through before the fault took
+// hold, then hung on a dead path until TCP gave up). Events for objects written before the
+// fault do not count. -1 if no object written after the fault was delivered.
 func watchGap(l *eventLog) time.Duration {
 	started := make(map[string]time.Duration, len(l.Requests))
 	for _, r := range l.Requests {
@@ -154,17 +157,23 @@ func watchGap(l *eventLog) time.Duration {
 			started[r.Name] = r.Start
 		}
 	}
-	best := time.Duration(-1)
+	first, longest := time.Duration(-1), time.Duration(0)
+	seen := make(map[string]bool, len(l.Watch))
 	for _, e := range l.Watch {
 		s, ok := started[e.Name]
-		if !ok || s < l.Fault || e.At < l.Fault {
+		if !ok || s < l.Fault || e.At < l.Fault || seen[e.Name] {
 			continue
 		}
-		if best < 0 || e.At-l.Fault < best {
-			best = e.At - l.Fault
+		seen[e.Name] = true // the first event of an object is its delivery
+		if first < 0 || e.At-l.Fault < first {
+			first = e.At - l.Fault
 		}
+		longest = max(longest, e.At-s)
 	}
-	return best
+	if first < 0 {
+		return -1
+	}
+	return max(first, longest)
 }
 
 // splitBrain sums the time during which two or more hosts claimed the VIP (held it, not

@@ -119,6 +119,11 @@ func TestWatchGap(t *testing.T) {
 			want:  ms(1050),
 		},
 		{
+			name:  "a watch that delivers a write slipped through, then hangs",
+			watch: []watchEvent{{"c", ms(1030)}, {"d", ms(16010)}},
+			want:  ms(14000), // d's delay: written at 2010, delivered at 16010
+		},
+		{
 			name:  "no event after the fault",
 			watch: []watchEvent{{"a", ms(995)}},
 			want:  -1,
