@@ -193,6 +193,20 @@ func newProxyEnv(t *testing.T, mutate ...func(*server.Config)) *proxyEnv {
 // returns the connection (with its reader) after the response's head, and the status code.
 func (e *proxyEnv) upgrade(t *testing.T, method, path, proto string, header map[string]string) (net.Conn, *bufio.Reader, *http.Response) {
 	t.Helper()
+	conn, req := e.sendUpgrade(t, method, path, proto, header)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return conn, br, resp
+}
+
+// sendUpgrade opens a raw TLS connection to hacp as admin and sends a request asking path
+// to switch to proto, without waiting for the answer.
+func (e *proxyEnv) sendUpgrade(t *testing.T, method, path, proto string, header map[string]string) (net.Conn, *http.Request) {
+	t.Helper()
 	u, _ := url.Parse(e.s.URL())
 	conn, err := tls.Dial("tcp", u.Host, e.s.Certs().ClientTLSConfig())
 	if err != nil {
@@ -208,13 +222,7 @@ func (e *proxyEnv) upgrade(t *testing.T, method, path, proto string, header map[
 		conn.Close()
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		conn.Close()
-		t.Fatal(err)
-	}
-	return conn, br, resp
+	return conn, req
 }
 
 // waitUntil polls cond until it holds, failing with what after a minute.
@@ -458,7 +466,7 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 	base = runtime.NumGoroutine()
 	for range 10 {
 		before := dead.Accepted()
-		conn, _, _ := e.upgradeNoWait(t, "POST", "/api/v1/namespaces/default/pods/stuck/exec?command=ls&stdout=true")
+		conn, _ := e.sendUpgrade(t, "POST", "/api/v1/namespaces/default/pods/stuck/exec?command=ls&stdout=true", "SPDY/3.1", nil)
 		ctx, cancel := context.WithCancel(e.ctx)
 		done := make(chan error, 1)
 		go func() {
@@ -480,20 +488,6 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 		n := runtime.NumGoroutine()
 		return n <= base+5, fmt.Sprintf("%d goroutines, %d before", n, base)
 	})
-}
-
-// upgradeNoWait sends an upgrade request and does not wait for an answer.
-func (e *proxyEnv) upgradeNoWait(t *testing.T, method, path string) (net.Conn, *bufio.Reader, error) {
-	t.Helper()
-	u, _ := url.Parse(e.s.URL())
-	conn, err := tls.Dial("tcp", u.Host, e.s.Certs().ClientTLSConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(method, e.s.URL()+path, nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "SPDY/3.1")
-	return conn, bufio.NewReader(conn), req.Write(conn)
 }
 
 // TestProxySubresourcesBackends: services/proxy picks an endpoint that is its pod's IP and
