@@ -27,8 +27,8 @@ successful active checks (HTTPS GET --check-path, expecting 200) and DOWN after 
 failed ones, or at once when a client connect to it is refused or times out; the client
 connection is then retried on another backend. The sessions of a backend that goes DOWN
 are closed so that clients reconnect elsewhere. With no backend UP, clients are refused
-at once. SIGHUP reloads the backend list from --config without dropping connections;
-SIGTERM drains.`,
+at once. SIGHUP reloads the backend list and --sync-peer from --config without dropping
+connections; SIGTERM drains.`,
 	Version: version.Version,
 	Default: lb.DefaultConfig,
 	Flags:   func(fs *flag.FlagSet, c *lb.Config) { c.AddFlags(fs) },
@@ -93,5 +93,8 @@ func reload(p *lb.Proxy, args []string, log *slog.Logger) {
 		log.Error("reload failed; keeping the current backends", "err", err.Error())
 		return
 	}
-	log.Info("reloaded", "backends", len(cfg.Backends))
+	if err := p.ReloadSync(cfg.SyncListen, cfg.SyncPeers); err != nil {
+		log.Error("reload: connection-table sync peers unchanged", "err", err.Error())
+	}
+	log.Info("reloaded", "backends", len(cfg.Backends), "sync_peers", len(cfg.SyncPeers))
 }

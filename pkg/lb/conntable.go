@@ -125,13 +125,8 @@ func newConnSync(p *Proxy) (*connSync, error) {
 	cfg := p.cfg
 	s := &connSync{p: p, log: p.log, interval: cfg.SyncInterval, beat: cfg.SyncHeartbeat,
 		boot: rand.Uint64(), raw4: -1, raw6: -1, peers: map[netip.AddrPort]*peerTable{}}
-	for _, v := range cfg.SyncPeers {
-		ap, err := netip.ParseAddrPort(v)
-		if err != nil {
-			return nil, fmt.Errorf("lb: sync peer %q: %w", v, err)
-		}
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		s.peers[ap] = &peerTable{addr: ap, conns: map[connEntry]uint32{}}
+	if err := s.setPeers(cfg.SyncPeers); err != nil {
+		return nil, err
 	}
 	laddr, err := net.ResolveUDPAddr("udp", cfg.SyncListen)
 	if err != nil {
@@ -151,6 +146,42 @@ func newConnSync(p *Proxy) (*connSync, error) {
 		s.raw6 = -1 // IPv6 off on this host: no IPv6 VIP to probe for
 	}
 	return s, nil
+}
+
+// setPeers makes list the peers: a peer already known keeps its table, one no longer
+// listed is forgotten (its datagrams are dropped from then on), a new one starts empty.
+func (s *connSync) setPeers(list []string) error {
+	want := map[netip.AddrPort]bool{}
+	for _, v := range list {
+		ap, err := netip.ParseAddrPort(v)
+		if err != nil {
+			return fmt.Errorf("lb: sync peer %q: %w", v, err)
+		}
+		want[netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ap := range s.peers {
+		if !want[ap] {
+			delete(s.peers, ap)
+		}
+	}
+	for ap := range want {
+		if s.peers[ap] == nil {
+			s.peers[ap] = &peerTable{addr: ap, conns: map[connEntry]uint32{}}
+		}
+	}
+	return nil
+}
+
+// peerAddrs returns the peers' addresses.
+func (s *connSync) peerAddrs(dst []netip.AddrPort) []netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ap := range s.peers {
+		dst = append(dst, ap)
+	}
+	return dst
 }
 
 func (s *connSync) close() {
@@ -200,6 +231,7 @@ func (s *connSync) send(ctx context.Context) {
 	var dgrams [][]byte
 	nextTable := time.Now()
 	hb := syncDatagram{Kind: syncHeartbeat, Boot: s.boot}
+	var peers []netip.AddrPort
 	for {
 		now := time.Now()
 		var out [][]byte
@@ -214,7 +246,8 @@ func (s *connSync) send(ctx context.Context) {
 			b, _ := hb.MarshalBinary()
 			out = [][]byte{b}
 		}
-		for peer := range s.peers {
+		peers = s.peerAddrs(peers[:0])
+		for _, peer := range peers {
 			for _, b := range out {
 				if _, err := s.udp.WriteToUDPAddrPort(b, peer); err == nil {
 					s.sent.Add(1)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -339,4 +340,58 @@ func TestConnTableSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the good datagram applied", 20*time.Second, func() bool { return peerStatus(pb.Proxy, addrX).Connections == 1 })
+}
+
+// TestConnTableSyncReloadPeers: a SIGHUP's new --sync-peer list applies to the running
+// sync (add-master adds one), and what a reload cannot apply is refused with a reason.
+func TestConnTableSyncReloadPeers(t *testing.T) {
+	a := newBackend(t, "a")
+	addrA, addrB, addrX := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
+	cfgA, cfgB := testConfig(a), testConfig(a)
+	cfgA.SyncListen, cfgA.SyncPeers = addrA, []string{addrB}
+	cfgB.SyncListen, cfgB.SyncPeers = addrB, []string{addrX} // A not yet known to B
+	for _, c := range []*Config{cfgA, cfgB} {
+		c.SyncInterval, c.SyncHeartbeat = 100*time.Millisecond, 20*time.Millisecond
+	}
+	pa, pb := startProxy(t, cfgA), startProxy(t, cfgB)
+	waitAllUp(t, pa.Proxy)
+	s := openStream(t, pa.Addr(), "every=1h")
+	defer s.conn.Close()
+
+	waitFor(t, "B to drop A's datagrams as from an unknown peer", 20*time.Second, func() bool {
+		return pb.Status().Sync.Dropped[dropUnknownPeer] > 0
+	})
+	if err := pb.ReloadSync(addrB, []string{addrA}); err != nil {
+		t.Fatalf("ReloadSync: %v", err)
+	}
+	waitFor(t, "B to learn A's connection after the reload", 20*time.Second, func() bool { return peerStatus(pb.Proxy, addrA).Connections == 1 })
+	for _, pe := range pb.Status().Sync.Peers {
+		if pe.Addr == addrX {
+			t.Errorf("B still lists the removed peer %s", addrX)
+		}
+	}
+	// A peer that stays keeps its table across a reload that adds another.
+	if err := pb.ReloadSync(addrB, []string{addrA, addrX}); err != nil {
+		t.Fatalf("ReloadSync: %v", err)
+	}
+	if n := peerStatus(pb.Proxy, addrA).Connections; n != 1 {
+		t.Errorf("A's table after a reload that kept it: %d connections, want 1", n)
+	}
+
+	if err := pb.ReloadSync(addrX, []string{addrA}); err == nil || !strings.Contains(err.Error(), "sync-listen changed") {
+		t.Errorf("moving sync-listen on reload: err %v, want a restart asked for", err)
+	}
+	if err := pb.ReloadSync(addrB, []string{"master3:8444"}); err == nil {
+		t.Error("a peer that is no ip:port was accepted")
+	}
+	if n := peerStatus(pb.Proxy, addrA).Connections; n != 1 {
+		t.Errorf("a refused reload changed A's table: %d connections, want 1", n)
+	}
+	plain := startProxy(t, testConfig(a))
+	if err := plain.ReloadSync("", nil); err != nil {
+		t.Errorf("no sync before or after: %v", err)
+	}
+	if err := plain.ReloadSync(addrX, []string{addrA}); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Errorf("starting the sync on reload: err %v, want a restart asked for", err)
+	}
 }

@@ -620,10 +620,24 @@ func isReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// ReloadSync applies a new --sync-peer list to the running connection-table sync. Starting
+// or stopping the sync, or moving its --sync-listen address, needs a restart.
+func (p *Proxy) ReloadSync(listen string, peers []string) error {
+	switch {
+	case p.sync == nil && listen == "":
+		return nil
+	case p.sync == nil:
+		return errors.New("lb: reload: sync-listen was set; restart lbproxy to start the connection-table sync")
+	case listen != p.cfg.SyncListen:
+		return fmt.Errorf("lb: reload: sync-listen changed from %q to %q; restart lbproxy to apply it", p.cfg.SyncListen, listen)
+	}
+	return p.sync.setPeers(peers)
+}
+
 // Reload replaces the backend list: backends that stay keep their health state and
 // sessions (their weight may change), new ones start DOWN until their first check, and
 // removed ones take no new connections while their established sessions run to their end.
-// It is what SIGHUP does. Other settings are not reloaded.
+// It is what SIGHUP does, with ReloadSync. Other settings are not reloaded.
 func (p *Proxy) Reload(specs []BackendSpec) error {
 	if len(specs) == 0 {
 		return errors.New("lb: reload: no backends")
