@@ -276,9 +276,37 @@ func (e *e2e) settledState(masters []*host) string {
 				Addr  string `json:"addr"`
 				State string `json:"state"`
 			} `json:"backends"`
+			Sync *struct {
+				Peers []struct {
+					Addr      string    `json:"addr"`
+					LastHeard time.Time `json:"lastHeard"`
+				} `json:"peers"`
+			} `json:"sync"`
 		}
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			return fmt.Sprintf("%s: lbproxy status: %v", h.Name, err)
+		}
+		// The connection-table sync (hacp_lbproxy_sync, on by default): every other master's
+		// lbproxy is a peer, heard from lately.
+		if st.Sync == nil {
+			return fmt.Sprintf("%s: lbproxy runs without the connection-table sync", h.Name)
+		}
+		var peers, wantPeers []string
+		for _, p := range st.Sync.Peers {
+			if time.Since(p.LastHeard) > 5*time.Second {
+				return fmt.Sprintf("%s: lbproxy has not heard from its sync peer %s since %v", h.Name, p.Addr, p.LastHeard)
+			}
+			peers = append(peers, p.Addr)
+		}
+		for _, m := range masters {
+			if m != h {
+				wantPeers = append(wantPeers, m.Addr+":8444")
+			}
+		}
+		sort.Strings(peers)
+		sort.Strings(wantPeers)
+		if !slices.Equal(peers, wantPeers) {
+			return fmt.Sprintf("%s: lbproxy sync peers %v, want %v", h.Name, peers, wantPeers)
 		}
 		var up []string
 		for _, b := range st.Backends {
