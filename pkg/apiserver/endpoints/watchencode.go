@@ -216,7 +216,7 @@ func (e *encodings) ensureJSON(obj runtime.Object) error {
 	if e.json != nil {
 		return nil
 	}
-	if e.body != nil && bytes.IndexAny(e.body, "<>&") < 0 {
+	if e.body != nil && !bytes.ContainsAny(e.body, "<>&") {
 		// Nothing json.Marshal would escape: the same bytes.
 		e.json, e.bodyIsJSON = e.body, true
 		return nil
