@@ -99,11 +99,14 @@ func (h *RequestHeader) clear(r *http.Request) {
 }
 
 // verifies reports whether certs[0] chains to roots (through certs[1:]) for client auth.
+// A verdict is kept for a while (verifycache.go).
 func verifies(certs []*x509.Certificate, roots *x509.CertPool) bool {
-	inter := x509.NewCertPool()
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
-	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	return err == nil
+	return verifications.verify(certs, roots, func() bool {
+		inter := x509.NewCertPool()
+		for _, c := range certs[1:] {
+			inter.AddCert(c)
+		}
+		_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err == nil
+	})
 }

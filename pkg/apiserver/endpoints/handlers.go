@@ -36,6 +36,9 @@ type scope struct {
 	typed       bool // built-in Go type: strategic merge patch allowed
 	stop        func() <-chan struct{}
 	parent      registry.Storage // a subresource's main resource
+	// cachedEncodings: the objects read are the watch cache's, whose encodings are cached
+	// by their stored state (listencode.go).
+	cachedEncodings bool
 
 	fmOnce sync.Once // fieldManager
 	fm     *managedfields.FieldManager
@@ -55,7 +58,7 @@ func (s *scope) get(w http.ResponseWriter, r *http.Request, ns, name string) {
 		writeError(w, r, err)
 		return
 	}
-	writeObject(w, r, http.StatusOK, obj)
+	s.writeCached(w, r, obj)
 }
 
 func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWatch bool) {
@@ -76,7 +79,7 @@ func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWat
 		writeError(w, r, err)
 		return
 	}
-	writeObject(w, r, http.StatusOK, obj)
+	s.writeCached(w, r, obj)
 }
 
 func (s *scope) create(w http.ResponseWriter, r *http.Request, ns, name string) {
@@ -415,10 +418,6 @@ func (s *scope) deleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 	writeObject(w, r, http.StatusOK, out)
 }
 
-// watchFrames holds the frames of the events being sent to watchers, shared by every
-// watch of this process: the last 4,096 objects sent, 16 MiB of frames at most.
-var watchFrames = newEncodingCache(16<<20, 4096)
-
 func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) {
 	watcher, ok := s.storage.(registry.Watcher)
 	if !ok {
@@ -487,7 +486,11 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		var frame []byte
 		var err error
 		if shared {
-			frame, err = watchFrames.frame(format, ev.Type, obj)
+			var store any
+			if s.cachedEncodings {
+				store = s.storage
+			}
+			frame, err = objectEncodings.frame(store, format, ev.Type, obj)
 		} else {
 			frame, err = encodeEvent(format, ev.Type, obj)
 		}

@@ -109,7 +109,8 @@ func param(req *restful.Request, name string) string { return req.PathParameter(
 
 func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 	_, unstructuredKind := r.Storage.New().(*unstructured.Unstructured)
-	main := &scope{names: r.Names, storage: r.Storage, kind: r.Storage.Kind(), namespaced: r.Names.Namespaced, typed: !unstructuredKind, stop: in.Stop}
+	main := &scope{names: r.Names, storage: r.Storage, kind: r.Storage.Kind(), namespaced: r.Names.Namespaced, typed: !unstructuredKind, stop: in.Stop,
+		cachedEncodings: cachedEncodings(r.Storage)}
 	verbs := Verbs(r.Storage)
 	has := func(v string) bool { return slices.Contains(verbs, v) }
 	plural := r.Names.Plural

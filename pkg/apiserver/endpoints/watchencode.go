@@ -1,13 +1,16 @@
 package endpoints
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -41,6 +44,19 @@ func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
 		}
 	}
 	return json.Marshal(obj)
+}
+
+// encodeBodyJSON is obj as a JSON response body writes it (encoding/json's Encoder without
+// HTML escaping), without the Encoder's final newline: also how obj appears as an item of a
+// list's JSON.
+func encodeBodyJSON(obj any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func frameEvent(f wireFormat, t watch.EventType, raw []byte) ([]byte, error) {
@@ -80,109 +96,301 @@ func eventTypeIndex(t watch.EventType) int {
 	return -1
 }
 
-// encodingCache remembers the watch frames of the objects that many watchers are sent, so
-// that N watchers of one resource in one format cost one encoding (upstream's
-// cachingObject): the watch cache hands every watcher of a resource the very same object.
-// It is keyed by the object's identity (its pointer): what storage hands out is shared by
-// every reader and never changed afterwards. Objects made for one watcher (a Table, a
-// PartialObjectMetadata) must not be passed in; they would only take room.
+// objectKey names one stored state of one object as one store serves it. Objects of a store
+// backed by the watch cache are named by their uid and resourceVersion (a stored state never
+// changes, and every read of it through that store decodes to the same object: gets, lists
+// and watch events then share one encoding); other objects by their identity (pointer),
+// which only the watchers of one event share.
+type objectKey struct {
+	store any // the registry store: one object reads differently through different versions
+	uid   types.UID
+	rv    string
+	ptr   runtime.Object
+}
+
+// storedKey names obj as a stored state read through store; false when obj lacks a uid or
+// resourceVersion (then nothing is cached for it).
+func storedKey(store any, obj runtime.Object) (objectKey, bool) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return objectKey{}, false
+	}
+	uid, rv := a.GetUID(), a.GetResourceVersion()
+	if uid == "" || rv == "" {
+		return objectKey{}, false
+	}
+	return objectKey{store: store, uid: uid, rv: rv}, true
+}
+
+// encodingCache remembers the encodings of the objects that many readers are sent, so that
+// N watchers of one resource, or N lists and gets of the same objects, cost one encoding per
+// format (upstream's cachingObject, and more): the watch frames in each format and event type,
+// the object as a protobuf and a JSON body, and as a list item. Objects made for one reader
+// (a Table, a PartialObjectMetadata) must not be passed in.
 //
-// It is bounded by the bytes of its frames and by the number of objects (each entry also
-// keeps its object alive, which may be a version storage has since replaced); the oldest
-// objects go first, so what it keeps is the events in flight, not the cached state.
+// It is bounded by the bytes of its encodings and by the number of objects; the oldest
+// entries go first, so what it keeps is the events in flight and the objects read lately.
+// An entry keyed by pointer also keeps its object alive.
 type encodingCache struct {
 	limit      int // bytes
 	maxObjects int
 
-	mu      sync.Mutex
-	entries map[runtime.Object]*encodings
-	order   []runtime.Object // oldest first, from head
+	mu      sync.RWMutex
+	entries map[objectKey]*encodings
+	order   []objectKey // oldest first, from head
 	head    int
 	bytes   int
 }
 
-// encodings are one object's frames, filled as watchers ask for them.
+// encodings are one object's encodings, filled as readers ask for them.
 type encodings struct {
-	mu     sync.Mutex          // held while encoding: one encoding, the others wait for it
-	object [wireFormats][]byte // inside the first frame made in that format
-	frames [wireFormats][len(eventTypes)][]byte
+	mu sync.Mutex // held while encoding: one encoding, the others wait for it
+	// proto is the object in the protobuf envelope (a get's body, a watch event's object),
+	// raw the offsets of the object's own message in it (a list's item); noProto: the object
+	// has no protobuf form.
+	proto   []byte
+	raw     [2]int
+	noProto bool
+	// json is json.Marshal's output (HTML-escaped: a watch event's object); body is a
+	// response body's (encodeBodyJSON: a get's body without its newline, a list's item).
+	// Without any of <, > and & they are the same bytes.
+	json, body []byte
+	frames     [wireFormats][len(eventTypes)][]byte
+	// Which encodings are views of others, not bytes of their own (for the size).
+	protoInFrame, jsonInFrame, bodyIsJSON bool
 	// Under the cache's mu:
 	size    int  // bytes accounted for in the cache
 	evicted bool // no longer in the cache
 }
 
-// entryOverhead approximates what an entry costs besides its frames: the map slot, the
-// order slot and the encodings struct.
-const entryOverhead = 280
+// entryOverhead approximates what an entry costs besides its encodings: the map slot and
+// key, the order slot and the encodings struct.
+const entryOverhead = 400
+
+// footprint is the bytes e holds (e.mu held).
+func (e *encodings) footprint() int {
+	n := entryOverhead
+	for f := range e.frames {
+		for _, fr := range e.frames[f] {
+			n += len(fr)
+		}
+	}
+	if !e.protoInFrame {
+		n += len(e.proto)
+	}
+	if !e.jsonInFrame {
+		n += len(e.json)
+	}
+	if !e.bodyIsJSON {
+		n += len(e.body)
+	}
+	return n
+}
 
 func newEncodingCache(limit, maxObjects int) *encodingCache {
-	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[runtime.Object]*encodings{}}
+	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[objectKey]*encodings{}}
+}
+
+// ensureProto fills e.proto (e.mu held); false when obj has no protobuf form.
+func (e *encodings) ensureProto(obj runtime.Object) bool {
+	if e.proto == nil && !e.noProto {
+		env, err := encodeProto(obj)
+		if err != nil {
+			e.noProto = true
+			return false
+		}
+		start, end, ok := envelopeRaw(env)
+		if !ok {
+			e.noProto = true
+			return false
+		}
+		e.proto, e.raw = env, [2]int{start, end}
+	}
+	return !e.noProto
+}
+
+var htmlEscapes = [][]byte{[]byte(`\u003c`), []byte(`\u003e`), []byte(`\u0026`)}
+
+// ensureJSON fills e.json (e.mu held).
+func (e *encodings) ensureJSON(obj runtime.Object) error {
+	if e.json != nil {
+		return nil
+	}
+	if e.body != nil && !bytes.ContainsAny(e.body, "<>&") {
+		// Nothing json.Marshal would escape: the same bytes.
+		e.json, e.bodyIsJSON = e.body, true
+		return nil
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	e.json = raw
+	return nil
+}
+
+// ensureBody fills e.body (e.mu held).
+func (e *encodings) ensureBody(obj runtime.Object) error {
+	if e.body != nil {
+		return nil
+	}
+	if e.json != nil && !containsAny(e.json, htmlEscapes) {
+		// json.Marshal escaped nothing (a string holding a literal `\u003c` would read as
+		// if it had, and is encoded again): the same bytes.
+		e.body, e.bodyIsJSON = e.json, true
+		return nil
+	}
+	raw, err := encodeBodyJSON(obj)
+	if err != nil {
+		return err
+	}
+	e.body = raw
+	return nil
+}
+
+func containsAny(b []byte, subs [][]byte) bool {
+	for _, s := range subs {
+		if bytes.Contains(b, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // frame returns the frame of event t with obj in format f, encoding it only if no one did
-// before. The returned bytes are shared: the caller must not change them.
-func (c *encodingCache) frame(f wireFormat, t watch.EventType, obj runtime.Object) ([]byte, error) {
+// before; store is the registry store obj was read from when it is cached by its stored
+// state (nil: by identity). The returned bytes are shared: the caller must not change them.
+func (c *encodingCache) frame(store any, f wireFormat, t watch.EventType, obj runtime.Object) ([]byte, error) {
 	ti := eventTypeIndex(t)
 	if c == nil || ti < 0 || obj == nil || reflect.TypeOf(obj).Kind() != reflect.Pointer {
 		return encodeEvent(f, t, obj)
 	}
-	e := c.entry(obj)
+	key := objectKey{ptr: obj}
+	if store != nil {
+		var ok bool
+		if key, ok = storedKey(store, obj); !ok {
+			return encodeEvent(f, t, obj)
+		}
+	}
+	e := c.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if fr := e.frames[f][ti]; fr != nil {
 		return fr, nil
 	}
-	raw := e.object[f]
-	fresh := raw == nil
-	if fresh {
-		var err error
-		if raw, err = encodeWatchObject(f, obj); err != nil {
+	var raw []byte
+	if f == wireProto && e.ensureProto(obj) {
+		raw = e.proto
+	} else {
+		if err := e.ensureJSON(obj); err != nil {
 			return nil, err
 		}
+		raw = e.json
 	}
 	fr, err := frameEvent(f, t, raw)
 	if err != nil {
 		return nil, err
 	}
 	e.frames[f][ti] = fr
-	if fresh {
-		// Both frames end with the object's bytes (JSON then closes the event): keep
-		// those inside the frame rather than a second copy.
-		end := len(fr)
-		if f == wireJSON {
-			end -= len("}\n")
-		}
-		e.object[f] = fr[end-len(raw) : end : end]
+	// Both frames end with the object's bytes (JSON then closes the event): keep those
+	// inside the frame rather than a second copy.
+	end := len(fr)
+	if f == wireJSON {
+		end -= len("}\n")
 	}
-	c.grow(e, len(fr))
+	tail := fr[end-len(raw) : end : end]
+	switch {
+	case f == wireProto && !e.noProto && !e.protoInFrame:
+		e.proto, e.protoInFrame = tail, true
+	case (f == wireJSON || e.noProto) && !e.jsonInFrame:
+		e.json, e.jsonInFrame = tail, true
+		if e.bodyIsJSON {
+			e.body = tail
+		}
+	}
+	c.resize(e)
 	return fr, nil
 }
 
-// entry finds or adds obj's encodings.
-func (c *encodingCache) entry(obj runtime.Object) *encodings {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[obj]; ok {
+// objectProto returns obj in the protobuf envelope and, inside it, obj's own message;
+// ok is false when obj has no protobuf form. The bytes are shared: do not change them.
+func (c *encodingCache) objectProto(store any, obj runtime.Object) (env, msg []byte, ok bool) {
+	key, cacheable := storedKey(store, obj)
+	if c == nil || !cacheable {
+		env, err := encodeProto(obj)
+		if err != nil {
+			return nil, nil, false
+		}
+		start, end, ok := envelopeRaw(env)
+		if !ok {
+			return nil, nil, false
+		}
+		return env, env[start:end:end], true
+	}
+	e := c.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.proto == nil && !e.noProto {
+		defer c.resize(e) // after the encoding, still under e.mu
+	}
+	if !e.ensureProto(obj) {
+		return nil, nil, false
+	}
+	return e.proto, e.proto[e.raw[0]:e.raw[1]:e.raw[1]], true
+}
+
+// objectBody returns obj as a JSON response body (and list item) without the final newline.
+// The bytes are shared: do not change them.
+func (c *encodingCache) objectBody(store any, obj runtime.Object) ([]byte, error) {
+	key, cacheable := storedKey(store, obj)
+	if c == nil || !cacheable {
+		return encodeBodyJSON(obj)
+	}
+	e := c.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.body != nil {
+		return e.body, nil
+	}
+	if err := e.ensureBody(obj); err != nil {
+		return nil, err
+	}
+	c.resize(e)
+	return e.body, nil
+}
+
+// entry finds or adds the encodings of key.
+func (c *encodingCache) entry(key objectKey) *encodings {
+	c.mu.RLock()
+	e, ok := c.entries[key]
+	c.mu.RUnlock()
+	if ok {
 		return e
 	}
-	e := &encodings{size: entryOverhead}
-	c.entries[obj] = e
-	c.order = append(c.order, obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		return e
+	}
+	e = &encodings{size: entryOverhead}
+	c.entries[key] = e
+	c.order = append(c.order, key)
 	c.bytes += entryOverhead
 	c.evict()
 	return e
 }
 
-// grow accounts n more bytes to e, if e is still cached, and evicts the oldest entries
-// over the limit.
-func (c *encodingCache) grow(e *encodings, n int) {
+// resize accounts e's bytes anew (e.mu held), if e is still cached, and evicts the oldest
+// entries over the limit.
+func (c *encodingCache) resize(e *encodings) {
+	n := e.footprint()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e.evicted {
-		return // only its current readers hold it now
+	if e.evicted || n == e.size {
+		return // evicted: only its current readers hold it now
 	}
-	e.size += n
-	c.bytes += n
+	c.bytes += n - e.size
+	e.size = n
 	c.evict()
 }
 
@@ -191,7 +399,7 @@ func (c *encodingCache) grow(e *encodings, n int) {
 func (c *encodingCache) evict() {
 	for (c.bytes > c.limit || len(c.entries) > c.maxObjects) && len(c.order)-c.head > 1 {
 		old := c.order[c.head]
-		c.order[c.head] = nil
+		c.order[c.head] = objectKey{}
 		c.head++
 		if e, ok := c.entries[old]; ok {
 			c.bytes -= e.size

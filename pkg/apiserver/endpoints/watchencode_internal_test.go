@@ -82,7 +82,7 @@ func TestWatchFrameMatchesEncoder(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						t.Fatalf("frame differs:\n got %q\nwant %q", got, want)
 					}
-					cached, err := newEncodingCache(1<<20, 100).frame(f, et, obj)
+					cached, err := newEncodingCache(1<<20, 100).frame(nil, f, et, obj)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -119,7 +119,7 @@ func TestEncodingCacheConcurrent(t *testing.T) {
 				for i := range objs {
 					f := wireFormat((w + i) % int(wireFormats))
 					ti := (w + i + round) % len(eventTypes)
-					got, err := c.frame(f, eventTypes[ti], objs[i])
+					got, err := c.frame(nil, f, eventTypes[ti], objs[i])
 					if err != nil {
 						errs <- err
 						return
@@ -151,12 +151,12 @@ func TestEncodingCacheConcurrent(t *testing.T) {
 func TestEncodingCacheSharesEncoding(t *testing.T) {
 	c := newEncodingCache(1<<20, 100)
 	a, b := testConfigMap(1), testConfigMap(1)
-	fa, _ := c.frame(wireProto, watch.Added, a)
-	fa2, _ := c.frame(wireProto, watch.Added, a)
+	fa, _ := c.frame(nil, wireProto, watch.Added, a)
+	fa2, _ := c.frame(nil, wireProto, watch.Added, a)
 	if &fa[0] != &fa2[0] {
 		t.Error("the same object and format was encoded twice")
 	}
-	fb, _ := c.frame(wireProto, watch.Added, b)
+	fb, _ := c.frame(nil, wireProto, watch.Added, b)
 	if &fa[0] == &fb[0] {
 		t.Error("two objects share one entry")
 	}
@@ -164,7 +164,7 @@ func TestEncodingCacheSharesEncoding(t *testing.T) {
 		t.Errorf("cache holds %d objects, want 2", n)
 	}
 	// Bookmarks and errors are one watcher's: never cached.
-	if _, err := c.frame(wireJSON, watch.Bookmark, testConfigMap(2)); err != nil {
+	if _, err := c.frame(nil, wireJSON, watch.Bookmark, testConfigMap(2)); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := c.stats(); n != 2 {
@@ -178,7 +178,7 @@ func TestEncodingCacheObjectBound(t *testing.T) {
 	objs := make([]runtime.Object, 5)
 	for i := range objs {
 		objs[i] = testConfigMap(i)
-		if _, err := c.frame(wireJSON, watch.Modified, objs[i]); err != nil {
+		if _, err := c.frame(nil, wireJSON, watch.Modified, objs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,7 +188,7 @@ func TestEncodingCacheObjectBound(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, o := range objs {
-		if _, ok := c.entries[o]; ok != (i >= 2) {
+		if _, ok := c.entries[objectKey{ptr: o}]; ok != (i >= 2) {
 			t.Errorf("object %d cached: %v", i, ok)
 		}
 	}

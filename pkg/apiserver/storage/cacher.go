@@ -565,10 +565,14 @@ func (c *Cacher) Delete(ctx context.Context, key string, out runtime.Object, pre
 func (c *Cacher) Revision(ctx context.Context) (int64, error) { return c.inner.Revision(ctx) }
 
 // Get serves resourceVersion "0" (any) and N (not older than N) from the cache; "" (the
-// latest) is a quorum read from etcd, as upstream.
+// latest) is a quorum read from etcd, as upstream, whose object is not decoded again when
+// the cache holds that very revision of it.
 func (c *Cacher) Get(ctx context.Context, key string, opts GetOptions, out runtime.Object) error {
-	if opts.ResourceVersion == "" || !c.inRange(key) {
+	if !c.inRange(key) {
 		return c.inner.Get(ctx, key, opts, out)
+	}
+	if opts.ResourceVersion == "" {
+		return c.getLatest(ctx, key, opts, out)
 	}
 	rv, err := ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
@@ -597,6 +601,43 @@ func (c *Cacher) Get(ctx context.Context, key string, opts GetOptions, out runti
 	}
 	ov.Elem().Set(reflect.ValueOf(it.obj.DeepCopyObject()).Elem())
 	return nil
+}
+
+// getLatest is a quorum read of key from etcd; the object is a copy of the cache's when the
+// cache holds the revision etcd returned (the same bytes decoded the same way), else
+// decoded as the etcd store does.
+func (c *Cacher) getLatest(ctx context.Context, key string, opts GetOptions, out runtime.Object) error {
+	full := c.inner.fullKey(key)
+	resp, err := c.inner.kv.Get(ctx, full)
+	if err != nil {
+		return wrapEtcdErr(key, err)
+	}
+	c.inner.saw(resp.Header.Revision)
+	if len(resp.Kvs) == 0 {
+		if opts.IgnoreNotFound {
+			resetObject(out)
+			return nil
+		}
+		return &Error{Code: ErrCodeNotFound, Key: key}
+	}
+	kv := resp.Kvs[0]
+	c.mu.Lock()
+	var cached runtime.Object
+	if c.ready {
+		if it, ok := c.tree.Get(&cacheItem{key: full}); ok {
+			cached = it.obj
+		}
+	}
+	c.mu.Unlock()
+	if cached != nil {
+		ov, cv := reflect.ValueOf(out), reflect.ValueOf(cached)
+		if a, err := meta.Accessor(cached); err == nil && a.GetResourceVersion() == strconv.FormatInt(kv.ModRevision, 10) &&
+			ov.Type() == cv.Type() && ov.Kind() == reflect.Pointer {
+			ov.Elem().Set(reflect.ValueOf(cached.DeepCopyObject()).Elem())
+			return nil
+		}
+	}
+	return c.inner.decode(kv.Value, kv.ModRevision, out)
 }
 
 // GetList serves lists from the cache: resourceVersion "0" at once, N once the cache has

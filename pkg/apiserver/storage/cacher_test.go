@@ -12,6 +12,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -426,4 +427,65 @@ func TestCacherWatchPrepares(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A get of the latest state (resourceVersion unset) reads etcd and returns its object, a
+// copy of the cache's when the cache holds that revision, else decoded: equal either way,
+// at once after a write the cache may not have seen, and never the cache's own object.
+func TestCacherGetLatest(t *testing.T) {
+	ch, inner := newCacher(t, nil)
+	ctx := context.Background()
+	created := create(t, ch, "a", map[string]string{"x": "1"})
+	waitFor(t, "the cache to hold the object", func() bool { return ch.ResourceVersion() >= mustRV(t, created.ResourceVersion) })
+	for round := range 3 {
+		want := &corev1.ConfigMap{}
+		if err := inner.Get(ctx, key("a"), storage.GetOptions{}, want); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.ConfigMap{}
+		if err := ch.Get(ctx, key("a"), storage.GetOptions{}, got); err != nil {
+			t.Fatal(err)
+		}
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("round %d: got %+v, want %+v", round, got, want)
+		}
+		got.Data = map[string]string{"mutated": "by the reader"} // must not reach the cache
+		got.Labels["x"] = "mutated"
+		again := &corev1.ConfigMap{}
+		if err := ch.Get(ctx, key("a"), storage.GetOptions{ResourceVersion: "0"}, again); err != nil {
+			t.Fatal(err)
+		}
+		if again.Labels["x"] == "mutated" || again.Data["mutated"] != "" {
+			t.Fatal("a get handed out the cache's own object")
+		}
+		// Written through etcd: the next get has it whether or not the cache has seen it.
+		up := update(t, inner, "a", fmt.Sprint(round))
+		latest := &corev1.ConfigMap{}
+		if err := ch.Get(ctx, key("a"), storage.GetOptions{}, latest); err != nil {
+			t.Fatal(err)
+		}
+		if latest.ResourceVersion != up.ResourceVersion || latest.Data["k"] != fmt.Sprint(round) {
+			t.Fatalf("round %d: get after an update read %s %v, want %s", round, latest.ResourceVersion, latest.Data, up.ResourceVersion)
+		}
+		waitFor(t, "the cache to see the update", func() bool { return ch.ResourceVersion() >= mustRV(t, up.ResourceVersion) })
+	}
+	if err := inner.Delete(ctx, key("a"), &corev1.ConfigMap{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := ch.Get(ctx, key("a"), storage.GetOptions{}, &corev1.ConfigMap{})
+	if se, ok := err.(*storage.Error); !ok || se.Code != storage.ErrCodeNotFound {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if err := ch.Get(ctx, key("a"), storage.GetOptions{IgnoreNotFound: true}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("get after delete, ignoring not found: %v", err)
+	}
+}
+
+func mustRV(t *testing.T, rv string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -1,0 +1,278 @@
+package endpoints
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"reflect"
+	"sync"
+
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Gets and lists of objects served by the watch cache are written from the objects' cached
+// encodings (the watch frames' cache): a list's body is its envelope (kind, metadata) with the
+// items' bytes spliced in, byte for byte what encoding the whole list writes, without encoding
+// an item again while it stays unchanged and cached.
+
+// objectEncodings holds the encodings of the objects being read and watched, shared by every
+// get, list and watch of this process: 32 MiB and 16,384 objects at most, oldest out first.
+var objectEncodings = newEncodingCache(32<<20, 16384)
+
+// cachedEncodings reports whether the objects st reads may be cached by their stored state:
+// those of a generic store fed by the watch cache (never a per-request conversion).
+func cachedEncodings(st registry.Storage) bool {
+	s, ok := st.(*registry.Store)
+	if !ok {
+		return false
+	}
+	_, ok = s.Storage().(*storage.Cacher)
+	return ok
+}
+
+// writeCached writes obj, a get's or a list's result, as writeObject does, from the cached
+// encodings where it can.
+func (s *scope) writeCached(w http.ResponseWriter, r *http.Request, obj runtime.Object) {
+	o, err := negotiate(r)
+	if err != nil || o.kind != outObject || o.yaml || !s.cachedEncodings {
+		writeObject(w, r, http.StatusOK, obj)
+		return
+	}
+	var body []byte
+	var proto bool
+	if meta.IsListType(obj) {
+		body, proto, err = encodeList(objectEncodings, s.storage, o.proto, obj)
+	} else {
+		body, proto, err = encodeObject(objectEncodings, s.storage, o.proto, obj)
+	}
+	if err != nil {
+		writeObject(w, r, http.StatusOK, obj)
+		return
+	}
+	if proto {
+		w.Header().Set("Content-Type", protobufType)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// encodeObject returns the body of obj (protobuf when asked and obj has that form, else
+// JSON), as writeObject writes it; proto says which.
+func encodeObject(c *encodingCache, store any, wantProto bool, obj runtime.Object) (body []byte, proto bool, err error) {
+	if wantProto {
+		if env, _, ok := c.objectProto(store, obj); ok {
+			return env, true, nil
+		}
+	}
+	b, err := c.objectBody(store, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	body = make([]byte, len(b)+1)
+	copy(body, b)
+	body[len(b)] = '\n'
+	return body, false, nil
+}
+
+var protoMagic = []byte("k8s\x00")
+
+var errNotSpliced = errors.New("list cannot be spliced")
+
+// listForms remembers, per list type and format, whether splicing gave what encoding the
+// whole list gives: checked on the first list of each type with items, which is then
+// encoded both ways.
+var listForms sync.Map // listForm -> bool
+
+type listForm struct {
+	t     reflect.Type
+	proto bool
+}
+
+// encodeList returns the body of list as writeObject writes it, from its items' cached
+// encodings.
+func encodeList(c *encodingCache, store any, wantProto bool, list runtime.Object) (body []byte, proto bool, err error) {
+	items, err := meta.ExtractList(list)
+	if err != nil || len(items) == 0 {
+		return nil, false, errNotSpliced
+	}
+	empty, ok := emptyList(list)
+	if !ok {
+		return nil, false, errNotSpliced
+	}
+	if wantProto {
+		if env, err := encodeProto(empty); err == nil {
+			body, err = spliceProto(c, store, env, items)
+			if err != nil {
+				return nil, false, err
+			}
+			return body, true, checkList(listForm{reflect.TypeOf(list), true}, list, body)
+		}
+	}
+	env, err := encodeBodyJSON(empty)
+	if err != nil {
+		return nil, false, err
+	}
+	if body, err = spliceJSON(c, store, env, items); err != nil {
+		return nil, false, err
+	}
+	return body, false, checkList(listForm{reflect.TypeOf(list), false}, list, body)
+}
+
+// checkList compares body with the list's own encoding the first time a form is used.
+func checkList(form listForm, list runtime.Object, body []byte) error {
+	if ok, seen := listForms.Load(form); seen {
+		if !ok.(bool) {
+			return errNotSpliced
+		}
+		return nil
+	}
+	var want []byte
+	var err error
+	if form.proto {
+		want, err = encodeProto(list)
+	} else {
+		want, err = encodeBodyJSON(list)
+		want = append(want, '\n')
+	}
+	same := err == nil && bytes.Equal(body, want)
+	listForms.Store(form, same)
+	if !same {
+		return errNotSpliced
+	}
+	return nil
+}
+
+// emptyList returns a shallow copy of list without items.
+func emptyList(list runtime.Object) (runtime.Object, bool) {
+	v := reflect.ValueOf(list)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	items := cp.Elem().FieldByName("Items")
+	if !items.IsValid() || items.Kind() != reflect.Slice || !items.CanSet() {
+		return nil, false
+	}
+	items.Set(reflect.MakeSlice(items.Type(), 0, 0))
+	out, ok := cp.Interface().(runtime.Object)
+	return out, ok
+}
+
+// spliceJSON puts the items' bodies into the empty list's body, env, at its "items":[].
+func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object) ([]byte, error) {
+	marker := []byte(`"items":[]`)
+	at := bytes.Index(env, marker)
+	if at < 0 {
+		return nil, errNotSpliced
+	}
+	at += len(marker) - 1
+	bodies := make([][]byte, len(items))
+	n := len(env) + len(items) + 1
+	for i, it := range items {
+		b, err := c.objectBody(store, it)
+		if err != nil {
+			return nil, err
+		}
+		bodies[i] = b
+		n += len(b)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, env[:at]...)
+	for i, b := range bodies {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	out = append(out, env[at:]...)
+	out = append(out, '\n')
+	return out, nil
+}
+
+// spliceProto puts the items' messages into the empty list's envelope, env: the list's
+// message (the envelope's raw bytes) gets them appended as its field 2, every generated
+// list's Items, after its ListMeta (field 1).
+func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object) ([]byte, error) {
+	start, end, ok := envelopeRaw(env)
+	if !ok {
+		return nil, errNotSpliced
+	}
+	msgs := make([][]byte, len(items))
+	added := 0
+	for i, it := range items {
+		_, msg, ok := c.objectProto(store, it)
+		if !ok {
+			return nil, errNotSpliced
+		}
+		msgs[i] = msg
+		added += 1 + uvarintLen(uint64(len(msg))) + len(msg)
+	}
+	rawLen := end - start + added
+	// env[:tagAt] is the prefix and the fields before raw; tagAt its tag, then its length.
+	tagAt := start - 1 - uvarintLen(uint64(end-start))
+	out := make([]byte, 0, len(env)+added+binary.MaxVarintLen64)
+	out = append(out, env[:tagAt]...)
+	out = append(out, env[tagAt])
+	out = binary.AppendUvarint(out, uint64(rawLen))
+	out = append(out, env[start:end]...)
+	for _, m := range msgs {
+		out = append(out, 0x12) // field 2, length-delimited
+		out = binary.AppendUvarint(out, uint64(len(m)))
+		out = append(out, m...)
+	}
+	out = append(out, env[end:]...)
+	return out, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// envelopeRaw finds the object's own message in a protobuf envelope (the magic prefix, then
+// runtime.Unknown, whose field 2 is the raw message): its start and end offsets.
+func envelopeRaw(env []byte) (start, end int, ok bool) {
+	if !bytes.HasPrefix(env, protoMagic) {
+		return 0, 0, false
+	}
+	off := len(protoMagic)
+	for off < len(env) {
+		tag, n := binary.Uvarint(env[off:])
+		if n <= 0 {
+			return 0, 0, false
+		}
+		off += n
+		switch tag & 7 {
+		case 0: // varint
+			_, m := binary.Uvarint(env[off:])
+			if m <= 0 {
+				return 0, 0, false
+			}
+			off += m
+		case 2: // length-delimited
+			l, m := binary.Uvarint(env[off:])
+			if m <= 0 || l > uint64(len(env)-off-m) {
+				return 0, 0, false
+			}
+			off += m
+			if tag>>3 == 2 {
+				return off, off + int(l), true
+			}
+			off += int(l)
+		default:
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
