@@ -29,7 +29,11 @@ const (
 
 // upstreamBinaries finds (building once, cached under _output/upstream) the programs.
 func (d *drill) upstreamBinaries(ctx context.Context) error {
-	for _, name := range []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok} {
+	names := []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok}
+	if d.opts.proxyPaths {
+		names = append(names, upstream.SampleAPIServer)
+	}
+	for _, name := range names {
 		d.progress("upstream %s: building or found in %s", name, upstream.Root())
 		path, err := upstream.Build(ctx, upstream.Root(), name)
 		if err != nil {
@@ -92,9 +96,19 @@ func (c *cluster) startKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := d.client.start(d.bin[upstream.Kwok], "--kubeconfig="+kc, "--config="+d.bin["kwok-stages"],
+	args := []string{"--kubeconfig=" + kc, "--config=" + d.bin["kwok-stages"],
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--cidr=10.77.160.0/20", "--node-ip=10.77.159.1")
+		"--cidr=10.77.160.0/20", "--node-ip=10.77.159.1"}
+	if c.withProxyPaths() {
+		// The nodes' address is the client's, where kwok's node server (the kubelets'
+		// stand-in) listens: the masters' apiservers reach it over the bridge.
+		node, err := c.kwokNodeArgs()
+		if err != nil {
+			return err
+		}
+		args = append(args[:len(args)-1], append([]string{"--node-ip=" + d.client.Addr.String()}, node...)...)
+	}
+	p, err := d.client.start(d.bin[upstream.Kwok], args...)
 	if err != nil {
 		return err
 	}
