@@ -10,6 +10,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,12 +120,15 @@ func (c *cluster) startKwok(ctx context.Context) error {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("drill-node-%d", i),
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok"}},
 			Status: corev1.NodeStatus{Allocatable: res, Capacity: res}}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		if err := createRetrying(ctx, func() error { _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err }); err != nil {
 			return fmt.Errorf("create node: %w", err)
 		}
 	}
 	dep := deploymentOf(cpDeployment, 3)
-	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("create deployment: %w", err)
 	}
 	if err := poll(ctx, 3*time.Minute, func() bool { return c.runningPods(ctx) == 3 }); err != nil {
@@ -258,4 +262,18 @@ func deploymentOf(name string, n int32) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// createRetrying calls create until it succeeds or finds the object there, for up to 30 s:
+// one request through the VIP may meet a reset (a balancer giving up on a backend under
+// load), and the setup is not what the drill measures.
+func createRetrying(ctx context.Context, create func() error) error {
+	var last error
+	if err := poll(ctx, 30*time.Second, func() bool {
+		last = create()
+		return last == nil || apierrors.IsAlreadyExists(last)
+	}); err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
 }

@@ -26,7 +26,6 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -295,17 +294,26 @@ func (c *cluster) startSampleAPIServer(ctx context.Context) error {
 // sample-apiserver on the client, and the APIService with the drill's CA as caBundle.
 func (c *cluster) registerSample(ctx context.Context) error {
 	cs := c.cp
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wardleNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wardleNS}}, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: sampleSvcName},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(samplePort)}}}}
-	if _, err := cs.CoreV1().Services(wardleNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Services(wardleNS).Create(ctx, svc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: sampleSvcName}, Subsets: []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: c.d.client.Addr.String()}}, Ports: []corev1.EndpointPort{{Name: "https", Port: samplePort}}}}}
-	if _, err := cs.CoreV1().Endpoints(wardleNS).Create(ctx, eps, metav1.CreateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Endpoints(wardleNS).Create(ctx, eps, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	as := &unstructured.Unstructured{Object: map[string]any{
@@ -318,8 +326,10 @@ func (c *cluster) registerSample(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = dyn.Resource(apiServiceGVR).Create(ctx, as, metav1.CreateOptions{})
-	return err
+	return createRetrying(ctx, func() error {
+		_, err := dyn.Resource(apiServiceGVR).Create(ctx, as, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // apiServiceAvailable reports the APIService's Available condition ("" when unknown).
@@ -350,25 +360,39 @@ func (c *cluster) createBackendPod(ctx context.Context) error {
 	cs := c.cp
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: backendPod}, Spec: corev1.PodSpec{SchedulerName: "drill-none",
 		Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: backendPort}}}}}}
-	pod, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	ip := c.d.client.Addr.String()
-	pod.Status.PodIP, pod.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, backendPod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		_, err = cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: backendPod}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(backendPort)}}}}
-	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: backendPod}, Subsets: []corev1.EndpointSubset{{
 		Addresses: []corev1.EndpointAddress{{IP: ip, TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: backendPod}}},
 		Ports:     []corev1.EndpointPort{{Name: "http", Port: backendPort}},
 	}}}
-	_, err = cs.CoreV1().Endpoints("default").Create(ctx, eps, metav1.CreateOptions{})
-	return err
+	return createRetrying(ctx, func() error {
+		_, err := cs.CoreV1().Endpoints("default").Create(ctx, eps, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // kubectl runs kubectl in the client's namespace against the VIP and returns its stdout; an
@@ -532,8 +556,10 @@ func (c *cluster) checkProxyPaths(ctx context.Context) []pathResult {
 			if sampleErr != nil {
 				return sampleErr
 			}
-			if s, r := c.apiServiceAvailable(ctx); s != "True" {
-				return fmt.Errorf("APIService %s Available=%s (%s)", apiServiceName, s, r)
+			// The aggregator checks a new APIService at once; wait for its verdict.
+			var s, r string
+			if err := poll(ctx, 30*time.Second, func() bool { s, r = c.apiServiceAvailable(ctx); return s == "True" }); err != nil {
+				return fmt.Errorf("APIService %s Available=%s (%s): %w", apiServiceName, s, r, err)
 			}
 			name := fmt.Sprintf("through-the-vip-%d", time.Now().UnixNano()%1e6)
 			if _, err := c.kubectl(ctx, fmt.Sprintf(`{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":%q,"namespace":%q}}`, name, wardleNS), "create", "-f", "-"); err != nil {
