@@ -62,6 +62,15 @@ func restConfig(b *certs.Bundle, h *host, server string, timeout time.Duration) 
 // each write asks the VIP holder's balancer for a backend again, which is where a balancer
 // that still sends connections to a dead backend shows.
 func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Clientset, error) {
+	cfg, err := connPerRequestConfig(b, h, server)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// connPerRequestConfig is newConnPerRequest's client-go config, for other clients.
+func connPerRequestConfig(b *certs.Bundle, h *host, server string) (*rest.Config, error) {
 	cfg := restConfig(b, h, server, requestTimeout)
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
@@ -78,7 +87,7 @@ func newConnPerRequest(b *certs.Bundle, h *host, server string) (*kubernetes.Cli
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	cfg.Dial = nil
 	cfg.Transport = tr
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 // recorder collects a scenario's events; safe for concurrent use.
@@ -89,6 +98,7 @@ type recorder struct {
 	vip      []vipSample
 	probes   []probe
 	health   []probe
+	flunders []request // --proxy-paths: flunders created through the VIP
 }
 
 func (r *recorder) addRequest(q request) {

@@ -43,6 +43,9 @@ type cluster struct {
 	// --control-plane: kwok on the client, and an admin client through the VIP.
 	kwok *proc
 	cp   *kubernetes.Clientset
+
+	// --proxy-paths: the backends, sample-apiserver and the flunder informer.
+	ext *extensions
 }
 
 func (d *drill) newCluster(spec stackSpec) (*cluster, error) {
@@ -50,7 +53,7 @@ func (d *drill) newCluster(spec stackSpec) (*cluster, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &cluster{d: d, spec: spec, dir: dir, api: map[string]*proc{}, plane: map[string][]*proc{}, down: map[string]string{}}, nil
+	return &cluster{d: d, spec: spec, dir: dir, api: map[string]*proc{}, plane: map[string][]*proc{}, down: map[string]string{}, ext: &extensions{}}, nil
 }
 
 func (c *cluster) master(name string) *host {
@@ -81,6 +84,9 @@ func (c *cluster) apiserverArgs(m *host, state string) []string {
 	}
 	if delay > 0 {
 		extra = []string{"--shutdown-delay", delay.String()}
+	}
+	if c.withProxyPaths() {
+		extra = append(extra, c.proxyAPIServerArgs()...)
 	}
 	return append([]string{
 		"--bind-address", "0.0.0.0",
@@ -300,7 +306,24 @@ func (c *cluster) start(ctx context.Context) error {
 		return fmt.Errorf("%s: informer did not sync through the VIP: %w", c.spec.Name, err)
 	}
 	if c.withControlPlane() {
-		return c.startUpstream(ctx)
+		if err := c.startUpstream(ctx); err != nil {
+			return err
+		}
+	}
+	if c.withProxyPaths() {
+		// Issue 22's proof: a failed path is reported (and fails the drill) but the faults
+		// still run.
+		res := c.checkProxyPaths(ctx)
+		if c.ext.flunders {
+			r := pathResult{Path: "flunder informer through the VIP", Attempts: 1}
+			if err := c.startFlunderInformer(ctx); err != nil {
+				c.ext.flunders = false
+				r.Error = err.Error()
+			}
+			r.OK = r.Error == ""
+			res = append(res, r)
+		}
+		c.d.proxyPaths[c.spec.Name] = res
 	}
 	return nil
 }
@@ -311,6 +334,7 @@ func (c *cluster) stop() {
 	if c.stopInformer != nil {
 		c.stopInformer()
 	}
+	c.ext.stop()
 	if c.kwok != nil {
 		c.kwok.signal(syscall.SIGKILL)
 		<-c.kwok.done

@@ -10,6 +10,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,11 @@ const (
 
 // upstreamBinaries finds (building once, cached under _output/upstream) the programs.
 func (d *drill) upstreamBinaries(ctx context.Context) error {
-	for _, name := range []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok} {
+	names := []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok}
+	if d.opts.proxyPaths {
+		names = append(names, upstream.SampleAPIServer)
+	}
+	for _, name := range names {
 		d.progress("upstream %s: building or found in %s", name, upstream.Root())
 		path, err := upstream.Build(ctx, upstream.Root(), name)
 		if err != nil {
@@ -92,9 +97,19 @@ func (c *cluster) startKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := d.client.start(d.bin[upstream.Kwok], "--kubeconfig="+kc, "--config="+d.bin["kwok-stages"],
+	args := []string{"--kubeconfig=" + kc, "--config=" + d.bin["kwok-stages"],
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--cidr=10.77.160.0/20", "--node-ip=10.77.159.1")
+		"--cidr=10.77.160.0/20", "--node-ip=10.77.159.1"}
+	if c.withProxyPaths() {
+		// The nodes' address is the client's, where kwok's node server (the kubelets'
+		// stand-in) listens: the masters' apiservers reach it over the bridge.
+		node, err := c.kwokNodeArgs()
+		if err != nil {
+			return err
+		}
+		args = append(args[:len(args)-1], append([]string{"--node-ip=" + d.client.Addr.String()}, node...)...)
+	}
+	p, err := d.client.start(d.bin[upstream.Kwok], args...)
 	if err != nil {
 		return err
 	}
@@ -105,12 +120,15 @@ func (c *cluster) startKwok(ctx context.Context) error {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("drill-node-%d", i),
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok"}},
 			Status: corev1.NodeStatus{Allocatable: res, Capacity: res}}
-		if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		if err := createRetrying(ctx, func() error { _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err }); err != nil {
 			return fmt.Errorf("create node: %w", err)
 		}
 	}
 	dep := deploymentOf(cpDeployment, 3)
-	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+	if err := createRetrying(ctx, func() error {
+		_, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return fmt.Errorf("create deployment: %w", err)
 	}
 	if err := poll(ctx, 3*time.Minute, func() bool { return c.runningPods(ctx) == 3 }); err != nil {
@@ -244,4 +262,18 @@ func deploymentOf(name string, n int32) *appsv1.Deployment {
 			},
 		},
 	}
+}
+
+// createRetrying calls create until it succeeds or finds the object there, for up to 30 s:
+// one request through the VIP may meet a reset (a balancer giving up on a backend under
+// load), and the setup is not what the drill measures.
+func createRetrying(ctx context.Context, create func() error) error {
+	var last error
+	if err := poll(ctx, 30*time.Second, func() bool {
+		last = create()
+		return last == nil || apierrors.IsAlreadyExists(last)
+	}); err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
 }

@@ -43,6 +43,7 @@ type options struct {
 	pin           bool
 	connSync      bool
 	controlPlane  bool
+	proxyPaths    bool
 	vipdArgs      []string // appended to every VRRP-mode vipd's command line (hacp stack)
 }
 
@@ -58,6 +59,10 @@ type drill struct {
 	bundle  *certs.Bundle
 	bin     map[string]string
 	clk     clock
+
+	// --proxy-paths: the apiservers' kubelet client certificate, and each stack's results.
+	kubeletClientCert, kubeletClientKey string
+	proxyPaths                          map[string][]pathResult
 }
 
 func (d *drill) progress(format string, args ...any) {
@@ -84,6 +89,7 @@ func run() int {
 	flag.BoolVar(&o.connSync, "lbproxy-sync", true, "hacp stack: lbproxy's connection-table sync between the masters (issue 19; false runs the stack as before it, to compare)")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
+	flag.BoolVar(&o.proxyPaths, "proxy-paths", true, "with --control-plane: before the faults, use every proxy subresource (pods/log -f, exec, exec -i, attach, portforward, pods/proxy, nodes/proxy, services/proxy, to kwok's node server on the client) and an aggregated API (sample-apiserver on the client, registered by an APIService) through the VIP with kubectl, and during the scenarios watch and create its flunders through the VIP (issue 22); a failed path fails the drill")
 	var vipdArgs string
 	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
@@ -106,7 +112,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &drill{opts: o, win: defaultWindows(o.quick), clk: clock{epoch: time.Now()}}
+	d := &drill{opts: o, win: defaultWindows(o.quick), clk: clock{epoch: time.Now()}, proxyPaths: map[string][]pathResult{}}
 	code, err := d.run(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "drill: %v\n", err)
@@ -183,6 +189,14 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	if err := d.findBinaries(ctx); err != nil {
 		return 1, err
 	}
+	if !d.opts.controlPlane {
+		d.opts.proxyPaths = false // they need kwok's nodes
+	}
+	if d.opts.proxyPaths {
+		if _, err := exec.LookPath("kubectl"); err != nil {
+			return 2, errors.New("kubectl not found on PATH (needed by --proxy-paths)")
+		}
+	}
 	if d.opts.controlPlane {
 		if err := d.upstreamBinaries(ctx); err != nil {
 			return 1, err
@@ -226,8 +240,18 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	for _, m := range d.masters {
 		hosts = append(hosts, m.Addr.String())
 	}
+	if d.opts.proxyPaths {
+		// The same serving certificate for kwok's node server and sample-apiserver on the
+		// client, verified by the apiservers with the drill's CA.
+		hosts = append(hosts, d.client.Addr.String(), sampleServerName)
+	}
 	if d.bundle, err = certs.Ensure(filepath.Join(d.dir, "pki"), certs.Options{Hosts: hosts}); err != nil {
 		return 1, err
+	}
+	if d.opts.proxyPaths {
+		if err := d.writeKubeletClientCert(); err != nil {
+			return 1, err
+		}
 	}
 
 	rep := newReport()
@@ -259,6 +283,8 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 			stackErrs = append(stackErrs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
+	rep.ProxyPaths = d.proxyPaths
+	failures = append(failures, proxyPathFailures(d.proxyPaths)...)
 	if err := d.writeOutputs(rep, tl, failures, stackErrs); err != nil {
 		return 1, err
 	}
@@ -386,6 +412,10 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
 		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +
 		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")
+	if d.opts.proxyPaths {
+		h.WriteString("Issue 22 (`--proxy-paths`, the stacks that run the control plane): before the faults, kubectl in the client's namespace uses every proxy subresource through the VIP (kwok's node server on the client at " + d.client.Addr.String() + ":" + fmt.Sprint(kubeletPort) + " plays the kubelets; an HTTP server there is the pod and Service backend) and an aggregated API (k8s.io/sample-apiserver on the client with its own etcd, registered by an APIService): see the proxy-path table. " +
+			"During every scenario a second writer creates a flunder through the VIP every 100 ms (new connection each, 1 s timeout) and a client-go dynamic informer (HTTP/2) watches flunders through the VIP: `flunder_watch_gap_s` is `watch_gap_s` for it, `flunders_unseen` the acknowledged flunders the informer had not reported 30 s after recording ended.\n\n")
+	}
 	if len(failures) > 0 {
 		h.WriteString("**FAILED:**\n\n")
 		for _, f := range failures {

@@ -69,6 +69,10 @@ type eventLog struct {
 	Probes []probe
 	// rejoin: /healthz of the faulted master's own apiserver, from the client.
 	FaultedHealth []probe
+	// --proxy-paths: the flunders created through the VIP (aggregated API) and the ones the
+	// flunder informer reported added.
+	FlunderRequests []request    `json:",omitempty"`
+	FlunderWatch    []watchEvent `json:",omitempty"`
 }
 
 // metrics is one scenario's row in report.json. Times are in seconds; -1 means the event
@@ -102,6 +106,13 @@ type metrics struct {
 	CMLeaseTakeoverS    *float64 `json:"cm_lease_takeover_s,omitempty"`
 	SchedLeaseTakeoverS *float64 `json:"scheduler_lease_takeover_s,omitempty"`
 	ScaleUpAfterFaultS  *float64 `json:"scale_up_after_fault_s,omitempty"`
+	// --proxy-paths: watch_gap_s of the informer on sample-apiserver's flunders (through the
+	// VIP and the aggregation layer), the flunders created (acknowledged), those of them the
+	// informer never reported, and the creates that failed after the fault.
+	FlunderWatchGapS      *float64 `json:"flunder_watch_gap_s,omitempty"`
+	FlundersAcked         *int     `json:"flunders_acked,omitempty"`
+	FlundersUnseen        *int     `json:"flunders_unseen,omitempty"`
+	FlunderFailedRequests *int     `json:"flunder_failed_requests,omitempty"`
 }
 
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
@@ -325,6 +336,9 @@ func compute(l *eventLog, lost int) metrics {
 			m.VIPBeforeHealthyS = &v
 		}
 	}
+	if len(l.FlunderRequests) > 0 {
+		computeFlunders(l, &m)
+	}
 	if l.Heal > 0 && !l.Anycast {
 		split, _ := splitBrain(l.VIP, l.Heal)
 		v := seconds(split)
@@ -338,4 +352,27 @@ func orMinusOne(d time.Duration) float64 {
 		return -1
 	}
 	return seconds(d)
+}
+
+// computeFlunders fills the flunder metrics: the watch gap as watchGap computes it for
+// ConfigMaps, the acknowledged creates, those never reported by the informer, and the
+// creates that failed after the fault.
+func computeFlunders(l *eventLog, m *metrics) {
+	fl := eventLog{Fault: l.Fault, Requests: l.FlunderRequests, Watch: l.FlunderWatch}
+	gap := orMinusOne(watchGap(&fl))
+	seen := map[string]bool{}
+	for _, e := range l.FlunderWatch {
+		seen[e.Name] = true
+	}
+	acked, unseen := 0, 0
+	for _, q := range l.FlunderRequests {
+		if q.OK {
+			acked++
+			if !seen[q.Name] {
+				unseen++
+			}
+		}
+	}
+	failed, _ := failures(&fl)
+	m.FlunderWatchGapS, m.FlundersAcked, m.FlundersUnseen, m.FlunderFailedRequests = &gap, &acked, &unseen, &failed
 }

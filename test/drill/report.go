@@ -44,6 +44,9 @@ type report struct {
 	// Leaders is the etcd leader just before each fault, per stack and scenario; shown in
 	// report.md only.
 	Leaders map[string]map[string]string `json:"-"`
+	// ProxyPaths is, per stack, issue 22's check of every proxy path through the VIP
+	// (--proxy-paths), made before the faults.
+	ProxyPaths map[string][]pathResult `json:"proxy_paths,omitempty"`
 }
 
 func newReport() *report {
@@ -107,6 +110,10 @@ var reportRows = []reportRow{
 	{"cm_lease_takeover_s", optional(func(m metrics) *float64 { return m.CMLeaseTakeoverS }), false},
 	{"scheduler_lease_takeover_s", optional(func(m metrics) *float64 { return m.SchedLeaseTakeoverS }), false},
 	{"scale_up_after_fault_s", optional(func(m metrics) *float64 { return m.ScaleUpAfterFaultS }), false},
+	{"flunder_watch_gap_s", optional(func(m metrics) *float64 { return m.FlunderWatchGapS }), true},
+	{"flunders_acked", optionalInt(func(m metrics) *int { return m.FlundersAcked }), false},
+	{"flunders_unseen", optionalInt(func(m metrics) *int { return m.FlundersUnseen }), false},
+	{"flunder_failed_requests", optionalInt(func(m metrics) *int { return m.FlunderFailedRequests }), true},
 	{"writes_acked", func(m metrics) (float64, bool) { return float64(m.WritesAcked), true }, false},
 	{"writes_lost", func(m metrics) (float64, bool) { return float64(m.WritesLost), true }, false},
 	{"isolated_writes_accepted", func(m metrics) (float64, bool) {
@@ -122,6 +129,16 @@ func optional(f func(metrics) *float64) func(metrics) (float64, bool) {
 	return func(m metrics) (float64, bool) {
 		if p := f(m); p != nil {
 			return *p, true
+		}
+		return 0, false
+	}
+}
+
+// optionalInt reads a count only some runs have.
+func optionalInt(f func(metrics) *int) func(metrics) (float64, bool) {
+	return func(m metrics) (float64, bool) {
+		if p := f(m); p != nil {
+			return float64(*p), true
 		}
 		return 0, false
 	}
@@ -164,6 +181,7 @@ func (r *report) markdown(header string) string {
 		b.WriteString(strings.Join(lines, "\n"))
 		b.WriteString("\n\n")
 	}
+	b.WriteString(r.proxyPathsMarkdown(stacks))
 	for _, sc := range allScenarios {
 		present := false
 		for _, s := range stacks {
@@ -247,6 +265,60 @@ func (r *report) markdown(header string) string {
 		}
 		b.WriteString("\n")
 	}
+	return b.String()
+}
+
+// proxyPathsMarkdown renders the proxy-path checks as one table, a row per path and a
+// column per stack: "ok" (with the attempts it took when more than one) or the error.
+func (r *report) proxyPathsMarkdown(stacks []string) string {
+	if len(r.ProxyPaths) == 0 {
+		return ""
+	}
+	var cols []string
+	for _, s := range allStacks {
+		if _, ok := r.ProxyPaths[s]; ok {
+			cols = append(cols, s)
+		}
+	}
+	var paths []string
+	res := map[string]map[string]pathResult{}
+	for _, s := range cols {
+		for _, p := range r.ProxyPaths[s] {
+			if res[p.Path] == nil {
+				res[p.Path] = map[string]pathResult{}
+				paths = append(paths, p.Path)
+			}
+			res[p.Path][s] = p
+		}
+	}
+	var b strings.Builder
+	b.WriteString("## Proxy paths through the VIP (issue 22, before the faults)\n\nkubectl in the client's namespace against the VIP; kwok's node server on the client plays the kubelets, sample-apiserver on the client serves flunders through an APIService.\n\n| path |")
+	for _, s := range cols {
+		fmt.Fprintf(&b, " %s |", s)
+	}
+	b.WriteString("\n|---|")
+	for range cols {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, p := range paths {
+		fmt.Fprintf(&b, "| %s |", p)
+		for _, s := range cols {
+			v, ok := res[p][s]
+			switch {
+			case !ok:
+				b.WriteString(" |")
+			case v.OK && v.Attempts > 1:
+				fmt.Fprintf(&b, " ok (%d attempts, %.1fs) |", v.Attempts, v.Seconds)
+			case v.OK:
+				fmt.Fprintf(&b, " ok (%.1fs) |", v.Seconds)
+			default:
+				fmt.Fprintf(&b, " **FAILED** after %d attempts: %s |", v.Attempts, strings.ReplaceAll(strings.ReplaceAll(v.Error, "|", "\\|"), "\n", " "))
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

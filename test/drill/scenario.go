@@ -48,6 +48,17 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{c: c, run: run, cancel: cancel}
 	clk := c.d.clk
+	if c.ext.flunders {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			flunderWriter(ctx, clk, c.ext.dyn, run, 100*time.Millisecond, func(q request) {
+				s.rec.mu.Lock()
+				s.rec.flunders = append(s.rec.flunders, q)
+				s.rec.mu.Unlock()
+			})
+		}()
+	}
 	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
@@ -222,7 +233,8 @@ func (s *session) stop() *eventLog {
 	s.wg.Wait()
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, CutOff: s.rec.cutOff, VIP: s.rec.vip, Probes: s.rec.probes, FaultedHealth: s.rec.health}
+	l := &eventLog{End: s.c.d.clk.now(), Requests: s.rec.requests, CutOff: s.rec.cutOff, VIP: s.rec.vip, Probes: s.rec.probes, FaultedHealth: s.rec.health,
+		FlunderRequests: s.rec.flunders}
 	prefix := s.run + "-"
 	s.c.mu.Lock()
 	for _, e := range s.c.watch {
@@ -378,6 +390,29 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 		d.progress("%s %s: LOST acknowledged %s of %s (%s=%s), sent at %.3fs, answered at %.3fs; read back: present=%v data=%v",
 			c.spec.Name, name, q.Op, q.Name, q.Key, q.Value, q.Start.Seconds(), q.End.Seconds(), there, names[q.Name])
 	}
+	if len(l.FlunderRequests) > 0 {
+		// Give the flunder informer time to deliver what it missed (a relist after the
+		// fault), then take its events: a gap longer than the recording still shows.
+		want := map[string]bool{}
+		for _, q := range l.FlunderRequests {
+			if q.OK {
+				want[q.Name] = true
+			}
+		}
+		_ = poll(ctx, 30*time.Second, func() bool {
+			seen := map[string]bool{}
+			for _, e := range c.ext.flunderEvents(run) {
+				seen[e.Name] = true
+			}
+			for n := range want {
+				if !seen[n] {
+					return false
+				}
+			}
+			return true
+		})
+		l.FlunderWatch = c.ext.flunderEvents(run)
+	}
 	isolated := res.Metrics.IsolatedWrites
 	res.Metrics = compute(l, len(lost))
 	res.Metrics.IsolatedWrites = isolated
@@ -388,6 +423,10 @@ func (c *cluster) finish(ctx context.Context, name, run string, fault time.Durat
 	d.progress("%s %s: vip_failover_s=%v api_downtime_s=%v failed_requests=%d last_failure_s=%v writes_acked=%d writes_lost=%d watch_gap_s=%v split_brain_s=%v",
 		c.spec.Name, name, res.Metrics.VIPFailoverS, res.Metrics.APIDowntimeS, res.Metrics.FailedRequests, res.Metrics.LastFailureS,
 		res.Metrics.WritesAcked, res.Metrics.WritesLost, res.Metrics.WatchGapS, res.Metrics.SplitBrainS)
+	if m := res.Metrics; m.FlunderWatchGapS != nil {
+		d.progress("%s %s: flunder_watch_gap_s=%v flunders_acked=%d flunders_unseen=%d flunder_failed_requests=%d",
+			c.spec.Name, name, *m.FlunderWatchGapS, *m.FlundersAcked, *m.FlundersUnseen, *m.FlunderFailedRequests)
+	}
 	if err := d.saveLog(c.spec.Name, name, l); err != nil {
 		return nil, err
 	}
