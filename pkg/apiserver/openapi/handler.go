@@ -51,13 +51,12 @@ func NewService(s *Spec) *Service {
 	return svc
 }
 
-// Update replaces the served Spec and renders its documents in the background (a request
-// that comes first waits for them).
+// Update replaces the served Spec. Its documents are rendered by the first request for
+// them: several MB of JSON that a server nobody asks for them need not hold.
 func (svc *Service) Update(s *Spec) {
 	now := time.Now()
 	svc.spec.Store(s)
 	svc.modified.Store(&now)
-	go func() { _ = s.Render() }()
 }
 
 // Spec returns the served Spec.

@@ -215,3 +215,20 @@ func TestServiceUpdate(t *testing.T) {
 		t.Fatalf("apps/v1 after update: %d", resp.StatusCode)
 	}
 }
+
+// TestServiceRendersOnRequest: a Service holds no rendered documents until a client asks
+// for one (they are several MB that an idle server need not keep).
+func TestServiceRendersOnRequest(t *testing.T) {
+	spec := mustNew(t)
+	srv := serve(t, NewService(spec))
+	if spec.v2 != nil || spec.v3 != nil {
+		t.Fatal("documents rendered before any request")
+	}
+	resp, body := get(t, srv.URL+"/openapi/v2")
+	if resp.StatusCode != 200 || len(body) == 0 {
+		t.Fatalf("/openapi/v2: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	if spec.v2 == nil || spec.v3 == nil {
+		t.Fatal("documents not kept after the first request")
+	}
+}

@@ -84,8 +84,7 @@ func (r Resource) validate() error {
 
 // Spec holds the documents of a set of resources. It is immutable; build a new one with
 // New when the set of resources changes (and swap it into a Service). The documents are
-// rendered once, on first use or when a Service starts serving the Spec (in the
-// background); the v3 documents of built-in group-versions are shared by every Spec that
+// rendered once, on first use; the v3 documents of built-in group-versions are shared by every Spec that
 // serves the same resources there, so a change of custom resources renders theirs only.
 type Spec struct {
 	all  map[string]*pathItem            // v2: every path

@@ -487,3 +487,65 @@ func TestCustomResourceBuiltinNames(t *testing.T) {
 		t.Fatalf("ingresses in discovery by group-version: %v, want networking.k8s.io/v1 and v7 once each", count)
 	}
 }
+
+const doohickeyCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: doohickeys.networking.k8s.io
+  annotations: {api-approved.kubernetes.io: "https://github.com/kubernetes/enhancements/pull/1111"}
+spec:
+  group: networking.k8s.io
+  scope: Namespaced
+  names: {plural: doohickeys, singular: doohickey, kind: Doohickey}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestCustomResourceInBuiltinGroupVersion: a definition that adds a resource to a built-in
+// group-version is served there beside the built-ins, which keep serving (the routes of such
+// a group-version are installed afresh on each change, the others' reused), and goes when it
+// is deleted while the built-ins stay.
+func TestCustomResourceInBuiltinGroupVersion(t *testing.T) {
+	s := servertest.New(t, nil)
+	cfg := servertest.RestConfig(t, s)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	doohickeys := schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "doohickeys"}
+	builtins := func() {
+		t.Helper()
+		if _, err := cs.NetworkingV1().Ingresses("default").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatalf("built-in ingresses: %v", err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatalf("configmaps: %v", err)
+		}
+	}
+	createCRD(t, dyn, doohickeyCRD)
+	waitServed(t, dyn, doohickeys)
+	builtins()
+	if _, err := dyn.Resource(doohickeys).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.io/v1", "kind": "Doohickey", "metadata": map[string]any{"name": "g"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := dyn.Resource(crds).Delete(ctx, "doohickeys.networking.k8s.io", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := dyn.Resource(doohickeys).Namespace("default").List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("doohickeys still served 30s after the definition's delete: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll
+	}
+	builtins()
+}

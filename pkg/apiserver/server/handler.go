@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime"
 	"runtime/debug"
@@ -139,6 +140,10 @@ type apiHandler struct {
 	// openapiBuilding: a goroutine builds them.
 	openapiPending  []endpoints.Resource
 	openapiBuilding bool
+	// staticRoutes are the route sets of the static resources, by group-version path, built
+	// once: a change of custom resources reinstalls the routes of their group-versions only
+	// (compiling some 70 resources' routes again was most of a rebuild).
+	staticRoutes map[string]*restful.WebService
 }
 
 // rebuild installs the routes, discovery and OpenAPI documents of static and of the custom
@@ -151,10 +156,37 @@ func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource
 	for _, r := range custom {
 		res = append(res, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
 	}
+	installer := &endpoints.Installer{Stop: stop}
+	if a.staticRoutes == nil {
+		c := restful.NewContainer()
+		installer.Install(c, static)
+		a.staticRoutes = map[string]*restful.WebService{}
+		for _, ws := range c.RegisteredWebServices() {
+			a.staticRoutes[ws.RootPath()] = ws
+		}
+	}
+	// The custom resources' group-versions are installed afresh, with the static resources
+	// that share one (a definition may add a version to a built-in group); the others'
+	// routes are reused.
+	fresh := slices.Clone(res[len(static):])
+	customGV := map[string]bool{}
+	for _, r := range fresh {
+		customGV[endpoints.GroupVersionPath(r.Names.GroupVersion())] = true
+	}
 	container := restful.NewContainer()
 	container.ServiceErrorHandler(endpoints.NotFoundHandler)
 	container.DoNotRecover(true)
-	(&endpoints.Installer{Stop: stop}).Install(container, res)
+	for _, path := range slices.Sorted(maps.Keys(a.staticRoutes)) {
+		if !customGV[path] {
+			container.Add(a.staticRoutes[path])
+		}
+	}
+	for _, r := range static {
+		if customGV[endpoints.GroupVersionPath(r.Names.GroupVersion())] {
+			fresh = append(fresh, r)
+		}
+	}
+	installer.Install(container, fresh)
 	container.ServeMux.Handle("/", http.HandlerFunc(endpoints.NotFound))
 	mux := http.NewServeMux()
 	disc := endpoints.NewDiscovery(res)
