@@ -395,3 +395,39 @@ func TestConnTableSyncReloadPeers(t *testing.T) {
 		t.Errorf("starting the sync on reload: err %v, want a restart asked for", err)
 	}
 }
+
+// TestConnTableSyncDuringDrain: a draining proxy (SIGTERM, a connection still open) goes
+// on telling its peers it is alive, so that a peer taking its address over does not count
+// it dead and reset the connections the drain is finishing.
+func TestConnTableSyncDuringDrain(t *testing.T) {
+	a := newBackend(t, "a")
+	addrA, addrB := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
+	cfgA, cfgB := testConfig(a), testConfig(a)
+	cfgA.SyncListen, cfgA.SyncPeers = addrA, []string{addrB}
+	cfgB.SyncListen, cfgB.SyncPeers = addrB, []string{addrA}
+	for _, c := range []*Config{cfgA, cfgB} {
+		c.SyncInterval, c.SyncHeartbeat = 100*time.Millisecond, 20*time.Millisecond
+	}
+	cfgA.DrainTimeout = time.Minute
+	pa, pb := startProxy(t, cfgA), startProxy(t, cfgB)
+	waitAllUp(t, pa.Proxy)
+	s := openStream(t, pa.Addr(), "every=1h")
+	waitFor(t, "B to learn A's connection", 20*time.Second, func() bool { return peerStatus(pb.Proxy, addrA).Connections == 1 })
+
+	pa.cancel() // SIGTERM: A drains while the stream stays open
+	drainStart := time.Now()
+	waitFor(t, "B to hear from A after its drain began", 20*time.Second, func() bool {
+		return peerStatus(pb.Proxy, addrA).LastHeard.After(drainStart.Add(5 * cfgA.SyncHeartbeat))
+	})
+	select {
+	case <-pa.done:
+		t.Fatal("A stopped with a connection still open; the test needs it draining")
+	default:
+	}
+	s.conn.Close()
+	select {
+	case <-pa.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("A did not stop once its last connection closed")
+	}
+}

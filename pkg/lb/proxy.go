@@ -277,8 +277,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 		p.slots = make(chan struct{}, p.cfg.MaxConn)
 	}
 
+	// The sync outlives ctx until the drain is over: a peer that takes the VIP over while
+	// this proxy drains must hear that it is alive, or it resets the very connections the
+	// drain is finishing.
 	syncDone := make(chan struct{})
-	syncCtx, stopSync := context.WithCancel(ctx)
+	syncCtx, stopSync := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSync()
 	go func() {
 		defer close(syncDone)

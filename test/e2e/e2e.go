@@ -63,7 +63,26 @@ func (e *e2e) run(ctx context.Context) error {
 		return err
 	}
 	removeLeftovers()
-	return e.runSteps(ctx)
+	err := e.runSteps(ctx)
+	if err != nil {
+		e.saveJournals()
+	}
+	return err
+}
+
+// saveJournals copies the hacp units' journals of every master that still answers into
+// the logs directory, for a look at why a step failed.
+func (e *e2e) saveJournals() {
+	for _, h := range e.hosts {
+		out, err := e.ssh(h, "journalctl --no-pager -o short-precise -u 'hacp-*'")
+		if err != nil && out == "" {
+			continue
+		}
+		path := filepath.Join(e.out, "logs", h.Name+"-journal.log")
+		if werr := os.WriteFile(path, []byte(out), 0o600); werr == nil {
+			e.progress("%s's journal of the hacp units: %s", h.Name, path)
+		}
+	}
 }
 
 func (e *e2e) runSteps(ctx context.Context) error {
