@@ -320,3 +320,50 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) error 
 	}
 	return nil
 }
+
+// KwokDebugConfig returns a kwok configuration that makes its node server serve, for every
+// pod it runs, logs and attach from logsFile (a CRI-format log, followed), exec by running
+// the command on kwok's own host with KWOK_EXEC=execEnv, and port-forward to forwardPort on
+// kwok's loopback.
+func KwokDebugConfig(logsFile string, forwardPort int, execEnv string) []byte {
+	return fmt.Appendf(nil, kwokDebugConfig, logsFile, forwardPort, execEnv)
+}
+
+const kwokDebugConfig = `kind: ClusterLogs
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: logs
+spec:
+  logs:
+  - logsFile: %[1]s
+    follow: true
+---
+kind: ClusterExec
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: exec
+spec:
+  execs:
+  - local:
+      envs:
+      - name: KWOK_EXEC
+        value: %[3]s
+---
+kind: ClusterAttach
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: attach
+spec:
+  attaches:
+  - logsFile: %[1]s
+---
+kind: ClusterPortForward
+apiVersion: kwok.x-k8s.io/v1alpha1
+metadata:
+  name: port-forward
+spec:
+  forwards:
+  - target:
+      port: %[2]d
+      address: 127.0.0.1
+`

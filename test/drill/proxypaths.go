@@ -66,48 +66,6 @@ var (
 	apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 )
 
-// kwokNodeConfig makes kwok's node server serve logs (from a file), exec (running the
-// command in kwok's own namespace, the client's), attach (to the same file) and port-forward
-// (to the echo server on the client's loopback) for every pod it runs.
-const kwokNodeConfig = `kind: ClusterLogs
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: logs
-spec:
-  logs:
-  - logsFile: %[1]s
-    follow: true
----
-kind: ClusterExec
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: exec
-spec:
-  execs:
-  - local:
-      envs:
-      - name: KWOK_EXEC
-        value: through-the-vip
----
-kind: ClusterAttach
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: attach
-spec:
-  attaches:
-  - logsFile: %[1]s
----
-kind: ClusterPortForward
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: port-forward
-spec:
-  forwards:
-  - target:
-      port: %[2]d
-      address: 127.0.0.1
-`
-
 // pathResult is one proxy path's check, in report.json's proxy_paths.
 type pathResult struct {
 	Path     string  `json:"path"`
@@ -167,7 +125,7 @@ func (c *cluster) kwokNodeArgs() ([]string, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(c.dir, "kwok-node.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, kwokNodeConfig, x.logFile, echoPort), 0o644); err != nil {
+	if err := os.WriteFile(cfg, upstream.KwokDebugConfig(x.logFile, echoPort, "through-the-vip"), 0o644); err != nil {
 		return nil, err
 	}
 	addr := c.d.client.Addr.String()

@@ -33,47 +33,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// kwokDebugConfig makes kwok's node server serve logs (from logsFile), exec (running the
-// command on this host), attach and port-forward (to target) for every pod it manages.
-const kwokDebugConfig = `kind: ClusterLogs
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: logs
-spec:
-  logs:
-  - logsFile: %[1]s
-    follow: true
----
-kind: ClusterExec
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: exec
-spec:
-  execs:
-  - local:
-      envs:
-      - name: KWOK_EXEC
-        value: through-hacp
----
-kind: ClusterAttach
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: attach
-spec:
-  attaches:
-  - logsFile: %[1]s
----
-kind: ClusterPortForward
-apiVersion: kwok.x-k8s.io/v1alpha1
-metadata:
-  name: port-forward
-spec:
-  forwards:
-  - target:
-      port: %[2]d
-      address: 127.0.0.1
-`
-
 // criLine is one line of a container log in the CRI format kwok reads.
 func criLine(i int, text string) string {
 	return fmt.Sprintf("2026-01-01T00:00:%02d.000000000Z stdout F %s\n", i, text)
@@ -150,7 +109,7 @@ func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string)
 		t.Fatal(err)
 	}
 	echoPort := echoServer(t)
-	debugCfg := testpki.WriteFile(t, dir, "kwok-debug.yaml", []byte(fmt.Sprintf(kwokDebugConfig, logFile, echoPort)))
+	debugCfg := testpki.WriteFile(t, dir, "kwok-debug.yaml", upstream.KwokDebugConfig(logFile, echoPort, "through-hacp"))
 	kwokKC := filepath.Join(dir, "kwok.kubeconfig")
 	if err := certs.WriteClientKubeconfig(kwokKC, srv.URL(), srv.Certs(), "kwok", []string{"system:masters"}, 24*time.Hour); err != nil {
 		t.Fatal(err)
