@@ -453,8 +453,13 @@ func (m *Machine) advert(ev Event, now time.Time) []Action {
 			m.lowerSince = time.Time{}
 		}
 		if !accept {
+			// Preempt: let the master down timer fire. Remember whom we preempt: a backup
+			// that started after it (it never accepted one of its adverts) must still know
+			// it when it takes over, so that the connections it carries are passed back
+			// (HandedOverBy).
 			m.preempting = true
-			return nil // preempt: let the master down timer fire
+			m.masterAddr, m.masterPrio = ev.From, ev.Priority
+			return nil
 		}
 		m.preempting = false
 		m.masterAddr, m.masterPrio = ev.From, ev.Priority

@@ -519,3 +519,33 @@ func TestMakeBeforeBreak(t *testing.T) {
 		t.Fatalf("router 0 let go %s after shutdown, want the new master's skew time plus the linger, %s", took, want)
 	}
 }
+
+// TestPreemptFromStart: a higher-priority router that starts while a lower one is master
+// never accepts one of its adverts, and still knows, when its master down timer preempts,
+// whom it took over from, so that the connections the old master carries are passed back
+// to it (HandedOverBy). A takeover from a silent master knows no one.
+func TestPreemptFromStart(t *testing.T) {
+	m := NewMachine(v3(101))
+	m.Handle(startup, t0)
+	now := t0
+	for m.State() == Backup {
+		now = now.Add(100 * ms)
+		m.Handle(advert(addrLo, 100, 100*ms), now)
+		if next := m.Next(); !next.IsZero() && !next.After(now.Add(100*ms)) {
+			m.Handle(tick, next)
+		}
+	}
+	if m.State() != Master {
+		t.Fatalf("state %s, want MASTER", m.State())
+	}
+	if got := m.HandedOverBy(); got != addrLo {
+		t.Fatalf("HandedOverBy() = %v after preempting %v from the start, want %v", got, addrLo, addrLo)
+	}
+
+	silent := NewMachine(v3(101))
+	silent.Handle(startup, t0)
+	silent.Handle(tick, silent.Next())
+	if silent.State() != Master || silent.HandedOverBy().IsValid() {
+		t.Fatalf("after no advert at all: state %s, HandedOverBy() = %v, want MASTER and none", silent.State(), silent.HandedOverBy())
+	}
+}
