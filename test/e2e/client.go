@@ -127,6 +127,7 @@ func startWriter(ctx context.Context, cs *kubernetes.Clientset, name string) *wr
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i)},
 				Data:       map[string]string{"i": fmt.Sprint(i)},
 			}
+			sent := time.Now()
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, err := cs.CoreV1().ConfigMaps("default").Create(rctx, cm, metav1.CreateOptions{})
 			cancel()
@@ -135,7 +136,7 @@ func startWriter(ctx context.Context, cs *kubernetes.Clientset, name string) *wr
 			if err != nil {
 				w.stats.Failed++
 				if w.stats.FirstError == "" {
-					w.stats.FirstError = fmt.Sprintf("%s: %v", cm.Name, err)
+					w.stats.FirstError = fmt.Sprintf("%s at %s (sent %s): %v", cm.Name, now.UTC().Format("15:04:05.000"), sent.UTC().Format("15:04:05.000"), err)
 				}
 			} else {
 				w.stats.OK++
