@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -111,11 +112,21 @@ type objectKey struct {
 // storedKey names obj as a stored state read through store; false when obj lacks a uid or
 // resourceVersion (then nothing is cached for it).
 func storedKey(store any, obj runtime.Object) (objectKey, bool) {
-	a, err := meta.Accessor(obj)
-	if err != nil {
-		return objectKey{}, false
+	var uid types.UID
+	var rv string
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// As its accessors read them, with one look-up of metadata: every list item asks.
+		m, _ := u.Object["metadata"].(map[string]any)
+		s, _ := m["uid"].(string)
+		uid = types.UID(s)
+		rv, _ = m["resourceVersion"].(string)
+	} else {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return objectKey{}, false
+		}
+		uid, rv = a.GetUID(), a.GetResourceVersion()
 	}
-	uid, rv := a.GetUID(), a.GetResourceVersion()
 	if uid == "" || rv == "" {
 		return objectKey{}, false
 	}

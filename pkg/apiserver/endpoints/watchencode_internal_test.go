@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
@@ -191,5 +192,34 @@ func TestEncodingCacheObjectBound(t *testing.T) {
 		if _, ok := c.entries[objectKey{ptr: o}]; ok != (i >= 2) {
 			t.Errorf("object %d cached: %v", i, ok)
 		}
+	}
+}
+
+// TestStoredKeyUnstructured: an unstructured object is named by what its accessors read.
+func TestStoredKeyUnstructured(t *testing.T) {
+	store := new(int)
+	tests := []struct {
+		name     string
+		metadata any
+	}{
+		{"both", map[string]any{"uid": "u1", "resourceVersion": "7"}},
+		{"no uid", map[string]any{"resourceVersion": "7"}},
+		{"no resourceVersion", map[string]any{"uid": "u1"}},
+		{"not strings", map[string]any{"uid": 1, "resourceVersion": int64(7)}},
+		{"no metadata", nil},
+		{"metadata not a map", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			if tt.metadata != nil {
+				u.Object["metadata"] = tt.metadata
+			}
+			key, ok := storedKey(store, u)
+			wantOK := u.GetUID() != "" && u.GetResourceVersion() != ""
+			if ok != wantOK || ok && (key.uid != u.GetUID() || key.rv != u.GetResourceVersion() || key.store != any(store)) {
+				t.Fatalf("storedKey = %+v, %v; the accessors read uid %q, resourceVersion %q", key, ok, u.GetUID(), u.GetResourceVersion())
+			}
+		})
 	}
 }
