@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,13 +45,30 @@ func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
 			return raw, nil
 		}
 	}
+	return marshalJSON(obj)
+}
+
+// marshalJSON is json.Marshal(obj); an unstructured object's bytes are those of its map
+// (what its MarshalJSON writes, compact and HTML-escaped), encoded without reflection.
+func marshalJSON(obj any) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if b, err := jsonvalue.Marshal(u.Object); err == nil {
+			return b, nil
+		}
+	}
 	return json.Marshal(obj)
 }
 
 // encodeBodyJSON is obj as a JSON response body writes it (encoding/json's Encoder without
 // HTML escaping), without the Encoder's final newline: also how obj appears as an item of a
-// list's JSON.
+// list's JSON. An unstructured object writes itself HTML-escaped (its MarshalJSON), which
+// the Encoder keeps: marshalJSON's bytes.
 func encodeBodyJSON(obj any) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if b, err := jsonvalue.Marshal(u.Object); err == nil {
+			return b, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -232,7 +250,7 @@ func (e *encodings) ensureJSON(obj runtime.Object) error {
 		e.json, e.bodyIsJSON = e.body, true
 		return nil
 	}
-	raw, err := json.Marshal(obj)
+	raw, err := marshalJSON(obj)
 	if err != nil {
 		return err
 	}
