@@ -22,7 +22,7 @@ func TestMarshal(t *testing.T) {
 		{"object", map[string]any{"b": int64(1), "a": "x", "c": []any{true, false, nil, 1.5, int64(-3)}, "": map[string]any{}}},
 		{"nil map and slice", map[string]any{"m": map[string]any(nil), "s": []any(nil), "e": []any{}}},
 		{"escapes", map[string]any{"html": "<a href=\"x\">&</a>", "ctl": "a\nb\tc\x01\x7f", "uni": "héllo \u2028 \u2029", "bad": "\xff\xfe", "key<&>": "v"}},
-		{"floats", []any{0.0, -0.0, 1e-7, 1e21, 123456789.125, 1e20, 5e-324, math.MaxFloat64}},
+		{"floats", []any{0.0, math.Copysign(0, -1), 1e-7, 1e21, 123456789.125, 1e20, 5e-324, math.MaxFloat64}},
 		{"ints", []any{int64(math.MinInt64), int64(math.MaxInt64), int64(0)}},
 		{"other types", map[string]any{"n": json.Number("12"), "i": 3, "ss": []string{"a"}, "ms": map[string]string{"k": "v"}}},
 		{"deep", deep},
@@ -66,6 +66,26 @@ func FuzzMarshal(f *testing.F) {
 		got, gerr := Marshal(v)
 		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
 			t.Fatalf("Marshal = %s, %v\nwant %s, %v", got, gerr, want, werr)
+		}
+	})
+}
+
+// benchObject is a custom resource as the crd bench rows store it, managedFields and all.
+var benchObject = map[string]any{"apiVersion": "bench.example.com/v1", "kind": "BenchObject", "data": map[string]any{"key": "value"},
+	"metadata": map[string]any{"name": "j32-00001", "namespace": "crd", "uid": "0b0e2f6c-4b8b-4c4b-9a53-4f6f2a6b0f00",
+		"resourceVersion": "12345", "generation": int64(1), "creationTimestamp": "2026-11-26T10:00:00Z",
+		"managedFields": []any{map[string]any{"manager": "apiserver", "operation": "Update", "apiVersion": "bench.example.com/v1",
+			"time": "2026-11-26T10:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:data": map[string]any{".": map[string]any{}, "f:key": map[string]any{}}}}}}}
+
+func BenchmarkMarshal(b *testing.B) {
+	b.Run("jsonvalue", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = Marshal(benchObject)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(benchObject)
 		}
 	})
 }
