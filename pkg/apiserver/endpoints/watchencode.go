@@ -51,7 +51,7 @@ func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
 // marshalJSON is json.Marshal(obj); an unstructured object's bytes are those of its map
 // (what its MarshalJSON writes, compact and HTML-escaped), encoded without reflection.
 func marshalJSON(obj any) ([]byte, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
 		if b, err := jsonvalue.Marshal(u.Object); err == nil {
 			return b, nil
 		}
@@ -64,7 +64,7 @@ func marshalJSON(obj any) ([]byte, error) {
 // list's JSON. An unstructured object writes itself HTML-escaped (its MarshalJSON), which
 // the Encoder keeps: marshalJSON's bytes.
 func encodeBodyJSON(obj any) ([]byte, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
 		if b, err := jsonvalue.Marshal(u.Object); err == nil {
 			return b, nil
 		}

@@ -223,3 +223,30 @@ func TestStoredKeyUnstructured(t *testing.T) {
 		})
 	}
 }
+
+// TestUnstructuredJSON: an unstructured object's JSON, as a body and as json.Marshal's, is
+// what encoding/json writes through its MarshalJSON.
+func TestUnstructuredJSON(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "bench.example.com/v1", "kind": "BenchObject",
+			"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "<&>"}}, "data": map[string]any{"k": "v\u2028", "n": int64(3), "f": 1.5}}},
+		{Object: nil},
+		nil,
+	}
+	for _, u := range objs {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(u); err != nil {
+			t.Fatal(err)
+		}
+		body, err := encodeBodyJSON(u)
+		if err != nil || string(body)+"\n" != buf.String() {
+			t.Fatalf("encodeBodyJSON = %s, %v; want %s", body, err, buf.String())
+		}
+		want, _ := json.Marshal(u)
+		if got, err := marshalJSON(u); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("marshalJSON = %s, %v; want %s", got, err, want)
+		}
+	}
+}
