@@ -6,7 +6,6 @@ package endpoints
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -195,14 +194,12 @@ func writeProto(w http.ResponseWriter, code int, obj runtime.Object) bool {
 }
 
 func writeEncoded(w http.ResponseWriter, asYAML bool, code int, obj any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
+	data, err := encodeBodyJSON(obj)
+	if err != nil {
 		http.Error(w, fmt.Sprintf("encode response: %v", err), http.StatusInternalServerError)
 		return
 	}
-	data := buf.Bytes()
+	data = append(data, '\n')
 	ct := "application/json"
 	if asYAML {
 		y, err := yaml.JSONToYAML(data)

@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -43,13 +45,30 @@ func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
 			return raw, nil
 		}
 	}
+	return marshalJSON(obj)
+}
+
+// marshalJSON is json.Marshal(obj); an unstructured object's bytes are those of its map
+// (what its MarshalJSON writes, compact and HTML-escaped), encoded without reflection.
+func marshalJSON(obj any) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
+		if b, err := jsonvalue.Marshal(u.Object); err == nil {
+			return b, nil
+		}
+	}
 	return json.Marshal(obj)
 }
 
 // encodeBodyJSON is obj as a JSON response body writes it (encoding/json's Encoder without
 // HTML escaping), without the Encoder's final newline: also how obj appears as an item of a
-// list's JSON.
+// list's JSON. An unstructured object writes itself HTML-escaped (its MarshalJSON), which
+// the Encoder keeps: marshalJSON's bytes.
 func encodeBodyJSON(obj any) ([]byte, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
+		if b, err := jsonvalue.Marshal(u.Object); err == nil {
+			return b, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -111,11 +130,21 @@ type objectKey struct {
 // storedKey names obj as a stored state read through store; false when obj lacks a uid or
 // resourceVersion (then nothing is cached for it).
 func storedKey(store any, obj runtime.Object) (objectKey, bool) {
-	a, err := meta.Accessor(obj)
-	if err != nil {
-		return objectKey{}, false
+	var uid types.UID
+	var rv string
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// As its accessors read them, with one look-up of metadata: every list item asks.
+		m, _ := u.Object["metadata"].(map[string]any)
+		s, _ := m["uid"].(string)
+		uid = types.UID(s)
+		rv, _ = m["resourceVersion"].(string)
+	} else {
+		a, err := meta.Accessor(obj)
+		if err != nil {
+			return objectKey{}, false
+		}
+		uid, rv = a.GetUID(), a.GetResourceVersion()
 	}
-	uid, rv := a.GetUID(), a.GetResourceVersion()
 	if uid == "" || rv == "" {
 		return objectKey{}, false
 	}
@@ -221,7 +250,7 @@ func (e *encodings) ensureJSON(obj runtime.Object) error {
 		e.json, e.bodyIsJSON = e.body, true
 		return nil
 	}
-	raw, err := json.Marshal(obj)
+	raw, err := marshalJSON(obj)
 	if err != nil {
 		return err
 	}

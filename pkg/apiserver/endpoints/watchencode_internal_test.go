@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
@@ -190,6 +191,62 @@ func TestEncodingCacheObjectBound(t *testing.T) {
 	for i, o := range objs {
 		if _, ok := c.entries[objectKey{ptr: o}]; ok != (i >= 2) {
 			t.Errorf("object %d cached: %v", i, ok)
+		}
+	}
+}
+
+// TestStoredKeyUnstructured: an unstructured object is named by what its accessors read.
+func TestStoredKeyUnstructured(t *testing.T) {
+	store := new(int)
+	tests := []struct {
+		name     string
+		metadata any
+	}{
+		{"both", map[string]any{"uid": "u1", "resourceVersion": "7"}},
+		{"no uid", map[string]any{"resourceVersion": "7"}},
+		{"no resourceVersion", map[string]any{"uid": "u1"}},
+		{"not strings", map[string]any{"uid": 1, "resourceVersion": int64(7)}},
+		{"no metadata", nil},
+		{"metadata not a map", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			if tt.metadata != nil {
+				u.Object["metadata"] = tt.metadata
+			}
+			key, ok := storedKey(store, u)
+			wantOK := u.GetUID() != "" && u.GetResourceVersion() != ""
+			if ok != wantOK || ok && (key.uid != u.GetUID() || key.rv != u.GetResourceVersion() || key.store != any(store)) {
+				t.Fatalf("storedKey = %+v, %v; the accessors read uid %q, resourceVersion %q", key, ok, u.GetUID(), u.GetResourceVersion())
+			}
+		})
+	}
+}
+
+// TestUnstructuredJSON: an unstructured object's JSON, as a body and as json.Marshal's, is
+// what encoding/json writes through its MarshalJSON.
+func TestUnstructuredJSON(t *testing.T) {
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "bench.example.com/v1", "kind": "BenchObject",
+			"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "<&>"}}, "data": map[string]any{"k": "v\u2028", "n": int64(3), "f": 1.5}}},
+		{Object: nil},
+		nil,
+	}
+	for _, u := range objs {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(u); err != nil {
+			t.Fatal(err)
+		}
+		body, err := encodeBodyJSON(u)
+		if err != nil || string(body)+"\n" != buf.String() {
+			t.Fatalf("encodeBodyJSON = %s, %v; want %s", body, err, buf.String())
+		}
+		want, _ := json.Marshal(u)
+		if got, err := marshalJSON(u); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("marshalJSON = %s, %v; want %s", got, err, want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -112,17 +113,36 @@ func (s *Store) admitMutating(ctx context.Context, a *admission.Attributes) erro
 	if err != nil {
 		return s.admission().Admit(ctx, a)
 	}
-	before := obj.GetManagedFields()
+	before := managedFieldsBefore(a.Object, obj)
 	if err := s.admission().Admit(ctx, a); err != nil {
 		return err
 	}
 	if after := obj.GetManagedFields(); len(after) > 0 {
 		if err := managedfields.ValidateManagedFields(after); err != nil {
-			obj.SetManagedFields(before)
+			obj.SetManagedFields(before())
 			request.AddWarning(ctx, fmt.Sprintf(invalidManagedFieldsWarning, err))
 		}
 	}
 	return nil
+}
+
+// managedFieldsBefore returns what obj's GetManagedFields returns now, for when admission
+// must be undone: an unstructured object's are kept as they are and decoded only then (the
+// decoding is a conversion by reflection, and every write of a custom resource comes here).
+func managedFieldsBefore(obj runtime.Object, a metav1.Object) func() []metav1.ManagedFieldsEntry {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		before := a.GetManagedFields()
+		return func() []metav1.ManagedFieldsEntry { return before }
+	}
+	items, found, err := unstructured.NestedSlice(u.Object, "metadata", "managedFields") // a copy
+	if !found || err != nil {
+		return func() []metav1.ManagedFieldsEntry { return nil }
+	}
+	return func() []metav1.ManagedFieldsEntry {
+		saved := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"managedFields": items}}}
+		return saved.GetManagedFields()
+	}
 }
 
 // admitDelete runs the whole chain on the deletion of cur.

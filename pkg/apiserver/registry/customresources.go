@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -505,11 +506,11 @@ func (c *customResourceCodec) Encode(obj runtime.Object) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(m)
+		return jsonvalue.Marshal(m)
 	}
 	m := maps.Clone(u.Object)
 	m["apiVersion"] = c.apiVersion
-	return json.Marshal(m)
+	return jsonvalue.Marshal(m)
 }
 
 func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {

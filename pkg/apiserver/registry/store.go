@@ -197,9 +197,28 @@ func (s *Store) checkName(name string) error {
 // setKind sets obj's kind; it writes nothing when the kind is set already, so objects the
 // watch cache shares (which have it) are only read.
 func (s *Store) setKind(obj runtime.Object) {
-	if gvk := s.kind.GVK(); obj.GetObjectKind().GroupVersionKind() != gvk {
+	gvk := s.kind.GVK()
+	if u, ok := obj.(*unstructured.Unstructured); ok && hasKind(u.Object, gvk) {
+		return // what GroupVersionKind would parse, without parsing: every list item asks
+	}
+	if obj.GetObjectKind().GroupVersionKind() != gvk {
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
 	}
+}
+
+// hasKind reports whether obj's apiVersion and kind are gvk's, written as SetGroupVersionKind
+// writes them; false may also mean another spelling of the same (setKind then parses it).
+func hasKind(obj map[string]any, gvk schema.GroupVersionKind) bool {
+	kind, _ := obj["kind"].(string)
+	av, _ := obj["apiVersion"].(string)
+	if kind != gvk.Kind {
+		return false
+	}
+	if gvk.Group == "" {
+		return av == gvk.Version
+	}
+	return len(av) == len(gvk.Group)+1+len(gvk.Version) && strings.HasPrefix(av, gvk.Group) &&
+		av[len(gvk.Group)] == '/' && strings.HasSuffix(av, gvk.Version)
 }
 
 // Get returns one object.

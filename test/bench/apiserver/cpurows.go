@@ -62,3 +62,51 @@ func printCPURows(title, left, right string, rows []cpuRow) {
 		fmt.Printf("%-18s %4d | %12s %12s | %6.0f%%\n", r.api.name, r.api.conc, r.leftCPU.Round(time.Microsecond), r.rightCPU.Round(time.Microsecond), 100*ratio)
 	}
 }
+
+// measureServerCPU is measureOps for two sides served by one process pid: its CPU time
+// (with its embedded etcd member) is read around every round and summed per side. What the
+// server still does for a round after its last response (watch cache events, etcd's
+// background work) falls into the round after it, the other side's in half of the rounds.
+func measureServerCPU(pid int, name string, conc, ops int, leftOp, rightOp func(int) error) cpuRow {
+	per := ops / rounds
+	var left, right time.Duration
+	side := func(op func(int) error, cpu *time.Duration) func(int) result {
+		return func(r int) result {
+			c0 := pidCPU(pid)
+			res := run(name, conc, per, func(i int) error { return op(r*per + i) })
+			*cpu += pidCPU(pid) - c0
+			return res
+		}
+	}
+	p := measure(name, conc, ops, side(leftOp, &left), side(rightOp, &right))
+	done := time.Duration(rounds * per)
+	return cpuRow{pair: p, leftCPU: left / done, rightCPU: right / done}
+}
+
+// printServerCPURows prints rows of measureServerCPU: each side's rate and latencies, the
+// median ratio of the rounds' rates, each side's server CPU time per request and their
+// ratio, and how far the 10 ms clock ticks can move the CPU numbers.
+func printServerCPURows(title, left, right string, rows []cpuRow) {
+	fmt.Println("\n" + title)
+	fmt.Printf("%-18s %4s | %10s %9s | %10s %9s | %6s | %10s %10s | %6s\n", "op", "conc",
+		left+" ops/s", "p50", right+" ops/s", "p50", "rate", left+" cpu", right+" cpu", "cpu")
+	least := time.Duration(0)
+	for _, r := range rows {
+		ratio := 0.0
+		if r.rightCPU > 0 {
+			ratio = float64(r.leftCPU) / float64(r.rightCPU)
+		}
+		fmt.Printf("%-18s %4d | %10.0f %9s | %10.0f %9s | %5.0f%% | %10s %10s | %5.0f%%\n", r.api.name, r.api.conc,
+			r.api.rate(), round(r.api.pct(0.5)), r.etcd.rate(), round(r.etcd.pct(0.5)), 100*r.ratio(),
+			round(r.leftCPU), round(r.rightCPU), 100*ratio)
+		for _, total := range []time.Duration{r.leftCPU * time.Duration(r.api.ops), r.rightCPU * time.Duration(r.etcd.ops)} {
+			if least == 0 || total < least {
+				least = total
+			}
+		}
+	}
+	fmt.Printf("rate: median of the rounds' %s/%s rates; cpu: the server process's CPU time (with its etcd member) per request,\n", left, right)
+	fmt.Printf("read around every round, and its ratio %s/%s (lower is cheaper; 111%% is the CPU of a 90%% rate). The side with the\n", left, right)
+	fmt.Printf("least CPU in a row had %s in all; in 10 ms clock ticks, each round's share is off by less than a tick: %.1f%% at most (-n sets it).\n",
+		least.Round(10*time.Millisecond), 100*float64(rounds*10*time.Millisecond)/float64(max(least, time.Millisecond)))
+}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // benchObjects is the custom resource of the crd rows: a ConfigMap's shape (a map of
@@ -22,11 +22,20 @@ var benchObjects = schema.GroupVersionResource{Group: "bench.example.com", Versi
 
 // crdRows measures create, get and lists of 100 of a custom resource (dynamic client, JSON:
 // protobuf is not offered for custom resources, as upstream) against the same on ConfigMaps
-// on the same apiserver, in alternating rounds: through the dynamic client too (the same
-// client and encoding: what the server's custom-resource path costs), and through the typed
-// clientset with protobuf (the main rows; the client's JSON decoding of the custom lists, in
-// this process too, counts against them). The ratio is custom/ConfigMap.
-func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n int) (vsJSON, vsProtobuf []pair) {
+// on one apiserver process of its own (the program binary, as the rbac rows start theirs),
+// in alternating rounds: through the dynamic client too (the same client and encoding: what
+// the server's custom-resource path costs), and through the typed clientset with protobuf
+// (the main rows; the client's JSON decoding of the custom lists, in this process too,
+// counts against their rates). Besides the rates, the server process's CPU time is read
+// around every round and summed per side: the rates swing with this shared machine's other
+// load, a process's own CPU time per request far less. The ratio is custom/ConfigMap.
+func crdRows(ctx context.Context, dir string, fsync bool, binary string, n int) (vsJSON, vsProtobuf []cpuRow) {
+	s := startServer(dir, "crd", fsync, apiserverBinary(binary, dir), fmt.Sprintf("--watch-cache=%v", watchCacheOn))
+	defer s.stop()
+	rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
+	must(err)
+	rc.QPS, rc.Burst = 1e6, 1e6
+	cs := kubernetes.NewForConfigOrDie(rc)
 	dyn := dynamic.NewForConfigOrDie(rc)
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
@@ -108,7 +117,7 @@ func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n in
 	for _, against := range []struct {
 		side side
 		tag  string
-		rows *[]pair
+		rows *[]cpuRow
 	}{{cmJSON, "j", &vsJSON}, {cmProto, "p", &vsProtobuf}} {
 		other := against.side
 		for _, conc := range []int{1, 32} {
@@ -118,23 +127,23 @@ func crdRows(ctx context.Context, cs kubernetes.Interface, rc *rest.Config, n in
 			}
 			name := func(i int) string { return fmt.Sprintf("%s%d-%05d", against.tag, conc, i) }
 			*against.rows = append(*against.rows,
-				measureOps("create", conc, ops, func(i int) error { return custom.create(name(i)) }, func(i int) error { return other.create(name(i)) }),
-				measureOps("get", conc, ops, func(i int) error { return custom.get(name(i % ops)) }, func(i int) error { return other.get(name(i % ops)) }))
+				measureServerCPU(s.pid, "create", conc, ops, func(i int) error { return custom.create(name(i)) }, func(i int) error { return other.create(name(i)) }),
+				measureServerCPU(s.pid, "get", conc, ops, func(i int) error { return custom.get(name(i % ops)) }, func(i int) error { return other.get(name(i % ops)) }))
 			for _, rv := range []string{"0", ""} {
 				row := "list100 rv=0"
 				if rv == "" {
 					row = "list100 rv=unset"
 				}
-				*against.rows = append(*against.rows, measureOps(row, conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
+				*against.rows = append(*against.rows, measureServerCPU(s.pid, row, conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
 			}
 		}
 	}
 	return vsJSON, vsProtobuf
 }
 
-func printCRDRows(vsJSON, vsProtobuf []pair) {
-	printSideBySide("Custom resources vs ConfigMaps, both through the dynamic client (JSON), same apiserver, alternating rounds; ratio = custom/ConfigMap:",
+func printCRDRows(vsJSON, vsProtobuf []cpuRow) {
+	printServerCPURows("Custom resources vs ConfigMaps, both through the dynamic client (JSON), same apiserver process, alternating rounds; ratio = custom/ConfigMap:",
 		"custom", "configmap", vsJSON)
-	printSideBySide("Custom resources (dynamic client, JSON) vs ConfigMaps (typed clientset, protobuf, as the main rows); ratio = custom/ConfigMap:",
+	printServerCPURows("Custom resources (dynamic client, JSON) vs ConfigMaps (typed clientset, protobuf, as the main rows); ratio = custom/ConfigMap:",
 		"custom", "configmap", vsProtobuf)
 }

@@ -417,9 +417,9 @@ func main() {
 	if want("rbac") {
 		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
 	}
-	var crdJSON, crdProto []pair
+	var crdJSON, crdProto []cpuRow
 	if want("crd") {
-		crdJSON, crdProto = crdRows(ctx, cs, rc, *n)
+		crdJSON, crdProto = crdRows(ctx, dir, *fsync, *binary, *n)
 	}
 	var ctl []cpuRow
 	var ctlCPU time.Duration
