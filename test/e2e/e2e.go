@@ -419,10 +419,17 @@ func (e *e2e) failover(ctx context.Context) error {
 	}
 	// The crashed host's link is down, but the VIP stays on its eth0 until its lifetime (2 s
 	// after vipd's last refresh) runs out: the kernel, not vipd, drops it.
-	if err := poll(ctx, 10*time.Second, func() bool { hs := e.holders(); return len(hs) == 1 && hs[0] != h }); err != nil {
+	var now *host
+	if err := poll(ctx, 10*time.Second, func() bool {
+		hs := e.holders()
+		if len(hs) == 1 && hs[0] != h {
+			now = hs[0]
+		}
+		return now != nil
+	}); err != nil {
 		return fmt.Errorf("VIP holders 10 s after the crash: %d (want one, not %s)", len(e.holders()), h.Name)
 	}
-	e.progress("%s crashed; kubectl works through the VIP on %s; booting %s again", h.Name, e.holders()[0].Name, h.Name)
+	e.progress("%s crashed; kubectl works through the VIP on %s; booting %s again", h.Name, now.Name, h.Name)
 	if err := e.revive(h); err != nil {
 		return err
 	}
