@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
@@ -85,10 +86,25 @@ func TestResourceVersionsAsUpstream(t *testing.T) {
 		if rest.ResourceVersion != before.ResourceVersion || names(rest) != "c" {
 			t.Fatalf("second page at %s: %s", rest.ResourceVersion, names(rest))
 		}
-		// Without a limit the same resourceVersion means "not older than": the current state.
-		all, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: before.ResourceVersion})
-		if err != nil || names(all) != "b,c" {
-			t.Fatalf("unpaged list at rv %s: %v %v", before.ResourceVersion, names(all), err)
+		// Without a limit the same resourceVersion means "not older than": a state at least
+		// as new, from the watch cache, which may not have applied the delete of a yet; it
+		// does soon.
+		beforeRV, _ := strconv.ParseInt(before.ResourceVersion, 10, 64)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			all, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: before.ResourceVersion})
+			if err != nil {
+				t.Fatalf("unpaged list at rv %s: %v", before.ResourceVersion, err)
+			}
+			if rv, err := strconv.ParseInt(all.ResourceVersion, 10, 64); err != nil || rv < beforeRV {
+				t.Fatalf("unpaged list at rv %s answered at rv %q, older", before.ResourceVersion, all.ResourceVersion)
+			}
+			if names(all) == "b,c" {
+				break
+			}
+			if names(all) != "a,b,c" || time.Now().After(deadline) {
+				t.Fatalf("unpaged list at rv %s: %s at rv %s, want b,c (the delete applied)", before.ResourceVersion, names(all), all.ResourceVersion)
+			}
+			time.Sleep(10 * time.Millisecond) // poll until the cache has the delete
 		}
 	})
 
