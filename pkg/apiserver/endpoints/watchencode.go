@@ -51,12 +51,21 @@ func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
 // marshalJSON is json.Marshal(obj); an unstructured object's bytes are those of its map
 // (what its MarshalJSON writes, compact and HTML-escaped), encoded without reflection.
 func marshalJSON(obj any) ([]byte, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
-		if b, err := jsonvalue.Marshal(u.Object); err == nil {
-			return b, nil
-		}
+	if b, ok := unstructuredJSON(obj); ok {
+		return b, nil
 	}
 	return json.Marshal(obj)
+}
+
+// unstructuredJSON is an unstructured object's JSON (what its MarshalJSON writes), encoded
+// from its map without reflection; false for anything else, or when that fails.
+func unstructuredJSON(obj any) ([]byte, bool) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u == nil {
+		return nil, false
+	}
+	b, err := jsonvalue.Marshal(u.Object)
+	return b, err == nil
 }
 
 // encodeBodyJSON is obj as a JSON response body writes it (encoding/json's Encoder without
@@ -64,10 +73,8 @@ func marshalJSON(obj any) ([]byte, error) {
 // list's JSON. An unstructured object writes itself HTML-escaped (its MarshalJSON), which
 // the Encoder keeps: marshalJSON's bytes.
 func encodeBodyJSON(obj any) ([]byte, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
-		if b, err := jsonvalue.Marshal(u.Object); err == nil {
-			return b, nil
-		}
+	if b, ok := unstructuredJSON(obj); ok {
+		return b, nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
