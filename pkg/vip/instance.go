@@ -34,7 +34,9 @@ type instance struct {
 
 	settleBurst atomic.Bool // the burst that follows a takeover or re-assertion is pending
 
-	adverts chan vrrp.Event
+	adverts chan advert   // valid adverts, in the order they came, for run
+	space   chan struct{} // run took an advert: the reader may go on after a full adverts
+	peers   map[netip.Addr]bool
 	recheck chan struct{} // health or link state changed
 	done    chan struct{}
 
@@ -115,7 +117,9 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		self:    self,
 		binder:  addrBinder{iface: r.Iface, label: r.Label, lifetime: lifetime, resetConns: g.ResetConns, log: d.log.With("instance", r.Name)},
 		filter:  vrrp.Filter{Version: r.Version, VRID: r.VRID, AuthPass: r.AuthPass, Interval: r.Interval},
-		adverts: make(chan vrrp.Event, 64),
+		adverts: make(chan advert, 64),
+		space:   make(chan struct{}, 1),
+		peers:   map[netip.Addr]bool{},
 		recheck: make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -130,6 +134,9 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		TakeoverSettle: r.Interval / 10,
 		HandoverLinger: r.Interval / 2,
 	})
+	for _, p := range r.UnicastPeers {
+		in.peers[p] = true
+	}
 	in.st = InstanceStatus{Name: r.Name, Iface: r.Iface, VRID: r.VRID, Version: r.Version, Priority: r.Priority,
 		EffectivePriority: r.Priority, State: vrrp.Initialize.String(), Dropped: map[string]uint64{}}
 	for _, p := range append(r.VIPs, r.ExtraVIPs...) {
@@ -209,14 +216,13 @@ func (in *instance) run(ctx context.Context) {
 			stopping = nil
 			now := time.Now()
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvShutdown}, now), now)
-		case ev := <-in.adverts:
-			now := time.Now()
-			in.noteMaster(now)
-			in.exec(in.m.Handle(ev, now), now)
+		case a := <-in.adverts:
+			in.handleAdvert(a)
 		case <-in.recheck:
 			now := time.Now()
 			in.applyHost(now)
 		case <-timer.C:
+			in.readPending()
 			now := time.Now()
 			in.exec(in.m.Handle(vrrp.Event{Kind: vrrp.EvTimer}, now), now)
 		case <-refresh.C:
@@ -574,58 +580,94 @@ func (in *instance) notify(s vrrp.State, prio uint8) {
 	}()
 }
 
-// readLoop receives adverts, drops (and counts) what the RFC says to drop, and hands the
-// rest to run.
-func (in *instance) readLoop(ctx context.Context) {
-	buf := make([]byte, 1500)
-	peers := map[netip.Addr]bool{}
-	for _, p := range in.r.UnicastPeers {
-		peers[p] = true
+// advert is a valid advert and when it came.
+type advert struct {
+	ev vrrp.Event
+	at time.Time
+}
+
+// handleAdvert feeds a to the state machine as of the time it came.
+func (in *instance) handleAdvert(a advert) {
+	select {
+	case in.space <- struct{}{}:
+	default:
+	}
+	in.noteMaster(a.at)
+	in.exec(in.m.Handle(a.ev, a.at), time.Now())
+}
+
+// readPending handles the adverts that came before a timer event, also those the reader
+// has not been woken for yet. On a loaded host (or after SIGSTOP) the Go runtime runs an
+// expired timer before it wakes the goroutine blocked on the socket, tens of milliseconds
+// later: a backup would take over from a live master whose adverts sat on its socket.
+func (in *instance) readPending() {
+	if err := in.conn.readQueued(in.room, in.receive); err != nil {
+		in.log.Debug("cannot read queued adverts", "err", err.Error())
 	}
 	for {
-		rc, err := in.conn.recv(buf)
-		if err != nil {
+		select {
+		case a := <-in.adverts:
+			in.handleAdvert(a)
+		default:
+			return
+		}
+	}
+}
+
+// readLoop receives adverts until the socket is closed.
+func (in *instance) readLoop(ctx context.Context) {
+	for {
+		if err := in.conn.serve(in.room, in.receive); err != nil {
 			if ctx.Err() == nil {
 				in.log.Error("advert socket failed", "err", err.Error())
 			}
 			return
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		reason, mismatch, p := in.check(rc, peers)
-		if reason != "" {
-			if reason != vrrp.DropVRID {
-				in.log.Debug("advert dropped", "from", rc.src.String(), "reason", reason)
-			}
-			in.d.metrics.dropped.WithLabelValues(in.r.Name, reason).Inc()
-			in.mu.Lock()
-			in.st.Dropped[reason]++
-			in.mu.Unlock()
-			continue
-		}
-		in.d.metrics.received.WithLabelValues(in.r.Name).Inc()
-		in.mu.Lock()
-		in.st.AdvertsReceived++
-		if mismatch {
-			in.st.IntervalMismatch++
-			if in.st.IntervalMismatch == 1 || in.st.IntervalMismatch%1000 == 0 {
-				in.log.Warn("advert interval mismatch: following the master's", "from", rc.src.String(), "theirs", p.Interval().String(), "ours", in.r.Interval.String())
-			}
-		}
-		in.mu.Unlock()
-		if mismatch {
-			in.d.metrics.mismatch.WithLabelValues(in.r.Name).Inc()
-		}
-		select {
-		case in.adverts <- vrrp.Event{Kind: vrrp.EvAdvert, From: rc.src.WithZone(""), Priority: p.Priority, Interval: p.Interval()}:
+		select { // adverts is full: wait until run takes one
+		case <-in.space:
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
+// room reports whether adverts can take one more. Only the socket's one reader at a time
+// (see sockReader) puts, so an advert put after room said yes never blocks.
+func (in *instance) room() bool { return len(in.adverts) < cap(in.adverts) }
+
+// receive drops (and counts) what the RFC says to drop, and hands the rest to run.
+func (in *instance) receive(rc received) {
+	reason, mismatch, p := in.check(rc, in.peers)
+	if reason != "" {
+		if reason != vrrp.DropVRID {
+			in.log.Debug("advert dropped", "from", rc.src.String(), "reason", reason)
+		}
+		in.d.metrics.dropped.WithLabelValues(in.r.Name, reason).Inc()
+		in.mu.Lock()
+		in.st.Dropped[reason]++
+		in.mu.Unlock()
+		return
+	}
+	in.d.metrics.received.WithLabelValues(in.r.Name).Inc()
+	in.mu.Lock()
+	in.st.AdvertsReceived++
+	if mismatch {
+		in.st.IntervalMismatch++
+		if in.st.IntervalMismatch == 1 || in.st.IntervalMismatch%1000 == 0 {
+			in.log.Warn("advert interval mismatch: following the master's", "from", rc.src.String(), "theirs", p.Interval().String(), "ours", in.r.Interval.String())
+		}
+	}
+	in.mu.Unlock()
+	if mismatch {
+		in.d.metrics.mismatch.WithLabelValues(in.r.Name).Inc()
+	}
+	in.adverts <- advert{ev: vrrp.Event{Kind: vrrp.EvAdvert, From: rc.src.WithZone(""), Priority: p.Priority, Interval: p.Interval()}, at: rc.at}
+}
+
 func (in *instance) check(rc received, peers map[netip.Addr]bool) (string, bool, *vrrp.Packet) {
+	if rc.bad {
+		return vrrp.DropMalformed, false, nil
+	}
 	if rc.src.WithZone("") == in.self.WithZone("") {
 		return vrrp.DropOwn, false, nil
 	}

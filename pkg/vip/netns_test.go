@@ -470,6 +470,42 @@ func TestKilledVipdLeavesNoVIP(t *testing.T) {
 	waitFor(t, 20*time.Second, "VIP expires after vipd was killed", func() bool { return !hasVIP(t, m1, vipA) })
 }
 
+// TestStoppedBackupStaysBackup: a backup that was not run for longer than its master-down
+// interval (SIGSTOP, as a starved process on a loaded host) reads the live master's adverts
+// that queued on its socket meanwhile when it runs again, rather than taking over on its
+// expired timer: no transition on either host, ten times over.
+func TestStoppedBackupStaysBackup(t *testing.T) {
+	n := netns.New(t, "hv-", subnet)
+	m1, m2 := n.AddHost("m1", 11), n.AddHost("m2", 12)
+	startVipd(t, m1, baseArgs(101)...)
+	p2 := startVipd(t, m2, baseArgs(100)...)
+	waitFor(t, 20*time.Second, "m1 MASTER, m2 BACKUP", func() bool { return state(m1) == "MASTER" && state(m2) == "BACKUP" })
+	inst := func(h *netns.Host) vip.InstanceStatus {
+		t.Helper()
+		st, err := getStatus(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Instances[0]
+	}
+	first1, first2 := inst(m1), inst(m2)
+	for i := range 10 {
+		sent, got := inst(m1).AdvertsSent, inst(m2).AdvertsReceived
+		p2.Signal(syscall.SIGSTOP)
+		// m2's master-down interval is 3 × 100 ms plus its skew: stop it for 8 intervals.
+		waitFor(t, 20*time.Second, "m1 sends 8 adverts while m2 is stopped", func() bool { return inst(m1).AdvertsSent >= sent+8 })
+		p2.Signal(syscall.SIGCONT)
+		queued := inst(m1).AdvertsSent - sent
+		waitFor(t, 20*time.Second, "m2 reads the queued adverts and new ones", func() bool {
+			return inst(m2).AdvertsReceived >= got+queued+2
+		})
+		if a, b := inst(m1), inst(m2); a.Transitions != first1.Transitions || b.Transitions != first2.Transitions || b.State != "BACKUP" {
+			t.Fatalf("round %d: after m2 ran again: m1 %s (%d transitions, %d before), m2 %s (%d transitions, %d before; last: %s)",
+				i, a.State, a.Transitions, first1.Transitions, b.State, b.Transitions, first2.Transitions, b.LastReason)
+		}
+	}
+}
+
 // TestHostileAdverts: garbage, a TTL-64 advert, a bad checksum, a wrong VRID and a v2
 // advert in a v3 group are dropped and counted by reason; the master keeps its VIP.
 func TestHostileAdverts(t *testing.T) {
