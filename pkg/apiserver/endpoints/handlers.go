@@ -74,6 +74,9 @@ func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWat
 		s.watch(w, r, ns, opts)
 		return
 	}
+	if s.listCached(w, r, ns, opts) {
+		return
+	}
 	obj, err := s.storage.(registry.Lister).List(r.Context(), ns, opts)
 	if err != nil {
 		writeError(w, r, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -42,17 +43,61 @@ func (s *scope) writeCached(w http.ResponseWriter, r *http.Request, obj runtime.
 		writeObject(w, r, http.StatusOK, obj)
 		return
 	}
-	var body []byte
-	var proto bool
 	if meta.IsListType(obj) {
-		body, proto, err = encodeList(objectEncodings, s.storage, o.proto, obj)
-	} else {
-		body, proto, err = encodeObject(objectEncodings, s.storage, o.proto, obj)
+		items, err := meta.ExtractList(obj)
+		if err == nil {
+			var body *[]byte
+			var proto bool
+			if body, proto, err = encodeList(objectEncodings, s.storage, o.proto, obj, items, true); err == nil {
+				writeBody(w, proto, *body)
+				putBody(body)
+				return
+			}
+		}
+		writeObject(w, r, http.StatusOK, obj)
+		return
 	}
+	body, proto, err := encodeObject(objectEncodings, s.storage, o.proto, obj)
 	if err != nil {
 		writeObject(w, r, http.StatusOK, obj)
 		return
 	}
+	writeBody(w, proto, body)
+}
+
+// listCached serves a list from the items' cached encodings without copying the watch
+// cache's objects into a list first; reports false when that cannot be (the caller then
+// lists as usual).
+func (s *scope) listCached(w http.ResponseWriter, r *http.Request, ns string, opts *metav1.ListOptions) bool {
+	il, ok := s.storage.(registry.ItemLister)
+	if !ok || !s.cachedEncodings {
+		return false
+	}
+	o, err := negotiate(r)
+	if err != nil || o.kind != outObject || o.yaml {
+		return false
+	}
+	list, items, _, err := il.ListItems(r.Context(), ns, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return true
+	}
+	body, proto, err := encodeList(objectEncodings, s.storage, o.proto, list, items, false)
+	if err != nil {
+		// Not spliced (no items, or the list's form not checked yet): the whole list.
+		if err := meta.SetList(list, items); err != nil {
+			writeError(w, r, err)
+			return true
+		}
+		s.writeCached(w, r, list)
+		return true
+	}
+	writeBody(w, proto, *body)
+	putBody(body)
+	return true
+}
+
+func writeBody(w http.ResponseWriter, proto bool, body []byte) {
 	if proto {
 		w.Header().Set("Content-Type", protobufType)
 	} else {
@@ -60,6 +105,23 @@ func (s *scope) writeCached(w http.ResponseWriter, r *http.Request, obj runtime.
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// bodies holds list bodies for reuse: a list body is written (the HTTP/2 and HTTP/1 servers
+// are done with it when Write returns) and then put back, so that the lists of a busy
+// resource do not allocate and clear their bodies each time. Bodies over maxPooledBody are
+// left to the collector.
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBody = 1 << 20
+
+func getBody() *[]byte { return bodies.Get().(*[]byte) }
+
+func putBody(b *[]byte) {
+	if cap(*b) <= maxPooledBody {
+		*b = (*b)[:0]
+		bodies.Put(b)
+	}
 }
 
 // encodeObject returns the body of obj (protobuf when asked and obj has that form, else
@@ -94,34 +156,50 @@ type listForm struct {
 	proto bool
 }
 
-// encodeList returns the body of list as writeObject writes it, from its items' cached
-// encodings.
-func encodeList(c *encodingCache, store any, wantProto bool, list runtime.Object) (body []byte, proto bool, err error) {
-	items, err := meta.ExtractList(list)
-	if err != nil || len(items) == 0 {
+// encodeList returns the body of a list as writeObject writes it, spliced from its items'
+// cached encodings: list gives the kind and metadata, items the items. complete says list
+// holds the items too, so that the first list of each type and format can be checked
+// against the list's own encoding (see listForms); without, a form not checked yet is not
+// spliced. The body comes from bodies: put it back once written.
+func encodeList(c *encodingCache, store any, wantProto bool, list runtime.Object, items []runtime.Object, complete bool) (body *[]byte, proto bool, err error) {
+	if len(items) == 0 {
 		return nil, false, errNotSpliced
 	}
 	empty, ok := emptyList(list)
 	if !ok {
 		return nil, false, errNotSpliced
 	}
-	if wantProto {
-		if env, err := encodeProto(empty); err == nil {
-			body, err = spliceProto(c, store, env, items)
-			if err != nil {
+	splice := func(form listForm, env []byte, fn func(*encodingCache, any, []byte, []runtime.Object, []byte) ([]byte, error)) (*[]byte, bool, error) {
+		if !complete {
+			if ok, seen := listForms.Load(form); !seen || !ok.(bool) {
+				return nil, false, errNotSpliced
+			}
+		}
+		b := getBody()
+		out, err := fn(c, store, env, items, *b)
+		if err != nil {
+			putBody(b)
+			return nil, false, err
+		}
+		*b = out
+		if complete {
+			if err := checkList(form, list, out); err != nil {
+				putBody(b)
 				return nil, false, err
 			}
-			return body, true, checkList(listForm{reflect.TypeOf(list), true}, list, body)
+		}
+		return b, form.proto, nil
+	}
+	if wantProto {
+		if env, err := encodeProto(empty); err == nil {
+			return splice(listForm{reflect.TypeOf(list), true}, env, spliceProto)
 		}
 	}
 	env, err := encodeBodyJSON(empty)
 	if err != nil {
 		return nil, false, err
 	}
-	if body, err = spliceJSON(c, store, env, items); err != nil {
-		return nil, false, err
-	}
-	return body, false, checkList(listForm{reflect.TypeOf(list), false}, list, body)
+	return splice(listForm{reflect.TypeOf(list), false}, env, spliceJSON)
 }
 
 // checkList compares body with the list's own encoding the first time a form is used.
@@ -166,7 +244,7 @@ func emptyList(list runtime.Object) (runtime.Object, bool) {
 }
 
 // spliceJSON puts the items' bodies into the empty list's body, env, at its "items":[].
-func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object) ([]byte, error) {
+func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
 	marker := []byte(`"items":[]`)
 	at := bytes.Index(env, marker)
 	if at < 0 {
@@ -183,7 +261,7 @@ func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object)
 		bodies[i] = b
 		n += len(b)
 	}
-	out := make([]byte, 0, n)
+	out := grow(dst, n)
 	out = append(out, env[:at]...)
 	for i, b := range bodies {
 		if i > 0 {
@@ -199,7 +277,7 @@ func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object)
 // spliceProto puts the items' messages into the empty list's envelope, env: the list's
 // message (the envelope's raw bytes) gets them appended as its field 2, every generated
 // list's Items, after its ListMeta (field 1).
-func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object) ([]byte, error) {
+func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
 	start, end, ok := envelopeRaw(env)
 	if !ok {
 		return nil, errNotSpliced
@@ -217,7 +295,7 @@ func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object
 	rawLen := end - start + added
 	// env[:tagAt] is the prefix and the fields before raw; tagAt its tag, then its length.
 	tagAt := start - 1 - uvarintLen(uint64(end-start))
-	out := make([]byte, 0, len(env)+added+binary.MaxVarintLen64)
+	out := grow(dst, len(env)+added+binary.MaxVarintLen64)
 	out = append(out, env[:tagAt]...)
 	out = append(out, env[tagAt])
 	out = binary.AppendUvarint(out, uint64(rawLen))
@@ -229,6 +307,14 @@ func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object
 	}
 	out = append(out, env[end:]...)
 	return out, nil
+}
+
+// grow returns dst emptied, with room for n bytes.
+func grow(dst []byte, n int) []byte {
+	if cap(dst) < n {
+		return make([]byte, 0, n)
+	}
+	return dst[:0]
 }
 
 func uvarintLen(v uint64) int {

@@ -198,7 +198,7 @@ func TestCachedListEveryKind(t *testing.T) {
 		n++
 		c := newEncodingCache(1<<20, 1000)
 		for _, proto := range []bool{false, true} {
-			got, isProto, err := encodeList(c, testStore, proto, list)
+			got, isProto, err := encodeWholeList(c, testStore, proto, list)
 			if err != nil {
 				t.Errorf("%s proto=%v: %v", gvk, proto, err)
 				continue
@@ -228,14 +228,14 @@ func TestCachedListEveryKind(t *testing.T) {
 func TestCachedEncodingFollowsUpdates(t *testing.T) {
 	c := newEncodingCache(1<<20, 1000)
 	old := configMapList(3, "100")
-	if _, _, err := encodeList(c, testStore, true, old); err != nil {
+	if _, _, err := encodeWholeList(c, testStore, true, old); err != nil {
 		t.Fatal(err)
 	}
 	updated := configMapList(3, "100")
 	updated.Items[1].ResourceVersion = "101"
 	updated.Items[1].Data = map[string]string{"new": "value"}
 	for _, proto := range []bool{true, false} {
-		got, _, err := encodeList(c, testStore, proto, updated)
+		got, _, err := encodeWholeList(c, testStore, proto, updated)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestCachedEncodingFollowsUpdates(t *testing.T) {
 	}
 	// The same object through another store is its own entry.
 	before, _ := c.stats()
-	if _, _, err := encodeList(c, otherStore, false, updated); err != nil {
+	if _, _, err := encodeWholeList(c, otherStore, false, updated); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := c.stats(); after != before+3 {
@@ -273,7 +273,7 @@ func TestCachedEncodingBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newEncodingCache(tc.limit, tc.count)
 			for range 3 {
-				got, _, err := encodeList(c, testStore, true, list)
+				got, _, err := encodeWholeList(c, testStore, true, list)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -313,7 +313,7 @@ func TestCachedEncodingConcurrent(t *testing.T) {
 			for i := range 3 * versions {
 				v := (i + w) % versions
 				proto := (i+w)%2 == 0
-				got, _, err := encodeList(c, testStore, proto, lists[v])
+				got, _, err := encodeWholeList(c, testStore, proto, lists[v])
 				want := wantJSON[v]
 				if proto {
 					want = wantProto[v]
@@ -359,5 +359,56 @@ func BenchmarkListResponse(b *testing.B) {
 				s.writeCached(httptest.NewRecorder(), req, list)
 			}
 		})
+	}
+}
+
+// encodeWholeList is encodeList of a list with its items, the body copied out of the pool.
+func encodeWholeList(c *encodingCache, store any, proto bool, list runtime.Object) ([]byte, bool, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, false, err
+	}
+	b, isProto, err := encodeList(c, store, proto, list, items, true)
+	if err != nil {
+		return nil, false, err
+	}
+	out := bytes.Clone(*b)
+	putBody(b)
+	return out, isProto, nil
+}
+
+// A list given as its metadata and the items apart (the watch cache's own objects, not
+// copied into it) is spliced only once its form was checked against a whole list's
+// encoding; then it gives the whole list's bytes, also from a reused pooled body that held
+// a longer list before.
+func TestEncodeListItemsApart(t *testing.T) {
+	c := newEncodingCache(1<<20, 1000)
+	for _, proto := range []bool{true, false} {
+		list := configMapList(5, "100")
+		items, _ := meta.ExtractList(list)
+		head := list.DeepCopy()
+		head.Items = nil
+		form := listForm{reflect.TypeOf(list), proto}
+		listForms.Delete(form)
+		if _, _, err := encodeList(c, testStore, proto, head, items, false); err != errNotSpliced {
+			t.Fatalf("proto=%v: an unchecked form was spliced (%v)", proto, err)
+		}
+		if _, _, err := encodeWholeList(c, testStore, proto, configMapList(40, "100")); err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := encodeWholeList(nil, testStore, proto, list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			b, isProto, err := encodeList(c, testStore, proto, head, items, false)
+			if err != nil || isProto != proto {
+				t.Fatalf("proto=%v: %v, protobuf %v", proto, err, isProto)
+			}
+			if !bytes.Equal(*b, want) {
+				t.Fatalf("proto=%v: list of items apart differs from the whole list", proto)
+			}
+			putBody(b)
+		}
 	}
 }

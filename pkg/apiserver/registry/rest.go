@@ -55,6 +55,13 @@ type Lister interface {
 	List(ctx context.Context, ns string, opts *metav1.ListOptions) (runtime.Object, error)
 }
 
+// ItemLister lists for callers that only encode the items: list has the list's kind and
+// metadata (its items are not to be read: from the watch cache it has none), items are the
+// objects, and when shared is true they are the watch cache's own, which must not be changed.
+type ItemLister interface {
+	ListItems(ctx context.Context, ns string, opts *metav1.ListOptions) (list runtime.Object, items []runtime.Object, shared bool, err error)
+}
+
 // Creater creates objects. name is set for subresources (binding).
 type Creater interface {
 	Create(ctx context.Context, ns, name string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error)

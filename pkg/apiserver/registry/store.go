@@ -344,6 +344,36 @@ func (s *Store) List(ctx context.Context, ns string, opts *metav1.ListOptions) (
 	return list, nil
 }
 
+// ListItems is List for callers that only encode the items (see ItemLister): from the watch
+// cache they are not copied into the list.
+func (s *Store) ListItems(ctx context.Context, ns string, opts *metav1.ListOptions) (runtime.Object, []runtime.Object, bool, error) {
+	c, ok := s.storage.(*storage.Cacher)
+	if !ok {
+		list, err := s.List(ctx, ns, opts)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		items, err := meta.ExtractList(list)
+		return list, items, false, err
+	}
+	o, err := s.listOptions(opts)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	list := s.kind.NewList()
+	items, shared, err := c.GetListItems(ctx, s.prefix(ns), o, list)
+	if err != nil {
+		return nil, nil, false, interpret(err, s.gr(), "")
+	}
+	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
+	if !shared { // the cache's objects have their kind (its Prepare)
+		for _, it := range items {
+			s.setKind(it)
+		}
+	}
+	return list, items, shared, nil
+}
+
 // Watch streams changes in ns.
 func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) (watch.Interface, error) {
 	o, err := s.listOptions(opts)

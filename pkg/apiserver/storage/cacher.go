@@ -644,6 +644,32 @@ func (c *Cacher) getLatest(ctx context.Context, key string, opts GetOptions, out
 // seen N, "" (consistent) once the cache has seen etcd's current revision; pages continue
 // from a snapshot of the first page's revision. Exact revisions are read from etcd.
 func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) error {
+	return c.getList(ctx, key, opts, listObj, nil)
+}
+
+// GetListItems is GetList for callers that only read the items (the endpoints encode them
+// from their cached encodings): listObj gets the list's metadata, and when the cache
+// serves the list, its items are returned as the cache's own objects (shared is true:
+// they must not be changed), not copied into listObj. Otherwise they are listObj's.
+func (c *Cacher) GetListItems(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) (items []runtime.Object, shared bool, err error) {
+	var out sharedItems
+	if err := c.getList(ctx, key, opts, listObj, &out); err != nil {
+		return nil, false, err
+	}
+	if out.set {
+		return out.items, true, nil
+	}
+	items, err = meta.ExtractList(listObj)
+	return items, false, err
+}
+
+// sharedItems receives a page's items from the cache instead of its list object.
+type sharedItems struct {
+	items []runtime.Object
+	set   bool
+}
+
+func (c *Cacher) getList(ctx context.Context, key string, opts ListOptions, listObj runtime.Object, out *sharedItems) error {
 	if !opts.Recursive || !c.inRange(key) {
 		return c.inner.GetList(ctx, key, opts, listObj)
 	}
@@ -685,7 +711,7 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, list
 		if s == nil || c.compacted(ctx, rev) {
 			return c.inner.GetList(ctx, key, opts, listObj)
 		}
-		return c.page(s.tree, rev, keyPrefix, fromKey, opts, listObj)
+		return c.page(s.tree, rev, keyPrefix, fromKey, opts, listObj, out)
 	case opts.ResourceVersionMatch == "Exact",
 		opts.ResourceVersionMatch == "" && opts.Limit > 0 && rv > 0:
 		return c.inner.GetList(ctx, key, opts, listObj)
@@ -721,7 +747,7 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, list
 	if tree == nil {
 		return fromEtcd()
 	}
-	if err := c.page(tree, rev, keyPrefix, keyPrefix, opts, listObj); err != nil {
+	if err := c.page(tree, rev, keyPrefix, keyPrefix, opts, listObj, out); err != nil {
 		return err
 	}
 	if l, err := meta.ListAccessor(listObj); err == nil && l.GetContinue() != "" {
@@ -757,8 +783,9 @@ func (c *Cacher) dropOldestSnapshot() {
 }
 
 // page fills listObj with the items of tree under keyPrefix from fromKey on that match
-// opts, up to opts.Limit, with a continue token at rev when there are more.
-func (c *Cacher) page(tree *cacheTree, rev int64, keyPrefix, fromKey string, opts ListOptions, listObj runtime.Object) error {
+// opts, up to opts.Limit, with a continue token at rev when there are more; with out, the
+// items go there instead (shared), and listObj gets the rest.
+func (c *Cacher) page(tree *cacheTree, rev int64, keyPrefix, fromKey string, opts ListOptions, listObj runtime.Object, out *sharedItems) error {
 	list, err := meta.ListAccessor(listObj)
 	if err != nil {
 		return err
@@ -794,7 +821,9 @@ func (c *Cacher) page(tree *cacheTree, rev int64, keyPrefix, fromKey string, opt
 	if items == nil {
 		items = []runtime.Object{}
 	}
-	if err := meta.SetList(listObj, items); err != nil {
+	if out != nil {
+		out.items, out.set = items, true
+	} else if err := meta.SetList(listObj, items); err != nil {
 		return err
 	}
 	list.SetResourceVersion(strconv.FormatInt(rev, 10))

@@ -63,14 +63,16 @@ func printCPURows(title, left, right string, rows []cpuRow) {
 	}
 }
 
-// measureServerCPU is measureOps for two sides served by one process pid: its CPU time
-// (with its embedded etcd member) is read around every round and summed per side. What the
-// server still does for a round after its last response (watch cache events, etcd's
-// background work) falls into the round after it, the other side's in half of the rounds.
-func measureServerCPU(pid int, name string, conc, ops int, leftOp, rightOp func(int) error) cpuRow {
+// measureServerCPU is measureOps for two sides served by the processes leftPid and rightPid
+// (the same one, or two): the CPU time of a side's process (with its embedded etcd member,
+// if it has one) is read around every round of that side and summed. What a process still
+// does for a round after its last response (watch cache events, etcd's background work)
+// falls into the round after it, the other side's in half of the rounds when the two sides
+// share a process.
+func measureServerCPU(leftPid, rightPid int, name string, conc, ops int, leftOp, rightOp func(int) error) cpuRow {
 	per := ops / rounds
 	var left, right time.Duration
-	side := func(op func(int) error, cpu *time.Duration) func(int) result {
+	side := func(pid int, op func(int) error, cpu *time.Duration) func(int) result {
 		return func(r int) result {
 			c0 := pidCPU(pid)
 			res := run(name, conc, per, func(i int) error { return op(r*per + i) })
@@ -78,7 +80,7 @@ func measureServerCPU(pid int, name string, conc, ops int, leftOp, rightOp func(
 			return res
 		}
 	}
-	p := measure(name, conc, ops, side(leftOp, &left), side(rightOp, &right))
+	p := measure(name, conc, ops, side(leftPid, leftOp, &left), side(rightPid, rightOp, &right))
 	done := time.Duration(rounds * per)
 	return cpuRow{pair: p, leftCPU: left / done, rightCPU: right / done}
 }

@@ -127,14 +127,14 @@ func crdRows(ctx context.Context, dir string, fsync bool, binary string, n int) 
 			}
 			name := func(i int) string { return fmt.Sprintf("%s%d-%05d", against.tag, conc, i) }
 			*against.rows = append(*against.rows,
-				measureServerCPU(s.pid, "create", conc, ops, func(i int) error { return custom.create(name(i)) }, func(i int) error { return other.create(name(i)) }),
-				measureServerCPU(s.pid, "get", conc, ops, func(i int) error { return custom.get(name(i % ops)) }, func(i int) error { return other.get(name(i % ops)) }))
+				measureServerCPU(s.pid, s.pid, "create", conc, ops, func(i int) error { return custom.create(name(i)) }, func(i int) error { return other.create(name(i)) }),
+				measureServerCPU(s.pid, s.pid, "get", conc, ops, func(i int) error { return custom.get(name(i % ops)) }, func(i int) error { return other.get(name(i % ops)) }))
 			for _, rv := range []string{"0", ""} {
 				row := "list100 rv=0"
 				if rv == "" {
 					row = "list100 rv=unset"
 				}
-				*against.rows = append(*against.rows, measureServerCPU(s.pid, row, conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
+				*against.rows = append(*against.rows, measureServerCPU(s.pid, s.pid, row, conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
 			}
 		}
 	}
