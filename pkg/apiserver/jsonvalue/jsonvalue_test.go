@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -88,4 +89,64 @@ func BenchmarkMarshal(b *testing.B) {
 			_, _ = json.Marshal(benchObject)
 		}
 	})
+}
+
+// Equal agrees with reflect.DeepEqual on pairs of decoded JSON values, also on a value and
+// itself changed by one edit.
+func FuzzEqual(f *testing.F) {
+	for _, s := range [][2]string{{`{"a":1,"b":[1.5,"x",null,true]}`, `{"a":1,"b":[1.5,"x",null,true]}`},
+		{`{"a":{}}`, `{"a":[]}`}, {`[1,2]`, `[1,2.5]`}, {`{"a":null}`, `{}`}, {`"x"`, `"y"`}} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, x, y []byte) {
+		var a, b any
+		if utiljson.Unmarshal(x, &a) != nil || utiljson.Unmarshal(y, &b) != nil {
+			return
+		}
+		for _, pair := range [][2]any{{a, b}, {a, a}, {b, a}} {
+			if got, want := Equal(pair[0], pair[1]), reflect.DeepEqual(pair[0], pair[1]); got != want {
+				t.Fatalf("Equal(%#v, %#v) = %v, reflect.DeepEqual %v", pair[0], pair[1], got, want)
+			}
+		}
+	})
+}
+
+func TestEqualNilAndEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		want bool
+	}{
+		{map[string]any(nil), map[string]any{}, false},
+		{[]any(nil), []any{}, false},
+		{[]any{map[string]any{"f:a": map[string]any{}}}, []any{map[string]any{"f:a": map[string]any{}}}, true},
+		{int64(1), float64(1), false},
+		{[]string{"x"}, []string{"x"}, true}, // not a JSON value type: reflect.DeepEqual
+	} {
+		if got := Equal(tc.a, tc.b); got != tc.want || got != reflect.DeepEqual(tc.a, tc.b) {
+			t.Errorf("Equal(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkEqual(b *testing.B) {
+	other, _ := utiljsonRoundTrip(benchObject)
+	b.Run("jsonvalue", func(b *testing.B) {
+		for b.Loop() {
+			_ = Equal(benchObject, other)
+		}
+	})
+	b.Run("reflect", func(b *testing.B) {
+		for b.Loop() {
+			_ = reflect.DeepEqual(benchObject, other)
+		}
+	})
+}
+
+func utiljsonRoundTrip(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, utiljson.Unmarshal(data, &out)
 }

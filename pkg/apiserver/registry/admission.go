@@ -3,8 +3,10 @@ package registry
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,9 +115,12 @@ func (s *Store) admitMutating(ctx context.Context, a *admission.Attributes) erro
 	if err != nil {
 		return s.admission().Admit(ctx, a)
 	}
-	before := managedFieldsBefore(a.Object, obj)
+	before, unchanged := managedFieldsBefore(a.Object, obj)
 	if err := s.admission().Admit(ctx, a); err != nil {
 		return err
+	}
+	if unchanged() {
+		return nil // the field manager's, which it wrote valid
 	}
 	if after := obj.GetManagedFields(); len(after) > 0 {
 		if err := managedfields.ValidateManagedFields(after); err != nil {
@@ -127,22 +132,38 @@ func (s *Store) admitMutating(ctx context.Context, a *admission.Attributes) erro
 }
 
 // managedFieldsBefore returns what obj's GetManagedFields returns now, for when admission
-// must be undone: an unstructured object's are kept as they are and decoded only then (the
-// decoding is a conversion by reflection, and every write of a custom resource comes here).
-func managedFieldsBefore(obj runtime.Object, a metav1.Object) func() []metav1.ManagedFieldsEntry {
+// must be undone, and whether they are still the same: an unstructured object's are kept as
+// they are and decoded only then (the decoding is a conversion by reflection, and every
+// write of a custom resource comes here).
+func managedFieldsBefore(obj runtime.Object, a metav1.Object) (before func() []metav1.ManagedFieldsEntry, unchanged func() bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		before := a.GetManagedFields()
-		return func() []metav1.ManagedFieldsEntry { return before }
+		cur := a.GetManagedFields()
+		saved := make([]metav1.ManagedFieldsEntry, len(cur))
+		for i := range cur {
+			cur[i].DeepCopyInto(&saved[i])
+		}
+		if cur == nil {
+			saved = nil
+		}
+		return func() []metav1.ManagedFieldsEntry { return saved },
+			func() bool { return reflect.DeepEqual(a.GetManagedFields(), saved) }
 	}
 	items, found, err := unstructured.NestedSlice(u.Object, "metadata", "managedFields") // a copy
+	unchanged = func() bool {
+		if err != nil {
+			return false // not a list: let the validation say so
+		}
+		after, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields")
+		return ok == found && (!found || jsonvalue.Equal(after, items))
+	}
 	if !found || err != nil {
-		return func() []metav1.ManagedFieldsEntry { return nil }
+		return func() []metav1.ManagedFieldsEntry { return nil }, unchanged
 	}
 	return func() []metav1.ManagedFieldsEntry {
 		saved := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"managedFields": items}}}
 		return saved.GetManagedFields()
-	}
+	}, unchanged
 }
 
 // admitDelete runs the whole chain on the deletion of cur.

@@ -68,23 +68,43 @@ func TestManagedFieldsBefore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{"metadata": tt.metadata}}
 			want := u.GetManagedFields()
-			before := managedFieldsBefore(u, u)
+			before, unchanged := managedFieldsBefore(u, u)
+			// Not a list: counted as changed, so that the validation reports it.
+			if _, notList := tt.metadata["managedFields"].(string); unchanged() == notList {
+				t.Fatalf("unchanged() before admission = %v", !notList)
+			}
 			// Admission changes the entries in place, then replaces them.
 			if items, ok := tt.metadata["managedFields"].([]any); ok && len(items) > 0 {
 				if m, ok := items[0].(map[string]any); ok {
 					m["manager"] = "changed"
+					if unchanged() {
+						t.Fatal("an entry changed in place counts as unchanged")
+					}
 				}
 			}
 			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "hook", Operation: "Mangle"}})
+			if unchanged() {
+				t.Fatal("replaced entries count as unchanged")
+			}
 			if got := before(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("before() = %+v, want %+v", got, want)
 			}
 		})
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "creator", Operation: metav1.ManagedFieldsOperationUpdate}}}}
-	before := managedFieldsBefore(cm, cm)
+	before, unchanged := managedFieldsBefore(cm, cm)
+	if !unchanged() {
+		t.Fatal("typed: changed before admission")
+	}
+	cm.ManagedFields[0].Manager = "changed"
+	if unchanged() {
+		t.Fatal("typed: an entry changed in place counts as unchanged")
+	}
 	cm.ManagedFields = nil
 	if got := before(); len(got) != 1 || got[0].Manager != "creator" {
 		t.Fatalf("typed: before() = %+v", got)
+	}
+	if unchanged() {
+		t.Fatal("typed: removed entries count as unchanged")
 	}
 }
