@@ -141,10 +141,11 @@ func (s *scope) decodeJSON(w http.ResponseWriter, r *http.Request, data []byte) 
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	d, isStore := s.storage.(interface{ Definition() *registry.Kind })
-	if !ok || !isStore || d.Definition().UnknownFields == nil {
+	if !ok || !isStore || d.Definition().PruneUnknown == nil {
 		return obj, nil
 	}
-	unknown := d.Definition().UnknownFields(u.Object)
+	// Pruned here, as upstream's decoder does (the store prunes again after admission).
+	unknown := d.Definition().PruneUnknown(u.Object)
 	if s.subresource == "status" {
 		unknown = slices.DeleteFunc(unknown, func(p string) bool { return !strings.HasPrefix(p, "status") })
 	}

@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 )
 
 // celPerCallLimit and celCostBudget are k8s.io/apiserver/pkg/apis/cel's PerCallLimit and
@@ -464,7 +466,7 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 		}
 	}
 	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, served: k.GVK().GroupVersion().String(),
-		structural: k.structural, webhook: r.newWebhookConverter(crd)}
+		defaults: k.defaults, webhook: r.newWebhookConverter(crd)}
 	etcd := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
 	var st storage.Interface = etcd
 	// A conversion webhook is called on every read: its failures stay the reader's, as
@@ -485,10 +487,10 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 // in the served one: conversion None rewrites apiVersion only, a webhook converts the other
 // fields too. It applies the served version's defaults on read, as upstream.
 type customResourceCodec struct {
-	apiVersion string // the storage version's
-	served     string // the served version's
-	structural *structuralschema.Structural
-	webhook    *webhookConverter // nil: conversion None
+	apiVersion string                       // the storage version's
+	served     string                       // the served version's
+	defaults   *structuralschema.Structural // the served version's schema, nil when it has no defaults
+	webhook    *webhookConverter            // nil: conversion None
 }
 
 func (c *customResourceCodec) Encode(obj runtime.Object) ([]byte, error) {
@@ -532,8 +534,8 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 		}
 		m = converted
 	}
-	if c.structural != nil {
-		structuraldefaulting.Default(m, c.structural)
+	if c.defaults != nil {
+		structuraldefaulting.Default(m, c.defaults)
 	}
 	u.Object = m
 	return nil
@@ -617,19 +619,26 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	if err != nil {
 		return nil, err
 	}
-	validator, _, err := apiservervalidation.NewSchemaValidator(internal)
+	validator, openAPISchema, err := apiservervalidation.NewSchemaValidator(internal)
 	if err != nil {
 		return nil, err
 	}
+	// A create has nothing to ratchet against: it is validated by one validator built here
+	// rather than one built per call (what upstream does with ratcheting off).
+	createValidator := schemaCreateValidator{validate.NewSchemaValidator(openAPISchema, nil, "", strfmt.Default)}
 	celValidator := cel.NewValidator(ss, true, celPerCallLimit)
-	k.structural = ss
+	if hasDefaults(ss) {
+		k.defaults = ss
+	}
 	k.Strategy.Default = func(obj runtime.Object) {
 		u := obj.(*unstructured.Unstructured)
 		pruning.PruneWithOptions(u.Object, ss, true, structuralschema.UnknownFieldPathOptions{})
-		structuraldefaulting.Default(u.Object, ss)
+		if k.defaults != nil {
+			structuraldefaulting.Default(u.Object, ss)
+		}
 	}
-	k.UnknownFields = func(obj map[string]any) []string {
-		return pruning.PruneWithOptions(runtime.DeepCopyJSON(obj), ss, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	k.PruneUnknown = func(obj map[string]any) []string {
+		return pruning.PruneWithOptions(obj, ss, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	}
 	// Upstream's custom resource strategy: the schema, the scale paths, embedded objects,
 	// list types, then the CEL rules unless a blocking error came first. An update ratchets:
@@ -641,7 +650,7 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		var oldObj map[string]any
 		var celOpts []cel.Option
 		if old == nil {
-			errs = apiservervalidation.ValidateCustomResource(nil, u.Object, validator)
+			errs = apiservervalidation.ValidateCustomResource(nil, u.Object, createValidator)
 		} else {
 			oldObj = old.(*unstructured.Unstructured).Object
 			correlated := common.NewCorrelatedObject(u.Object, oldObj, &celmodel.Structural{Structural: ss})
@@ -673,6 +682,36 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	k.Strategy.ValidateNew = func(obj runtime.Object) field.ErrorList { return validate(obj, nil) }
 	k.Strategy.ValidateUpdate = validate
 	return k, nil
+}
+
+// schemaCreateValidator validates a new custom object with a validator built once: kube-openapi's
+// SchemaValidator keeps no state between calls (upstream shares one between requests when
+// CRDValidationRatcheting is off).
+type schemaCreateValidator struct{ v *validate.SchemaValidator }
+
+func (s schemaCreateValidator) Validate(obj any, _ ...apiservervalidation.ValidationOption) *validate.Result {
+	return s.v.Validate(obj)
+}
+
+// hasDefaults reports whether a default is set anywhere in s: without one, defaulting
+// (which only walks the properties, additional properties and items, setting defaults)
+// leaves every object as it is.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+		return true
+	}
+	return hasDefaults(s.Items)
 }
 
 // customScale reads and writes replicas at the paths a definition's scale subresource names.

@@ -2,13 +2,65 @@ package registry
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/strfmt"
+	"k8s.io/kube-openapi/pkg/validation/validate"
 )
+
+// checkSchemaShortcuts checks what customKind does instead of upstream's calls against
+// those calls, for one schema and object: defaulting skipped when the schema has no
+// default leaves what defaulting would leave, and the create validator built once reports
+// what a validator built for the call reports.
+func checkSchemaShortcuts(t *testing.T, schema *apiextensionsv1.JSONSchemaProps, obj map[string]any) {
+	t.Helper()
+	internal, err := internalSchema(schema)
+	if err != nil {
+		return
+	}
+	ss, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return
+	}
+	if !hasDefaults(ss) {
+		defaulted := runtime.DeepCopyJSON(obj)
+		structuraldefaulting.Default(defaulted, ss)
+		if !reflect.DeepEqual(defaulted, obj) {
+			t.Fatalf("a schema without defaults defaulted %v to %v", obj, defaulted)
+		}
+	}
+	validator, openAPISchema, err := apiservervalidation.NewSchemaValidator(internal)
+	if err != nil {
+		return
+	}
+	shared := schemaCreateValidator{validate.NewSchemaValidator(openAPISchema, nil, "", strfmt.Default)}
+	// Both walk maps: the errors come in any order.
+	sorted := func(errs field.ErrorList) []string {
+		s := make([]string, len(errs))
+		for i, e := range errs {
+			s[i] = e.Error()
+		}
+		slices.Sort(s)
+		return s
+	}
+	want := sorted(apiservervalidation.ValidateCustomResource(nil, obj, validator))
+	for range 2 { // the second call sees whatever the first left behind
+		if got := sorted(apiservervalidation.ValidateCustomResource(nil, obj, shared)); !slices.Equal(got, want) {
+			t.Fatalf("the shared create validator found %v, a fresh one %v", got, want)
+		}
+	}
+}
 
 const fuzzCRD = `{"metadata":{"name":"things.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
 "names":{"plural":"things","kind":"Thing","shortNames":["th"]},
@@ -38,6 +90,7 @@ func FuzzCustomResourceDefinition(f *testing.F) {
 	f.Add([]byte(fuzzCRD), []byte(`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"a"},"spec":{"replicas":3,"tags":["a","a"],"unknown":1,"ports":[{"name":"x"},{"name":"x"}]}}`))
 	f.Add([]byte(fuzzCRD), []byte(`{"spec":{"replicas":"x","name":"ABC","mode":"c","port":"80","embedded":{"kind":"K"},"choice":{"a":"1","b":"2"}},"status":{"replicas":1.5}}`))
 	f.Add([]byte(fuzzCRD), []byte(`{"spec":null,"status":[]}`))
+	f.Add([]byte(strings.ReplaceAll(strings.ReplaceAll(fuzzCRD, `"default":1,`, ""), `,"default":"x"`, "")), []byte(`{"spec":{"replicas":null,"name":null,"labels":{"a":null},"ports":[null,{"name":"p","n":null}]}}`))
 	f.Add([]byte(`{"metadata":{"name":"x"},"spec":{"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":"string"}}}]}}`), []byte(`{}`))
 	f.Add([]byte(`{"spec":{"versions":[{"name":"v1","storage":true,"served":true,"schema":{"openAPIV3Schema":{"properties":{"a":{"allOf":[{"type":"string"}]}}}}}]}}`), []byte(`[]`))
 	f.Fuzz(func(t *testing.T, crdJSON, objJSON []byte) {
@@ -62,8 +115,11 @@ func FuzzCustomResourceDefinition(f *testing.F) {
 			}
 			obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(content)}
 			old := obj.DeepCopy()
-			if k.UnknownFields != nil {
-				_ = k.UnknownFields(obj.Object)
+			if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+				checkSchemaShortcuts(t, v.Schema.OpenAPIV3Schema, obj.Object)
+			}
+			if k.PruneUnknown != nil {
+				_ = k.PruneUnknown(obj.Object)
 			}
 			if k.Strategy.Default != nil {
 				k.Strategy.Default(obj)
@@ -80,7 +136,7 @@ func FuzzCustomResourceDefinition(f *testing.F) {
 			}
 			_ = fieldEqual(obj, old, "Spec")
 			copyField(obj, old, "Status")
-			codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + v.Name, structural: k.structural}
+			codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + v.Name, defaults: k.defaults}
 			data, err := codec.Encode(obj)
 			if err != nil {
 				t.Fatalf("encode: %v", err)

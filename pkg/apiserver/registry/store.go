@@ -98,9 +98,9 @@ type Kind struct {
 	StorageOf *Conversion
 	// PrinterColumns are a custom resource's additionalPrinterColumns, for its Table.
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
-	// UnknownFields, when set, lists the paths of the fields a custom resource's schema does
-	// not know (pruned; fieldValidation=Strict refuses them).
-	UnknownFields func(obj map[string]any) []string
+	// PruneUnknown, when set, prunes the fields a custom resource's schema does not know
+	// from obj and lists their paths (fieldValidation=Strict refuses them, Warn warns).
+	PruneUnknown func(obj map[string]any) []string
 	// OpenAPISchema is a custom resource's openAPIV3Schema as decoded JSON, for the OpenAPI
 	// documents.
 	OpenAPISchema map[string]any
@@ -108,9 +108,9 @@ type Kind struct {
 	// and ConvertTo converts one of its objects to another of them (through the
 	// definition's webhook, or by apiVersion alone): field managers keep the managedFields
 	// entries recorded at another version with them.
-	Versions   []*Kind
-	ConvertTo  func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
-	structural *structuralschema.Structural // a custom resource's schema, for defaulting on read
+	Versions  []*Kind
+	ConvertTo func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
+	defaults  *structuralschema.Structural // a custom resource's schema when it sets defaults, for defaulting on read
 }
 
 // Store is the generic store of one kind on top of storage.Interface.
@@ -412,7 +412,7 @@ func (s *Store) validateCreate(obj runtime.Object) field.ErrorList {
 	if nameFn == nil {
 		nameFn = apivalidation.NameIsDNSSubdomain
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(a, s.kind.Namespaced, nameFn, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMetaAccessor(forValidation(a), s.kind.Namespaced, nameFn, field.NewPath("metadata"))
 	if s.kind.Strategy.Validate != nil {
 		errs = append(errs, s.kind.Strategy.Validate(obj)...)
 	}
@@ -660,7 +660,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 				s.kind.Strategy.Default(newObj)
 			}
 		}
-		errs := apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
+		errs := apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
 		errs = append(errs, s.validateCreate(newObj)...)
 		if s.kind.Strategy.ValidateUpdate != nil {
 			errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)

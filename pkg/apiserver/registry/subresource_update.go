@@ -79,7 +79,7 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 		}
 		if len(errs) == 0 {
 			na, _ := meta.Accessor(merged)
-			errs = apivalidation.ValidateObjectMetaAccessorUpdate(na, ca, field.NewPath("metadata"))
+			errs = apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
 			errs = append(errs, s.validateCreate(merged)...)
 		}
 		if len(errs) > 0 {
