@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -520,8 +519,8 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 	if !ok {
 		return fmt.Errorf("custom resource codec: %T is not unstructured", into)
 	}
-	var m map[string]any
-	if err := utiljson.Unmarshal(data, &m); err != nil { // integers as int64, as unstructured wants them
+	m, err := jsonvalue.UnmarshalObject(data) // integers as int64, as unstructured wants them
+	if err != nil {
 		return err
 	}
 	if m == nil {
