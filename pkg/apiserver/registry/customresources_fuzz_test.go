@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -178,4 +179,58 @@ func TestFuzzCRDSeedValid(t *testing.T) {
 			t.Errorf("no error at %s in %v", f, errs)
 		}
 	}
+}
+
+// TestCustomResourceCreateValidatorShared validates objects through one kind's create
+// validator from several goroutines at once (run with -race): each gets the errors it gets
+// alone.
+func TestCustomResourceCreateValidatorShared(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := json.Unmarshal([]byte(fuzzCRD), crd); err != nil {
+		t.Fatal(err)
+	}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	k, err := customKind(crd, crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := []string{
+		`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"a"},"spec":{"replicas":3}}`,
+		`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"b"},"spec":{"replicas":-1,"name":"ABC","mode":"c","tags":["a","b","c","d"]}}`,
+		`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"c"},"spec":{"replicas":9,"choice":{"a":"1","b":"2"},"labels":{"a":"1","b":2}}}`,
+	}
+	errorsOf := func(i int) string {
+		var m map[string]any
+		if err := utiljson.Unmarshal([]byte(objects[i]), &m); err != nil {
+			t.Error(err)
+		}
+		var msgs []string
+		for _, e := range k.Strategy.ValidateNew(&unstructured.Unstructured{Object: m}) {
+			msgs = append(msgs, e.Error())
+		}
+		slices.Sort(msgs)
+		return strings.Join(msgs, "\n")
+	}
+	want := make([]string, len(objects))
+	for i := range objects {
+		want[i] = errorsOf(i)
+	}
+	if want[0] != "" || want[1] == "" || want[2] == "" {
+		t.Fatalf("errors alone: %q", want)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 50 {
+				i := (g + n) % len(objects)
+				if got := errorsOf(i); got != want[i] {
+					t.Errorf("object %d: %q at once, %q alone", i, got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
