@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -173,19 +175,40 @@ func decodeObject(w http.ResponseWriter, r *http.Request, data []byte, gvk schem
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Kind))
 	}
 	into := newObj()
-	obj, _, err := strictSerializer.Decode(data, &gvk, into)
-	if err != nil {
-		if !runtime.IsStrictDecodingError(err) {
+	var obj runtime.Object
+	var msgs []string
+	if u, ok := into.(*unstructured.Unstructured); ok {
+		// What the strict serializer does for an unstructured object, without its
+		// reflection: the object, and its duplicate keys as strict errors.
+		m, duplicates, err := jsonvalue.UnmarshalObjectStrict(data)
+		if err != nil {
 			return nil, syntaxError(data, err)
 		}
-		var msgs []string
-		if sde, ok := runtime.AsStrictDecodingError(err); ok {
-			for _, e := range sde.Errors() {
-				msgs = append(msgs, e.Error())
-			}
-		} else {
-			msgs = []string{err.Error()}
+		u.SetUnstructuredContent(m)
+		if u.GetKind() == "" {
+			return nil, syntaxError(data, runtime.NewMissingKindErr(string(data)))
 		}
+		obj = u
+		for _, p := range duplicates {
+			msgs = append(msgs, "duplicate field "+strconv.Quote(p))
+		}
+	} else {
+		var err error
+		obj, _, err = strictSerializer.Decode(data, &gvk, into)
+		if err != nil {
+			if !runtime.IsStrictDecodingError(err) {
+				return nil, syntaxError(data, err)
+			}
+			if sde, ok := runtime.AsStrictDecodingError(err); ok {
+				for _, e := range sde.Errors() {
+					msgs = append(msgs, e.Error())
+				}
+			} else {
+				msgs = []string{err.Error()}
+			}
+		}
+	}
+	if len(msgs) > 0 {
 		switch validation {
 		case "Strict":
 			return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))

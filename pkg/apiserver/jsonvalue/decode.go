@@ -20,6 +20,24 @@ const maxNesting = 10000
 // object), with its own words. null gives a nil map, as there.
 func UnmarshalObject(data []byte) (map[string]any, error) {
 	d := decoder{data: data}
+	return d.object0()
+}
+
+// UnmarshalObjectStrict is UnmarshalObject that also reports duplicate keys, as
+// sigs.k8s.io/json's UnmarshalStrict into a map[string]any does (what a strict JSON
+// serializer does for an unstructured object): each a path such as "spec.ports[0].name",
+// once, in the order met, at most 100.
+func UnmarshalObjectStrict(data []byte) (map[string]any, []string, error) {
+	d := decoder{data: data, strict: true}
+	m, err := d.object0()
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, d.duplicates, nil
+}
+
+// object0 decodes the whole input as one object (or null).
+func (d *decoder) object0() (map[string]any, error) {
 	d.space()
 	if d.off < len(d.data) && d.data[d.off] != '{' && d.data[d.off] != 'n' {
 		// Not an object: the library checks the whole syntax before its type error.
@@ -43,6 +61,29 @@ func UnmarshalObject(data []byte) (map[string]any, error) {
 type decoder struct {
 	data []byte
 	off  int
+
+	// strict: record duplicate keys by their path (path: where the decoder is).
+	strict     bool
+	path       []byte
+	segments   int // keys and indexes in path (an empty key is one too)
+	duplicates []string
+	seen       map[string]bool
+}
+
+// duplicate records key, met again in the object at d.path.
+func (d *decoder) duplicate(key string) {
+	p := key
+	if d.segments > 0 {
+		p = string(d.path) + "." + key
+	}
+	if len(d.duplicates) >= 100 || d.seen[p] {
+		return
+	}
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	d.seen[p] = true
+	d.duplicates = append(d.duplicates, p)
 }
 
 func (d *decoder) syntax(where string) error {
@@ -125,7 +166,23 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, d.syntax("after object key")
 		}
 		d.off++
-		v, err := d.value(depth)
+		var v any
+		if d.strict {
+			if _, dup := m[k]; dup {
+				d.duplicate(k)
+			}
+			n := len(d.path)
+			if d.segments > 0 {
+				d.path = append(d.path, '.')
+			}
+			d.path = append(d.path, k...)
+			d.segments++
+			v, err = d.value(depth)
+			d.path = d.path[:n]
+			d.segments--
+		} else {
+			v, err = d.value(depth)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +215,20 @@ func (d *decoder) array(depth int) (any, error) {
 		return a, nil
 	}
 	for {
-		v, err := d.value(depth)
+		var v any
+		var err error
+		if d.strict {
+			n := len(d.path)
+			d.path = append(d.path, '[')
+			d.path = strconv.AppendInt(d.path, int64(len(a)), 10)
+			d.path = append(d.path, ']')
+			d.segments++
+			v, err = d.value(depth)
+			d.path = d.path[:n]
+			d.segments--
+		} else {
+			v, err = d.value(depth)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -2,10 +2,12 @@ package jsonvalue
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	kjson "sigs.k8s.io/json"
 )
 
 // decodeCases are inputs whose decoding UnmarshalObject must share with the library's,
@@ -16,6 +18,7 @@ var decodeCases = []string{
 	`{"a":"\u00e9\ud83d\ude00\ud800\udc00x\ud800\ud800\udfff\udc00\u0041","b":"\"\\\/\b\f\n\r\t"}`,
 	`{"a":"\ud800\u00zz"}`, `{"a":"\ud800\"}`, `{"a":"\q"}`, "{\"a\":\"\x01\"}", "{\"a\":\"\xff\xfe\xed\xa0\x80ok\xe2\x82\"}",
 	`{"a":[],"b":[1,[2,{}]],"c":{"d":{"e":null}},"f":true,"g":false}`, `{"a":1,"a":{"b":2},"a":[3]}`,
+	`{"a":"","b":"","a":"","b":"","c":{"c":"","c":""},"d":{"e":{"f":1,"f":1}},"e":[{"g":1,"g":1}],"h":[[{"i":1,"i":{"j":1,"j":2}}]],"a":{"k.l":1,"k.l":2}}`,
 	`{"a":tru}`, `{"a":nul}`, `{"a" 1}`, `{"a":1,}`, `{,}`, `{"a":1}}`, `{"a":1} x`, `{"a":[1,]}`, `{"a":[1 2]}`, `{1:2}`,
 	`[]`, `[1]`, `"x"`, `1`, `true`, `[1,`, `"x`, ``, ` `, `{`, `{"a"`, `{"a":`, `{"a":"b`,
 	strings.Repeat(`{"a":`, 9999) + `1` + strings.Repeat(`}`, 9999),
@@ -35,6 +38,30 @@ func checkDecode(t *testing.T, data []byte) {
 	}
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%.200q: UnmarshalObject gave %#v, the library %#v", data, got, want)
+	}
+
+	var strictWant map[string]any
+	strictErrs, err := kjson.UnmarshalStrict(data, &strictWant)
+	gotStrict, dups, gotErr := UnmarshalObjectStrict(data)
+	if (gotErr != nil) != (err != nil) {
+		t.Fatalf("%.200q: UnmarshalObjectStrict's error %v, the library's %v", data, gotErr, err)
+	}
+	if err != nil {
+		return
+	}
+	if !reflect.DeepEqual(gotStrict, strictWant) {
+		t.Fatalf("%.200q: UnmarshalObjectStrict gave %#v, the library %#v", data, gotStrict, strictWant)
+	}
+	var wantDups []string
+	for _, e := range strictErrs {
+		wantDups = append(wantDups, e.Error())
+	}
+	var gotDups []string
+	for _, p := range dups {
+		gotDups = append(gotDups, "duplicate field "+strconv.Quote(p))
+	}
+	if !reflect.DeepEqual(gotDups, wantDups) {
+		t.Fatalf("%.200q: UnmarshalObjectStrict found %q, the library %q", data, gotDups, wantDups)
 	}
 }
 

@@ -210,6 +210,21 @@ func TestCustomResourceDefinitionKubectl(t *testing.T) {
 		if out := k.ok("get", "ct", "my-cron", "-o", "jsonpath={.spec}"); strings.Contains(out, "bogus") || !strings.Contains(out, "my-image:2") {
 			t.Fatalf("unknown field kept: %s", out)
 		}
+		// Duplicate keys: refused with fieldValidation=Strict, warned about with Warn (the
+		// last one wins), as the strict JSON serializer does; an object without kind is 400.
+		path := "/apis/stable.example.com/v1/namespaces/default/crontabs"
+		dup := k.file("dup.json", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"dup"},`+
+			`"spec":{"image":"a","image":"b","cronSpec":"1 * * * *","ports":[]}}`)
+		k.fails(`strict decoding error: duplicate field "spec.image"`, "create", "--raw", path+"?fieldValidation=Strict", "-f", dup)
+		_, stderr, err := k.run("create", "--raw", path+"?fieldValidation=Warn", "-f", dup)
+		if err != nil || !strings.Contains(stderr, `Warning: duplicate field "spec.image"`) {
+			t.Fatalf("create with a duplicate key and fieldValidation=Warn: %v\n%s", err, stderr)
+		}
+		if out := k.ok("get", "ct", "dup", "-o", "jsonpath={.spec.image}"); out != "b" {
+			t.Fatalf("duplicate key: the stored object has image %q, want the last one, b", out)
+		}
+		k.fails(`Object 'Kind' is missing`, "create", "--raw", path, "-f",
+			k.file("nokind.json", `{"apiVersion":"stable.example.com/v1","metadata":{"name":"nokind"},"spec":{"image":"a"}}`))
 	})
 
 	t.Run("delete the definition", func(t *testing.T) {
