@@ -166,40 +166,56 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, d.syntax("after object key")
 		}
 		d.off++
-		var v any
+		n := len(d.path)
 		if d.strict {
 			if _, dup := m[k]; dup {
 				d.duplicate(k)
 			}
-			n := len(d.path)
 			if d.segments > 0 {
 				d.path = append(d.path, '.')
 			}
 			d.path = append(d.path, k...)
-			d.segments++
-			v, err = d.value(depth)
-			d.path = d.path[:n]
-			d.segments--
-		} else {
-			v, err = d.value(depth)
 		}
+		v, err := d.element(depth, n)
 		if err != nil {
 			return nil, err
 		}
 		m[k] = v
-		d.space()
-		if d.off >= len(d.data) {
-			return nil, d.syntax("")
+		if end, err := d.next('}', "after object key:value pair"); end || err != nil {
+			return m, err
 		}
-		switch d.data[d.off] {
-		case ',':
-			d.off++
-		case '}':
-			d.off++
-			return m, nil
-		default:
-			return nil, d.syntax("after object key:value pair")
-		}
+	}
+}
+
+// element decodes an object's value or an array's element, whose key or index strict
+// decoding has put on d.path after its first n bytes.
+func (d *decoder) element(depth, n int) (any, error) {
+	if !d.strict {
+		return d.value(depth)
+	}
+	d.segments++
+	v, err := d.value(depth)
+	d.path = d.path[:n]
+	d.segments--
+	return v, err
+}
+
+// next reads what follows an element: a comma (false), or end, which closes the object or
+// array (true).
+func (d *decoder) next(end byte, where string) (bool, error) {
+	d.space()
+	if d.off >= len(d.data) {
+		return false, d.syntax("")
+	}
+	switch d.data[d.off] {
+	case ',':
+		d.off++
+		return false, nil
+	case end:
+		d.off++
+		return true, nil
+	default:
+		return false, d.syntax(where)
 	}
 }
 
@@ -215,36 +231,19 @@ func (d *decoder) array(depth int) (any, error) {
 		return a, nil
 	}
 	for {
-		var v any
-		var err error
+		n := len(d.path)
 		if d.strict {
-			n := len(d.path)
 			d.path = append(d.path, '[')
 			d.path = strconv.AppendInt(d.path, int64(len(a)), 10)
 			d.path = append(d.path, ']')
-			d.segments++
-			v, err = d.value(depth)
-			d.path = d.path[:n]
-			d.segments--
-		} else {
-			v, err = d.value(depth)
 		}
+		v, err := d.element(depth, n)
 		if err != nil {
 			return nil, err
 		}
 		a = append(a, v)
-		d.space()
-		if d.off >= len(d.data) {
-			return nil, d.syntax("")
-		}
-		switch d.data[d.off] {
-		case ',':
-			d.off++
-		case ']':
-			d.off++
-			return a, nil
-		default:
-			return nil, d.syntax("after array element")
+		if end, err := d.next(']', "after array element"); end || err != nil {
+			return a, err
 		}
 	}
 }
@@ -363,26 +362,11 @@ func (d *decoder) string() (string, error) {
 			if d.off >= len(d.data) {
 				return "", d.syntax("")
 			}
-			switch e := d.data[d.off]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
+			switch e := d.data[d.off]; {
+			case escapes[e] != 0:
+				b = append(b, escapes[e])
 				d.off++
-			case 'b':
-				b = append(b, '\b')
-				d.off++
-			case 'f':
-				b = append(b, '\f')
-				d.off++
-			case 'n':
-				b = append(b, '\n')
-				d.off++
-			case 'r':
-				b = append(b, '\r')
-				d.off++
-			case 't':
-				b = append(b, '\t')
-				d.off++
-			case 'u':
+			case e == 'u':
 				d.off++
 				r := d.hex4()
 				if r < 0 {
@@ -421,6 +405,9 @@ func (d *decoder) string() (string, error) {
 		}
 	}
 }
+
+// escapes are the characters that JSON's one-letter escapes stand for.
+var escapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 reads four hexadecimal digits as a rune, -1 when they are not there.
 func (d *decoder) hex4() rune {
