@@ -629,6 +629,8 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	if hasDefaults(ss) {
 		k.defaults = ss
 	}
+	// Walks that would find nothing in this schema are skipped.
+	embedded, listSetsOrMaps := hasEmbeddedResources(ss), hasListSetsOrMaps(ss)
 	k.Strategy.Default = func(obj runtime.Object) {
 		u := obj.(*unstructured.Unstructured)
 		pruning.PruneWithOptions(u.Object, ss, true, structuralschema.UnknownFieldPathOptions{})
@@ -659,8 +661,10 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		if k.Scale != nil {
 			errs = append(errs, validateCustomScale(u.Object, v.Subresources.Scale)...)
 		}
-		errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, u.Object, ss, false)...)
-		if oldObj == nil || len(listtype.ValidateListSetsAndMaps(nil, ss, oldObj)) == 0 {
+		if embedded {
+			errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, u.Object, ss, false)...)
+		}
+		if listSetsOrMaps && (oldObj == nil || len(listtype.ValidateListSetsAndMaps(nil, ss, oldObj)) == 0) {
 			errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ss, u.Object)...)
 		}
 		if celValidator != nil {
@@ -696,21 +700,41 @@ func (s schemaCreateValidator) Validate(obj any, _ ...apiservervalidation.Valida
 // (which only walks the properties, additional properties and items, setting defaults)
 // leaves every object as it is.
 func hasDefaults(s *structuralschema.Structural) bool {
+	return schemaHas(s, func(s *structuralschema.Structural) bool { return s.Default.Object != nil })
+}
+
+// hasEmbeddedResources reports whether s marks anything x-kubernetes-embedded-resource:
+// without, schemaobjectmeta.Validate (not at a resource root) finds nothing to validate.
+func hasEmbeddedResources(s *structuralschema.Structural) bool {
+	return schemaHas(s, func(s *structuralschema.Structural) bool { return s.XEmbeddedResource })
+}
+
+// hasListSetsOrMaps reports whether s has a list of x-kubernetes-list-type set or map:
+// without, listtype.ValidateListSetsAndMaps finds nothing to validate.
+func hasListSetsOrMaps(s *structuralschema.Structural) bool {
+	return schemaHas(s, func(s *structuralschema.Structural) bool {
+		return s.XListType != nil && (*s.XListType == "set" || *s.XListType == "map")
+	})
+}
+
+// schemaHas reports whether f holds for s or a schema under it: its properties', additional
+// properties' and items' (what defaulting and those validations walk).
+func schemaHas(s *structuralschema.Structural, f func(*structuralschema.Structural) bool) bool {
 	if s == nil {
 		return false
 	}
-	if s.Default.Object != nil {
+	if f(s) {
 		return true
 	}
 	for _, p := range s.Properties {
-		if hasDefaults(&p) {
+		if schemaHas(&p, f) {
 			return true
 		}
 	}
-	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+	if s.AdditionalProperties != nil && schemaHas(s.AdditionalProperties.Structural, f) {
 		return true
 	}
-	return hasDefaults(s.Items)
+	return schemaHas(s.Items, f)
 }
 
 // customScale reads and writes replicas at the paths a definition's scale subresource names.

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +42,16 @@ func checkSchemaShortcuts(t *testing.T, schema *apiextensionsv1.JSONSchemaProps,
 		structuraldefaulting.Default(defaulted, ss)
 		if !reflect.DeepEqual(defaulted, obj) {
 			t.Fatalf("a schema without defaults defaulted %v to %v", obj, defaulted)
+		}
+	}
+	if !hasEmbeddedResources(ss) {
+		if errs := schemaobjectmeta.Validate(context.Background(), nil, obj, ss, false); len(errs) > 0 {
+			t.Fatalf("a schema without embedded resources: their metadata's validation found %v", errs)
+		}
+	}
+	if !hasListSetsOrMaps(ss) {
+		if errs := listtype.ValidateListSetsAndMaps(nil, ss, obj); len(errs) > 0 {
+			t.Fatalf("a schema without list sets or maps: their validation found %v", errs)
 		}
 	}
 	validator, openAPISchema, err := apiservervalidation.NewSchemaValidator(internal)
