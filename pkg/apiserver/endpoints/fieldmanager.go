@@ -205,10 +205,17 @@ func managerOrUserAgent(manager, userAgent string) string {
 }
 
 // objectDefaulter applies a kind's defaults to what an apply merged, as upstream's scheme
-// defaulter does.
+// defaulter does. A custom object's maps are copied first, which upstream's converter did
+// at this point: structured-merge-diff does not promise that the merged object it hands
+// over shares no maps with the live one (no longer copied by unstructuredConverter), and
+// pruning, defaulting and the managedFields then written into its metadata change it in
+// place.
 type objectDefaulter struct{ def *registry.Kind }
 
 func (d objectDefaulter) Default(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.Object = runtime.DeepCopyJSON(u.Object)
+	}
 	if d.def != nil && d.def.Strategy.Default != nil {
 		d.def.Strategy.Default(obj)
 	}
@@ -239,6 +246,11 @@ func (unstructuredConverter) Convert(in, out, _ any) error {
 	return nil
 }
 
+// ConvertToVersion returns in itself when it is already at target's version: the field
+// manager converts objects only to read them (its type converter's view of the live and new
+// objects), or converts objects it has just made (an apply's result, which it defaults), so
+// the copy upstream's converter makes for every call would be made for nothing on every
+// create and update.
 func (c unstructuredConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
@@ -247,7 +259,7 @@ func (c unstructuredConverter) ConvertToVersion(in runtime.Object, target runtim
 	gvk := u.GroupVersionKind()
 	t, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk})
 	if !ok || t == gvk {
-		return u.DeepCopy(), nil
+		return u, nil
 	}
 	if c.convertTo == nil {
 		out := u.DeepCopy()

@@ -8,6 +8,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,5 +114,58 @@ func BenchmarkApplyChange(b *testing.B) {
 		if _, err := fm.Apply(live, patch.DeepCopyObject(), "bench", false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// customStorage is a custom kind without a definition (any content) for the field manager.
+type customStorage struct{}
+
+func (customStorage) New() runtime.Object { return &unstructured.Unstructured{} }
+func (customStorage) Kind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+}
+
+// TestCustomFieldManagerLeavesLiveAlone: the converter hands the field manager custom
+// objects without copying them, so neither tracking an update nor an apply may change the
+// live object it was given (the watch cache's, on a real update), and the apply's result
+// shares nothing with it.
+func TestCustomFieldManagerLeavesLiveAlone(t *testing.T) {
+	s := &scope{names: &registry.Names{Group: "example.com", Version: "v1", Kind: "Thing", Plural: "things", Namespaced: true},
+		storage: customStorage{}, kind: customStorage{}.Kind()}
+	fm, err := s.fieldManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	thing := func(replicas int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": "a", "namespace": "ns", "labels": map[string]any{"app": "a"}},
+			"spec":     map[string]any{"replicas": replicas, "tags": []any{"x"}, "nested": map[string]any{"k": "v"}}}}
+	}
+	live := s.trackUpdate(nil, thing(1), "creator").(*unstructured.Unstructured)
+	snapshot := live.DeepCopy()
+	updated := s.trackUpdate(live, thing(2), "updater").(*unstructured.Unstructured)
+	if !equality.Semantic.DeepEqual(live, snapshot) {
+		t.Fatalf("tracking an update changed the live object:\n%v\nwas\n%v", live, snapshot)
+	}
+	if len(updated.GetManagedFields()) != 2 {
+		t.Fatalf("managedFields after the update: %+v", updated.GetManagedFields())
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "a", "namespace": "ns"}, "spec": map[string]any{"replicas": int64(3)}}}
+	applied, err := fm.Apply(live, patch, "applier", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(live, snapshot) {
+		t.Fatalf("an apply changed the live object:\n%v\nwas\n%v", live, snapshot)
+	}
+	a := applied.(*unstructured.Unstructured)
+	if r, _, _ := unstructured.NestedInt64(a.Object, "spec", "replicas"); r != 3 || len(a.GetManagedFields()) != 2 {
+		t.Fatalf("applied: %v", a.Object)
+	}
+	_ = unstructured.SetNestedField(a.Object, "changed", "spec", "nested", "k")
+	_ = unstructured.SetNestedField(a.Object, "changed", "metadata", "labels", "app")
+	if !equality.Semantic.DeepEqual(live, snapshot) {
+		t.Fatalf("the apply's result shares maps with the live object:\n%v", live)
 	}
 }
