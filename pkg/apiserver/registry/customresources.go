@@ -625,6 +625,10 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	// A create has nothing to ratchet against: it is validated by one validator built here
 	// rather than one built per call (what upstream does with ratcheting off).
 	createValidator := schemaCreateValidator{validate.NewSchemaValidator(openAPISchema, nil, "", strfmt.Default)}
+	// An object a schema of types, properties and required keys certainly takes skips the
+	// validator (valid objects get no errors from it, ratcheted or not); any other goes to it.
+	quick, _ := newQuickSchema(openAPISchema)
+	schemaValid := func(obj map[string]any) bool { return quick != nil && quick.valid(obj) }
 	celValidator := cel.NewValidator(ss, true, celPerCallLimit)
 	if hasDefaults(ss) {
 		k.defaults = ss
@@ -650,12 +654,17 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		var errs field.ErrorList
 		var oldObj map[string]any
 		var celOpts []cel.Option
+		valid := schemaValid(u.Object)
 		if old == nil {
-			errs = apiservervalidation.ValidateCustomResource(nil, u.Object, createValidator)
+			if !valid {
+				errs = apiservervalidation.ValidateCustomResource(nil, u.Object, createValidator)
+			}
 		} else {
 			oldObj = old.(*unstructured.Unstructured).Object
 			correlated := common.NewCorrelatedObject(u.Object, oldObj, &celmodel.Structural{Structural: ss})
-			errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, validator, apiservervalidation.WithRatcheting(correlated))
+			if !valid {
+				errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, validator, apiservervalidation.WithRatcheting(correlated))
+			}
 			celOpts = append(celOpts, cel.WithRatcheting(correlated))
 		}
 		if k.Scale != nil {
