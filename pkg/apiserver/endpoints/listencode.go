@@ -48,7 +48,7 @@ func (s *scope) writeCached(w http.ResponseWriter, r *http.Request, obj runtime.
 		if err == nil {
 			var body *[]byte
 			var proto bool
-			if body, proto, err = encodeList(objectEncodings, s.storage, o.proto, obj, items, true); err == nil {
+			if body, proto, err = encodeList(objectEncodings, s.storage, false, o.proto, obj, items, true); err == nil {
 				writeBody(w, proto, *body)
 				putBody(body)
 				return
@@ -77,12 +77,12 @@ func (s *scope) listCached(w http.ResponseWriter, r *http.Request, ns string, op
 	if err != nil || o.kind != outObject || o.yaml {
 		return false
 	}
-	list, items, _, err := il.ListItems(r.Context(), ns, opts)
+	list, items, shared, err := il.ListItems(r.Context(), ns, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return true
 	}
-	body, proto, err := encodeList(objectEncodings, s.storage, o.proto, list, items, false)
+	body, proto, err := encodeList(objectEncodings, s.storage, shared, o.proto, list, items, false)
 	if err != nil {
 		// Not spliced (no items, or the list's form not checked yet): the whole list.
 		if err := meta.SetList(list, items); err != nil {
@@ -128,11 +128,11 @@ func putBody(b *[]byte) {
 // JSON), as writeObject writes it; proto says which.
 func encodeObject(c *encodingCache, store any, wantProto bool, obj runtime.Object) (body []byte, proto bool, err error) {
 	if wantProto {
-		if env, _, ok := c.objectProto(store, obj); ok {
+		if env, _, ok := c.objectProto(store, obj, false); ok {
 			return env, true, nil
 		}
 	}
-	b, err := c.objectBody(store, obj)
+	b, err := c.objectBody(store, obj, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -160,8 +160,9 @@ type listForm struct {
 // cached encodings: list gives the kind and metadata, items the items. complete says list
 // holds the items too, so that the first list of each type and format can be checked
 // against the list's own encoding (see listForms); without, a form not checked yet is not
-// spliced. The body comes from bodies: put it back once written.
-func encodeList(c *encodingCache, store any, wantProto bool, list runtime.Object, items []runtime.Object, complete bool) (body *[]byte, proto bool, err error) {
+// spliced. shared says the items are the watch cache's own objects (found by identity, see
+// encodingCache.aliases). The body comes from bodies: put it back once written.
+func encodeList(c *encodingCache, store any, shared, wantProto bool, list runtime.Object, items []runtime.Object, complete bool) (body *[]byte, proto bool, err error) {
 	if len(items) == 0 {
 		return nil, false, errNotSpliced
 	}
@@ -169,14 +170,14 @@ func encodeList(c *encodingCache, store any, wantProto bool, list runtime.Object
 	if !ok {
 		return nil, false, errNotSpliced
 	}
-	splice := func(form listForm, env []byte, fn func(*encodingCache, any, []byte, []runtime.Object, []byte) ([]byte, error)) (*[]byte, bool, error) {
+	splice := func(form listForm, env []byte, fn func(*encodingCache, any, bool, []byte, []runtime.Object, []byte) ([]byte, error)) (*[]byte, bool, error) {
 		if !complete {
 			if ok, seen := listForms.Load(form); !seen || !ok.(bool) {
 				return nil, false, errNotSpliced
 			}
 		}
 		b := getBody()
-		out, err := fn(c, store, env, items, *b)
+		out, err := fn(c, store, shared, env, items, *b)
 		if err != nil {
 			putBody(b)
 			return nil, false, err
@@ -244,7 +245,7 @@ func emptyList(list runtime.Object) (runtime.Object, bool) {
 }
 
 // spliceJSON puts the items' bodies into the empty list's body, env, at its "items":[].
-func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
+func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
 	marker := []byte(`"items":[]`)
 	at := bytes.Index(env, marker)
 	if at < 0 {
@@ -254,7 +255,7 @@ func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object,
 	bodies := make([][]byte, len(items))
 	n := len(env) + len(items) + 1
 	for i, it := range items {
-		b, err := c.objectBody(store, it)
+		b, err := c.objectBody(store, it, shared)
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +278,7 @@ func spliceJSON(c *encodingCache, store any, env []byte, items []runtime.Object,
 // spliceProto puts the items' messages into the empty list's envelope, env: the list's
 // message (the envelope's raw bytes) gets them appended as its field 2, every generated
 // list's Items, after its ListMeta (field 1).
-func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
+func spliceProto(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
 	start, end, ok := envelopeRaw(env)
 	if !ok {
 		return nil, errNotSpliced
@@ -285,7 +286,7 @@ func spliceProto(c *encodingCache, store any, env []byte, items []runtime.Object
 	msgs := make([][]byte, len(items))
 	added := 0
 	for i, it := range items {
-		_, msg, ok := c.objectProto(store, it)
+		_, msg, ok := c.objectProto(store, it, shared)
 		if !ok {
 			return nil, errNotSpliced
 		}

@@ -3,6 +3,7 @@ package endpoints
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -368,7 +369,7 @@ func encodeWholeList(c *encodingCache, store any, proto bool, list runtime.Objec
 	if err != nil {
 		return nil, false, err
 	}
-	b, isProto, err := encodeList(c, store, proto, list, items, true)
+	b, isProto, err := encodeList(c, store, false, proto, list, items, true)
 	if err != nil {
 		return nil, false, err
 	}
@@ -390,7 +391,7 @@ func TestEncodeListItemsApart(t *testing.T) {
 		head.Items = nil
 		form := listForm{reflect.TypeOf(list), proto}
 		listForms.Delete(form)
-		if _, _, err := encodeList(c, testStore, proto, head, items, false); err != errNotSpliced {
+		if _, _, err := encodeList(c, testStore, true, proto, head, items, false); err != errNotSpliced {
 			t.Fatalf("proto=%v: an unchecked form was spliced (%v)", proto, err)
 		}
 		if _, _, err := encodeWholeList(c, testStore, proto, configMapList(40, "100")); err != nil {
@@ -401,7 +402,7 @@ func TestEncodeListItemsApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			b, isProto, err := encodeList(c, testStore, proto, head, items, false)
+			b, isProto, err := encodeList(c, testStore, true, proto, head, items, false)
 			if err != nil || isProto != proto {
 				t.Fatalf("proto=%v: %v, protobuf %v", proto, err, isProto)
 			}
@@ -409,6 +410,77 @@ func TestEncodeListItemsApart(t *testing.T) {
 				t.Fatalf("proto=%v: list of items apart differs from the whole list", proto)
 			}
 			putBody(b)
+		}
+	}
+}
+
+// TestEncodeListAliases: the watch cache's own objects find their entries by identity once
+// listed: the same bytes as by stored state, one alias per entry (a new object for the same
+// state takes it over), and none left behind by an evicted entry.
+func TestEncodeListAliases(t *testing.T) {
+	c := newEncodingCache(1<<20, 8)
+	list := configMapList(5, "100")
+	items, _ := meta.ExtractList(list)
+	head := list.DeepCopy()
+	head.Items = nil
+	if _, _, err := encodeWholeList(c, testStore, false, list); err != nil { // checks the form
+		t.Fatal(err)
+	}
+	want, _, err := encodeWholeList(nil, testStore, false, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		b, _, err := encodeList(c, testStore, true, false, head, items, false)
+		if err != nil || !bytes.Equal(*b, want) {
+			t.Fatalf("spliced by alias: %v, same bytes %v", err, err == nil && bytes.Equal(*b, want))
+		}
+		putBody(b)
+	}
+	aliases := func() map[aliasKey]*encodings {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return maps.Clone(c.aliases)
+	}
+	a := aliases()
+	if len(a) != len(items) {
+		t.Fatalf("%d aliases for %d items", len(a), len(items))
+	}
+	for _, it := range items {
+		key, _ := storedKey(testStore, it)
+		c.mu.Lock()
+		e := c.entries[key]
+		c.mu.Unlock()
+		if e == nil || a[aliasKey{testStore, it}] != e {
+			t.Fatalf("the alias of %v is not its entry", key)
+		}
+	}
+	// A copy of an item (the cache's object for that state replaced by an equal one) takes
+	// the entry's alias over.
+	cp := items[0].DeepCopyObject()
+	if _, err := c.objectBody(testStore, cp, true); err != nil {
+		t.Fatal(err)
+	}
+	a = aliases()
+	if _, old := a[aliasKey{testStore, items[0]}]; old || a[aliasKey{testStore, cp}] == nil || len(a) != len(items) {
+		t.Fatalf("after a second object for one state: %d aliases, old kept %v", len(a), old)
+	}
+	// More objects than the cache keeps: the evicted entries' aliases go with them.
+	more := configMapList(20, "200")
+	moreItems, _ := meta.ExtractList(more)
+	for _, it := range moreItems {
+		if _, err := c.objectBody(testStore, it, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.aliases) > len(c.entries) {
+		t.Fatalf("%d aliases for %d entries", len(c.aliases), len(c.entries))
+	}
+	for k, e := range c.aliases {
+		if e.evicted || e.alias != k {
+			t.Fatalf("alias of an evicted entry, or not its own: %+v", e)
 		}
 	}
 }

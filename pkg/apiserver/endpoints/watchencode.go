@@ -173,9 +173,22 @@ type encodingCache struct {
 
 	mu      sync.RWMutex
 	entries map[objectKey]*encodings
+	// aliases finds the entries of the watch cache's own objects by identity: a list from
+	// the cache hands over the same object for a stored state every time, and finding its
+	// entry so reads nothing of it (storedKey reads its uid and resourceVersion: for a custom
+	// object, several maps, cold in memory for all but the latest objects, which cost a list
+	// of 100 more than its encoding). At most one alias per entry, dropped with it; it keeps
+	// its object alive as long.
+	aliases map[aliasKey]*encodings
 	order   []objectKey // oldest first, from head
 	head    int
 	bytes   int
+}
+
+// aliasKey is an object the watch cache holds, read through store.
+type aliasKey struct {
+	store any
+	obj   runtime.Object
 }
 
 // encodings are one object's encodings, filled as readers ask for them.
@@ -195,8 +208,9 @@ type encodings struct {
 	// Which encodings are views of others, not bytes of their own (for the size).
 	protoInFrame, jsonInFrame, bodyIsJSON bool
 	// Under the cache's mu:
-	size    int  // bytes accounted for in the cache
-	evicted bool // no longer in the cache
+	size    int      // bytes accounted for in the cache
+	evicted bool     // no longer in the cache
+	alias   aliasKey // the key of its entry in aliases (obj nil: none)
 }
 
 // entryOverhead approximates what an entry costs besides its encodings: the map slot and
@@ -224,7 +238,7 @@ func (e *encodings) footprint() int {
 }
 
 func newEncodingCache(limit, maxObjects int) *encodingCache {
-	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[objectKey]*encodings{}}
+	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[objectKey]*encodings{}, aliases: map[aliasKey]*encodings{}}
 }
 
 // ensureProto fills e.proto (e.mu held); false when obj has no protobuf form.
@@ -350,9 +364,9 @@ func (c *encodingCache) frame(store any, f wireFormat, t watch.EventType, obj ru
 
 // objectProto returns obj in the protobuf envelope and, inside it, obj's own message;
 // ok is false when obj has no protobuf form. The bytes are shared: do not change them.
-func (c *encodingCache) objectProto(store any, obj runtime.Object) (env, msg []byte, ok bool) {
-	key, cacheable := storedKey(store, obj)
-	if c == nil || !cacheable {
+func (c *encodingCache) objectProto(store any, obj runtime.Object, shared bool) (env, msg []byte, ok bool) {
+	e, cacheable := c.lookup(store, obj, shared)
+	if !cacheable {
 		env, err := encodeProto(obj)
 		if err != nil {
 			return nil, nil, false
@@ -363,7 +377,6 @@ func (c *encodingCache) objectProto(store any, obj runtime.Object) (env, msg []b
 		}
 		return env, env[start:end:end], true
 	}
-	e := c.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.proto == nil && !e.noProto {
@@ -377,12 +390,11 @@ func (c *encodingCache) objectProto(store any, obj runtime.Object) (env, msg []b
 
 // objectBody returns obj as a JSON response body (and list item) without the final newline.
 // The bytes are shared: do not change them.
-func (c *encodingCache) objectBody(store any, obj runtime.Object) ([]byte, error) {
-	key, cacheable := storedKey(store, obj)
-	if c == nil || !cacheable {
+func (c *encodingCache) objectBody(store any, obj runtime.Object, shared bool) ([]byte, error) {
+	e, cacheable := c.lookup(store, obj, shared)
+	if !cacheable {
 		return encodeBodyJSON(obj)
 	}
-	e := c.entry(key)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.body != nil {
@@ -393,6 +405,42 @@ func (c *encodingCache) objectBody(store any, obj runtime.Object) ([]byte, error
 	}
 	c.resize(e)
 	return e.body, nil
+}
+
+// lookup finds or adds the encodings of obj read through store, by its identity when it is
+// one of the watch cache's own objects (shared), else by its stored state; false when obj is
+// not cached (nil c, or no uid or resourceVersion).
+func (c *encodingCache) lookup(store any, obj runtime.Object, shared bool) (*encodings, bool) {
+	if c == nil {
+		return nil, false
+	}
+	var ak aliasKey
+	if shared && obj != nil && reflect.TypeOf(obj).Kind() == reflect.Pointer {
+		ak = aliasKey{store, obj}
+		c.mu.RLock()
+		e := c.aliases[ak]
+		c.mu.RUnlock()
+		if e != nil {
+			return e, true
+		}
+	}
+	key, ok := storedKey(store, obj)
+	if !ok {
+		return nil, false
+	}
+	e := c.entry(key)
+	if ak.obj != nil {
+		c.mu.Lock()
+		if !e.evicted && e.alias != ak {
+			if e.alias.obj != nil {
+				delete(c.aliases, e.alias)
+			}
+			e.alias = ak
+			c.aliases[ak] = e
+		}
+		c.mu.Unlock()
+	}
+	return e, true
 }
 
 // entry finds or adds the encodings of key.
@@ -441,6 +489,10 @@ func (c *encodingCache) evict() {
 			c.bytes -= e.size
 			e.size, e.evicted = 0, true
 			delete(c.entries, old)
+			if e.alias.obj != nil {
+				delete(c.aliases, e.alias)
+				e.alias = aliasKey{}
+			}
 		}
 	}
 	if c.head > 64 && c.head > len(c.order)/2 {
