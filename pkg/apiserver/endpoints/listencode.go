@@ -3,6 +3,7 @@ package endpoints
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -12,7 +13,9 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Gets and lists of objects served by the watch cache are written from the objects' cached
@@ -216,7 +219,7 @@ func checkList(form listForm, list runtime.Object, body []byte) error {
 	if form.proto {
 		want, err = encodeProto(list)
 	} else {
-		want, err = encodeBodyJSON(list)
+		want, err = encodeBodyJSON(listWithoutItemKinds(list))
 		want = append(want, '\n')
 	}
 	same := err == nil && bytes.Equal(body, want)
@@ -252,12 +255,20 @@ func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []ru
 		return nil, errNotSpliced
 	}
 	at += len(marker) - 1
+	// A typed item's body (a get's) starts with its kind and apiVersion, which a list's
+	// item has not (see listWithoutItemKinds): the item is "{" and the rest of the body.
 	bodies := make([][]byte, len(items))
-	n := len(env) + len(items) + 1
+	braced := make([]bool, len(items))
+	n := len(env) + 2*len(items) + 1
 	for i, it := range items {
 		b, err := c.objectBody(store, it, shared)
 		if err != nil {
 			return nil, err
+		}
+		if _, custom := it.(*unstructured.Unstructured); !custom {
+			if rest, ok := afterTypeMeta(b, it.GetObjectKind().GroupVersionKind()); ok {
+				b, braced[i] = rest, true
+			}
 		}
 		bodies[i] = b
 		n += len(b)
@@ -267,6 +278,9 @@ func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []ru
 	for i, b := range bodies {
 		if i > 0 {
 			out = append(out, ',')
+		}
+		if braced[i] {
+			out = append(out, '{')
 		}
 		out = append(out, b...)
 	}
@@ -362,4 +376,86 @@ func envelopeRaw(env []byte) (start, end int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// afterTypeMeta returns what follows the kind and apiVersion that open body, a typed
+// object's JSON encoding with gvk set (`{"kind":"K","apiVersion":"g/v",` or the same
+// closed), such that "{" and it are the object's encoding without them; false when body does
+// not open so.
+func afterTypeMeta(body []byte, gvk schema.GroupVersionKind) ([]byte, bool) {
+	if gvk.Kind == "" {
+		return nil, false
+	}
+	kind, err := json.Marshal(gvk.Kind)
+	if err != nil {
+		return nil, false
+	}
+	av, err := json.Marshal(gvk.GroupVersion().String())
+	if err != nil {
+		return nil, false
+	}
+	rest, ok := bytes.CutPrefix(body, []byte(`{"kind":`))
+	if !ok {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, kind); !ok {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"apiVersion":`)); !ok {
+		return nil, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, av); !ok || len(rest) == 0 {
+		return nil, false
+	}
+	switch rest[0] {
+	case ',':
+		return rest[1:], true
+	case '}':
+		return rest, true
+	}
+	return nil, false
+}
+
+// listWithoutItemKinds returns obj, or, when obj is a typed list whose items have a kind or
+// apiVersion, a copy of it (the items copied shallowly) whose items have neither: upstream
+// converts a list's items from its internal types, which leaves their TypeMeta empty, so its
+// JSON lists name the kind once, on the list (client-go's unstructured lists give the items
+// theirs from it). Custom resources' items keep theirs, as upstream's do, and so do the
+// items of a PartialObjectMetadataList, which upstream sets.
+func listWithoutItemKinds(obj any) any {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	items := v.Elem().FieldByName("Items")
+	if !items.IsValid() || items.Kind() != reflect.Slice || items.Len() == 0 {
+		return obj
+	}
+	et := items.Type().Elem()
+	if et.Kind() != reflect.Struct || et == reflect.TypeOf(metav1.PartialObjectMetadata{}) {
+		return obj
+	}
+	f, ok := et.FieldByName("TypeMeta")
+	if !ok || !f.Anonymous || f.Type != reflect.TypeOf(metav1.TypeMeta{}) {
+		return obj
+	}
+	kinds := false
+	for i := range items.Len() {
+		if !items.Index(i).FieldByIndex(f.Index).IsZero() {
+			kinds = true
+			break
+		}
+	}
+	if !kinds {
+		return obj
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	stripped := reflect.MakeSlice(items.Type(), items.Len(), items.Len())
+	reflect.Copy(stripped, items)
+	for i := range stripped.Len() {
+		stripped.Index(i).FieldByIndex(f.Index).SetZero()
+	}
+	cp.Elem().FieldByName("Items").Set(stripped)
+	return cp.Interface()
 }

@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -242,7 +243,7 @@ func TestCachedEncodingFollowsUpdates(t *testing.T) {
 		}
 		want, _ := encodeProto(updated)
 		if !proto {
-			want, _ = encodeBodyJSON(updated)
+			want, _ = encodeBodyJSON(listWithoutItemKinds(updated))
 			want = append(want, '\n')
 		}
 		if !bytes.Equal(got, want) {
@@ -304,7 +305,7 @@ func TestCachedEncodingConcurrent(t *testing.T) {
 	for v := range versions {
 		lists[v] = configMapList(10, fmt.Sprint(100+v))
 		wantProto[v], _ = encodeProto(lists[v])
-		wantJSON[v], _ = encodeBodyJSON(lists[v])
+		wantJSON[v], _ = encodeBodyJSON(listWithoutItemKinds(lists[v]))
 		wantJSON[v] = append(wantJSON[v], '\n')
 	}
 	var wg sync.WaitGroup
@@ -481,6 +482,90 @@ func TestEncodeListAliases(t *testing.T) {
 	for k, e := range c.aliases {
 		if e.evicted || e.alias != k {
 			t.Fatalf("alias of an evicted entry, or not its own: %+v", e)
+		}
+	}
+}
+
+// TestListItemsWithoutKinds: a typed list's JSON names the kind once, on the list, as
+// kube-apiserver's (its items are converted from internal types, with no TypeMeta), whether
+// spliced from the items' cached bodies (which a get sends with their kind) or encoded
+// whole; the list given is not changed. Custom resources' items and PartialObjectMetadata
+// items keep theirs, as upstream's.
+func TestListItemsWithoutKinds(t *testing.T) {
+	list := configMapList(3, "100")
+	if list.Items[0].Kind != "ConfigMap" {
+		t.Fatalf("the test's items have no kind: %+v", list.Items[0].TypeMeta)
+	}
+	bare := list.DeepCopy()
+	for i := range bare.Items {
+		bare.Items[i].TypeMeta = metav1.TypeMeta{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(bare); err != nil {
+		t.Fatal(err)
+	}
+	want := buf.Bytes()
+	c := newEncodingCache(1<<20, 1000)
+	items, _ := meta.ExtractList(list)
+	for _, it := range items {
+		if _, _, err := encodeObject(c, testStore, false, it); err != nil { // a get's body first
+			t.Fatal(err)
+		}
+	}
+	whole, _, err := encodeWholeList(c, testStore, false, list)
+	if err != nil || !bytes.Equal(whole, want) {
+		t.Fatalf("whole list (%v):\n%s\nwant\n%s", err, whole, want)
+	}
+	head := list.DeepCopy()
+	head.Items = nil
+	for _, shared := range []bool{false, true} {
+		b, _, err := encodeList(c, testStore, shared, false, head, items, false)
+		if err != nil || !bytes.Equal(*b, want) {
+			t.Fatalf("spliced, shared %v (%v):\n%s", shared, err, *b)
+		}
+		putBody(b)
+	}
+	if list.Items[0].Kind != "ConfigMap" {
+		t.Fatal("encoding the list cleared its own items' kind")
+	}
+	rec := httptest.NewRecorder()
+	writeObject(rec, httptest.NewRequest(http.MethodGet, "/x", nil), http.StatusOK, list)
+	if !bytes.Equal(rec.Body.Bytes(), want) {
+		t.Fatalf("writeObject:\n%s", rec.Body.Bytes())
+	}
+	// Kept: custom items, PartialObjectMetadata items.
+	custom := customList(2)
+	if got := listWithoutItemKinds(custom); got != any(custom) {
+		t.Fatal("a custom list was copied")
+	}
+	partial := &metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}}}
+	if got := listWithoutItemKinds(partial); got != any(partial) {
+		t.Fatal("a PartialObjectMetadataList was copied")
+	}
+}
+
+func TestAfterTypeMeta(t *testing.T) {
+	cm := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	dep := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	for _, tt := range []struct {
+		body string
+		gvk  schema.GroupVersionKind
+		rest string
+		ok   bool
+	}{
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}`, cm, `"metadata":{}}`, true},
+		{`{"kind":"Deployment","apiVersion":"apps/v1"}`, dep, `}`, true},
+		{`{"kind":"Deployment","apiVersion":"v1","x":1}`, dep, "", false},
+		{`{"apiVersion":"v1","kind":"ConfigMap"}`, cm, "", false},
+		{`{"metadata":{}}`, cm, "", false},
+		{`{"kind":"ConfigMap","apiVersion":"v1"`, cm, "", false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}`, schema.GroupVersionKind{}, "", false},
+	} {
+		rest, ok := afterTypeMeta([]byte(tt.body), tt.gvk)
+		if ok != tt.ok || string(rest) != tt.rest {
+			t.Errorf("afterTypeMeta(%s, %v) = %q, %v; want %q, %v", tt.body, tt.gvk, rest, ok, tt.rest, tt.ok)
 		}
 	}
 }

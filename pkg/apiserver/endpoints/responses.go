@@ -194,7 +194,7 @@ func writeProto(w http.ResponseWriter, code int, obj runtime.Object) bool {
 }
 
 func writeEncoded(w http.ResponseWriter, asYAML bool, code int, obj any) {
-	data, err := encodeBodyJSON(obj)
+	data, err := encodeBodyJSON(listWithoutItemKinds(obj))
 	if err != nil {
 		http.Error(w, fmt.Sprintf("encode response: %v", err), http.StatusInternalServerError)
 		return
