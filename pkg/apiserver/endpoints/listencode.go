@@ -260,13 +260,18 @@ func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []ru
 	bodies := make([][]byte, len(items))
 	braced := make([]bool, len(items))
 	n := len(env) + 2*len(items) + 1
+	var gvk schema.GroupVersionKind // the items' kind, whose prefix is made once
+	var prefix []byte
 	for i, it := range items {
 		b, err := c.objectBody(store, it, shared)
 		if err != nil {
 			return nil, err
 		}
 		if _, custom := it.(*unstructured.Unstructured); !custom {
-			if rest, ok := afterTypeMeta(b, it.GetObjectKind().GroupVersionKind()); ok {
+			if g := it.GetObjectKind().GroupVersionKind(); g != gvk || prefix == nil {
+				gvk, prefix = g, typeMetaPrefix(g)
+			}
+			if rest, ok := cutTypeMeta(b, prefix); ok {
 				b, braced[i] = rest, true
 			}
 		}
@@ -383,28 +388,35 @@ func envelopeRaw(env []byte) (start, end int, ok bool) {
 // closed), such that "{" and it are the object's encoding without them; false when body does
 // not open so.
 func afterTypeMeta(body []byte, gvk schema.GroupVersionKind) ([]byte, bool) {
+	return cutTypeMeta(body, typeMetaPrefix(gvk))
+}
+
+// typeMetaPrefix is how a typed object of gvk's JSON encoding opens, up to its apiVersion's
+// value (empty for no kind).
+func typeMetaPrefix(gvk schema.GroupVersionKind) []byte {
 	if gvk.Kind == "" {
-		return nil, false
+		return []byte{}
 	}
 	kind, err := json.Marshal(gvk.Kind)
 	if err != nil {
-		return nil, false
+		return []byte{}
 	}
 	av, err := json.Marshal(gvk.GroupVersion().String())
 	if err != nil {
+		return []byte{}
+	}
+	p := append([]byte(`{"kind":`), kind...)
+	p = append(p, `,"apiVersion":`...)
+	return append(p, av...)
+}
+
+// cutTypeMeta is afterTypeMeta with the prefix made.
+func cutTypeMeta(body, prefix []byte) ([]byte, bool) {
+	if len(prefix) == 0 {
 		return nil, false
 	}
-	rest, ok := bytes.CutPrefix(body, []byte(`{"kind":`))
-	if !ok {
-		return nil, false
-	}
-	if rest, ok = bytes.CutPrefix(rest, kind); !ok {
-		return nil, false
-	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"apiVersion":`)); !ok {
-		return nil, false
-	}
-	if rest, ok = bytes.CutPrefix(rest, av); !ok || len(rest) == 0 {
+	rest, ok := bytes.CutPrefix(body, prefix)
+	if !ok || len(rest) == 0 {
 		return nil, false
 	}
 	switch rest[0] {
