@@ -12,6 +12,7 @@ import (
 // procServer is an apiserver process the bench started, with its embedded etcd member.
 type procServer struct {
 	kubeconfig, pki string
+	etcdURL         string // its embedded etcd member's client URL
 	pid             int
 	stop            func()
 }
@@ -24,7 +25,7 @@ func startServer(dir, name string, fsync bool, binary string, extra ...string) p
 	cfg.EtcdUnsafeNoFsync = !fsync
 	proc := startProcess(binary, cfg, extra...)
 	return procServer{kubeconfig: filepath.Join(cfg.DataDir, "admin.kubeconfig"), pki: filepath.Join(cfg.DataDir, "pki"),
-		pid: proc.Process.Pid, stop: func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }}
+		etcdURL: cfg.EtcdListenClientURL, pid: proc.Process.Pid, stop: func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }}
 }
 
 // cpuRow is a pair of rows measured on two apiserver processes (the pair's api side on the

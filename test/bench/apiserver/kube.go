@@ -83,20 +83,10 @@ func kubeRows(ctx context.Context, dir string, n int, on *cacheServer, filled bo
 				return err
 			}))
 		}
-		// The same lists, the response read to its end but not decoded: what each server
-		// serves when the client's decoding (the same for both, on the same two cores) is
-		// left out, as a load generator such as wrk measures a web server.
+		// The same lists, the response read to its end but not decoded (rawList100).
 		for _, rv := range []string{"", "0"} {
 			rows = append(rows, both("list100 raw rv="+rvName(rv), conc, ops/2, func(s *cacheServer, _ string, i int) error {
-				req := s.cs.CoreV1().RESTClient().Get().Namespace("list100").Resource("configmaps")
-				if rv != "" {
-					req = req.Param("resourceVersion", rv)
-				}
-				b, err := req.Do(ctx).Raw()
-				if err == nil && len(b) < 100*50 {
-					err = fmt.Errorf("list100 returned %d bytes", len(b))
-				}
-				return err
+				return rawList100(ctx, s, rv)
 			}))
 		}
 	}

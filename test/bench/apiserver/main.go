@@ -417,9 +417,9 @@ func main() {
 	if want("rbac") {
 		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
 	}
-	var crdJSON, crdProto []cpuRow
+	var crdJSON, crdProto, crdKubeRows []cpuRow
 	if want("crd") {
-		crdJSON, crdProto = crdRows(ctx, dir, *fsync, *binary, *n)
+		crdJSON, crdProto, crdKubeRows = crdRows(ctx, dir, *fsync, *binary, *n)
 	}
 	var ctl []cpuRow
 	var ctlCPU time.Duration
@@ -436,7 +436,7 @@ func main() {
 		printRBACRows(rbac)
 	}
 	if len(crdJSON) > 0 {
-		printCRDRows(crdJSON, crdProto)
+		printCRDRows(crdJSON, crdProto, crdKubeRows)
 	}
 	if len(ctl) > 0 {
 		printControllerRows(ctl, ctlCPU, *ctlNice)

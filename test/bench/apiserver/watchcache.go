@@ -120,12 +120,15 @@ func cacheRows(ctx context.Context, dir string, fsync bool, binary string, n int
 	}
 }
 
-// listCacheRows measures gets and lists on the two servers.
+// listCacheRows measures gets and lists on the two servers, with each server process's CPU
+// time per request: the bench's client decodes every response on the same two cores, so
+// the rates show the client's share as much as the servers'.
 func listCacheRows(ctx context.Context, exe string, fsync bool, n int, on, off *cacheServer) {
-	both := func(name string, conc, ops int, op func(s *cacheServer, i int) error) pair {
-		return measureOps(name, conc, ops, func(i int) error { return op(on, i) }, func(i int) error { return op(off, i) })
+	both := func(name string, conc, ops int, op func(s *cacheServer, i int) error) cpuRow {
+		return measureServerCPU(on.cmd.Process.Pid, off.cmd.Process.Pid, name, conc, ops,
+			func(i int) error { return op(on, i) }, func(i int) error { return op(off, i) })
 	}
-	var rows []pair
+	var rows []cpuRow
 	for _, conc := range []int{1, 32} {
 		ops := n
 		if conc > 1 {
@@ -144,6 +147,11 @@ func listCacheRows(ctx context.Context, exe string, fsync bool, n int, on, off *
 					err = fmt.Errorf("list100 returned %d items", len(l.Items))
 				}
 				return err
+			}))
+		}
+		for _, rv := range []string{"", "0"} {
+			rows = append(rows, both("list100 raw rv="+rvName(rv), conc, ops/2, func(s *cacheServer, i int) error {
+				return rawList100(ctx, s, rv)
 			}))
 		}
 	}
@@ -183,7 +191,33 @@ func listCacheRows(ctx context.Context, exe string, fsync bool, n int, on, off *
 			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
 			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
 	}
+	fmt.Printf("\nthe same rows, CPU time per request of each server process (with its own etcd member), read around each of its\n")
+	fmt.Printf("rounds (10 ms clock ticks); none/cache is how many requests the server with the cache serves for the CPU one\n")
+	fmt.Printf("without it takes, i.e. its throughput when the server, not the bench's client, has the cores\n")
+	fmt.Printf("%-22s %4s | %10s %10s | %s\n", "op", "conc", "cache cpu", "none cpu", "none/cache")
+	for _, r := range rows {
+		ratio := 0.0
+		if r.leftCPU > 0 {
+			ratio = float64(r.rightCPU) / float64(r.leftCPU)
+		}
+		fmt.Printf("%-22s %4d | %10s %10s | %8.2fx\n", r.api.name, r.api.conc, round(r.leftCPU), round(r.rightCPU), ratio)
+	}
 	fmt.Printf("\nRSS after the rows: with the cache %s, without %s\n", readRSS(on.cmd.Process.Pid), readRSS(off.cmd.Process.Pid))
+}
+
+// rawList100 lists the list100 namespace and reads the response to its end without decoding
+// it: what a server serves when the client's decoding (the same for both sides, on the same
+// two cores) is left out, as a load generator such as wrk measures a web server.
+func rawList100(ctx context.Context, s *cacheServer, rv string) error {
+	req := s.cs.CoreV1().RESTClient().Get().Namespace("list100").Resource("configmaps")
+	if rv != "" {
+		req = req.Param("resourceVersion", rv)
+	}
+	b, err := req.Do(ctx).Raw()
+	if err == nil && len(b) < 100*50 {
+		err = fmt.Errorf("list100 returned %d bytes", len(b))
+	}
+	return err
 }
 
 func rvName(rv string) string {
