@@ -500,25 +500,38 @@ func TestCustomResourceSelectableFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	var written []string // what each update wrote, for the failure message
 	recolor := func(name, color string) {
 		t.Helper()
-		if _, _, err := ws.Update(ctx, "default", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		out, _, err := ws.Update(ctx, "default", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 			u := cur.(*unstructured.Unstructured)
 			return u, unstructured.SetNestedField(u.Object, color, "spec", "color")
-		}, &metav1.UpdateOptions{}); err != nil {
+		}, &metav1.UpdateOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		written = append(written, fmt.Sprintf("%s %s at %s", name, color, out.(*unstructured.Unstructured).GetResourceVersion()))
 	}
 	recolor("a", "blue") // leaves the selector
 	recolor("b", "red")  // enters it
 	for _, want := range []string{"DELETED a", "ADDED b"} {
 		select {
-		case ev := <-w.ResultChan():
-			if got := string(ev.Type) + " " + ev.Object.(*unstructured.Unstructured).GetName(); got != want {
-				t.Fatalf("watch: got %s, want %s", got, want)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed before %s (wrote %v)", want, written)
+			}
+			u, isU := ev.Object.(*unstructured.Unstructured)
+			if !isU {
+				t.Fatalf("watch: got %s %#v, want %s (wrote %v)", ev.Type, ev.Object, want, written)
+			}
+			if got := string(ev.Type) + " " + u.GetName(); got != want {
+				// Say enough to tell a lost event from a late one: the list's and the
+				// event's revisions, what the updates wrote, who served the watch.
+				t.Fatalf("watch from %s (%T): got %s at %s, want %s (wrote %v)", list.(*unstructured.UnstructuredList).GetResourceVersion(),
+					w, got, u.GetResourceVersion(), want, written)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("watch: no %s", want)
+			t.Fatalf("watch: no %s (wrote %v)", want, written)
 		}
 	}
 }
