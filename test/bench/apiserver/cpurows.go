@@ -113,3 +113,25 @@ func printServerCPURows(title, left, right string, rows []cpuRow) {
 	fmt.Printf("least CPU in a row had %s in all; in 10 ms clock ticks, each round's share is off by less than a tick: %.1f%% at most (-n sets it).\n",
 		least.Round(10*time.Millisecond), 100*float64(rounds*10*time.Millisecond)/float64(max(least, time.Millisecond)))
 }
+
+// printRatesAndCPU prints rows measured on two server processes side by side: rates and
+// latencies, the median of the rounds' left/right rates, then each process's CPU time per
+// request (note says what it includes) and right/left, how many of left's requests the CPU
+// of one of right's pays for.
+func printRatesAndCPU(rows []cpuRow, left, right, note string) {
+	fmt.Printf("%-22s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", left+" ops/s", "p50", "p99", right+" ops/s", "p50", "p99", "ratio")
+	for _, p := range rows {
+		fmt.Printf("%-22s %4d | %10.1f %9s %9s | %10.1f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
+			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
+			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
+	}
+	fmt.Printf("\nthe same rows, CPU time per request of each server process, read around each of its rounds (10 ms clock ticks);\n%s", note)
+	fmt.Printf("%-22s %4s | %10s %10s | %s\n", "op", "conc", left+" cpu", right+" cpu", right+"/"+left)
+	for _, r := range rows {
+		ratio := 0.0
+		if r.leftCPU > 0 {
+			ratio = float64(r.rightCPU) / float64(r.leftCPU)
+		}
+		fmt.Printf("%-22s %4d | %10s %10s | %8.2fx\n", r.api.name, r.api.conc, round(r.leftCPU), round(r.rightCPU), ratio)
+	}
+}

@@ -101,25 +101,10 @@ func kubeRows(ctx context.Context, dir string, n int, on *cacheServer, filled bo
 	}
 	fmt.Printf("\nhacp (with its watch cache) vs kube-apiserver 1.33 (%s), each its own process, on the same etcd member\n", filepath.Base(bin))
 	fmt.Printf("(hacp's embedded one) holding %d + 100 configmaps; %d alternating rounds per row, load average %s\n\n", *bigN, rounds, loadavg())
-	fmt.Printf("%-22s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "hacp ops/s", "p50", "p99", "kube ops/s", "p50", "p99", "ratio")
-	for _, p := range rows {
-		fmt.Printf("%-22s %4d | %10.1f %9s %9s | %10.1f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
-			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
-			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
-	}
 	// On this shared machine a process's own CPU time per request moves far less with the
 	// other load than rates do; and the bench's client, which decodes every response on the
 	// same cores, is not in it.
-	fmt.Printf("\nthe same rows, CPU time per request of each server process, read around each of its rounds (10 ms clock ticks);\n")
-	fmt.Printf("hacp's includes the etcd member both use, serving hacp's requests; kube-apiserver's does not include etcd\n")
-	fmt.Printf("%-22s %4s | %10s %10s | %s\n", "op", "conc", "hacp cpu", "kube cpu", "kube/hacp")
-	for _, r := range rows {
-		ratio := 0.0
-		if r.leftCPU > 0 {
-			ratio = float64(r.rightCPU) / float64(r.leftCPU)
-		}
-		fmt.Printf("%-22s %4d | %10s %10s | %8.2fx\n", r.api.name, r.api.conc, round(r.leftCPU), round(r.rightCPU), ratio)
-	}
+	printRatesAndCPU(rows, "hacp", "kube", "hacp's includes the etcd member both use, serving hacp's requests; kube-apiserver's does not include etcd\n")
 	fmt.Printf("\nRSS after the rows: hacp %s (with the etcd member both use), kube-apiserver %s\n",
 		readRSS(on.cmd.Process.Pid), readRSS(kube.cmd.Process.Pid))
 	if strings.Contains(","+*cacheParts+",", ",fanout,") {

@@ -185,23 +185,8 @@ func listCacheRows(ctx context.Context, exe string, fsync bool, n int, on, off *
 	}
 	fmt.Printf("\nwatch cache: the same apiserver program (%s) with --watch-cache=true vs --watch-cache=false, each its own process\n", exe)
 	fmt.Printf("on its own embedded etcd (fsync=%v) holding %d + 100 configmaps; %d alternating rounds per row, load average %s\n\n", fsync, *bigN, rounds, loadavg())
-	fmt.Printf("%-22s %4s | %10s %9s %9s | %10s %9s %9s | %7s\n", "op", "conc", "cache ops/s", "p50", "p99", "none ops/s", "p50", "p99", "ratio")
-	for _, p := range rows {
-		fmt.Printf("%-22s %4d | %10.1f %9s %9s | %10.1f %9s %9s | %6.0f%%\n", p.api.name, p.api.conc,
-			p.api.rate(), round(p.api.pct(0.5)), round(p.api.pct(0.99)),
-			p.etcd.rate(), round(p.etcd.pct(0.5)), round(p.etcd.pct(0.99)), 100*p.ratio())
-	}
-	fmt.Printf("\nthe same rows, CPU time per request of each server process (with its own etcd member), read around each of its\n")
-	fmt.Printf("rounds (10 ms clock ticks); none/cache is how many requests the server with the cache serves for the CPU one\n")
-	fmt.Printf("without it takes, i.e. its throughput when the server, not the bench's client, has the cores\n")
-	fmt.Printf("%-22s %4s | %10s %10s | %s\n", "op", "conc", "cache cpu", "none cpu", "none/cache")
-	for _, r := range rows {
-		ratio := 0.0
-		if r.leftCPU > 0 {
-			ratio = float64(r.rightCPU) / float64(r.leftCPU)
-		}
-		fmt.Printf("%-22s %4d | %10s %10s | %8.2fx\n", r.api.name, r.api.conc, round(r.leftCPU), round(r.rightCPU), ratio)
-	}
+	printRatesAndCPU(rows, "cache", "none", "(with its own etcd member); none/cache is how many requests the server with the cache serves for the CPU\n"+
+		"one without it takes, i.e. its throughput when the server, not the bench's client, has the cores\n")
 	fmt.Printf("\nRSS after the rows: with the cache %s, without %s\n", readRSS(on.cmd.Process.Pid), readRSS(off.cmd.Process.Pid))
 }
 
