@@ -78,8 +78,8 @@ func crdRows(ctx context.Context, dir string, fsync bool, binary string, n int) 
 		must(err)
 	}
 	sides := newCRDSides(ctx, rc)
-	vsJSON = crdSideRows(s.pid, "j", n, sides.custom, sides.cmJSON, true)
-	vsProtobuf = crdSideRows(s.pid, "p", n, sides.custom, sides.cmProto, false)
+	vsJSON = crdSideRows(s.pid, "j", n, sides.custom, sides.cmJSON)
+	vsProtobuf = crdSideRows(s.pid, "p", n, sides.custom, sides.cmProto)
 	if *crdKube {
 		// The same rows on kube-apiserver 1.33 over the same etcd: what upstream's custom
 		// resources cost against its ConfigMaps (its custom lists carry their items' kinds too).
@@ -101,7 +101,7 @@ func crdRows(ctx context.Context, dir string, fsync bool, binary string, n int) 
 			time.Sleep(50 * time.Millisecond) // poll
 		}
 		ks := newCRDSides(ctx, krc)
-		onKube = crdSideRows(kube.cmd.Process.Pid, "k", n, ks.custom, ks.cmJSON, true)
+		onKube = crdSideRows(kube.cmd.Process.Pid, "k", n, ks.custom, ks.cmJSON)
 	}
 	return vsJSON, vsProtobuf, onKube
 }
@@ -118,7 +118,7 @@ type crdSide struct {
 	create func(name string) error
 	get    func(name string) error
 	list   func(rv string) error
-	raw    func(rv string) error // the list read to its end as JSON, not decoded (nil: no raw rows)
+	raw    func(rv string) error // the list read to its end as JSON, not decoded; nil: no raw rows
 }
 
 // crdSides are the three clients of the rows: the custom resource (dynamic client, JSON),
@@ -181,9 +181,9 @@ func newCRDSides(ctx context.Context, rc *rest.Config) crdSides {
 }
 
 // crdSideRows measures custom against other on the server process pid, at concurrency 1
-// and 32; tag keeps the created objects' names apart from other rows'. raw adds the rows
-// that read the lists without decoding them.
-func crdSideRows(pid int, tag string, n int, custom, other crdSide, raw bool) []cpuRow {
+// and 32; tag keeps the created objects' names apart from other rows'. When other reads its
+// lists raw too, so do rows of their own.
+func crdSideRows(pid int, tag string, n int, custom, other crdSide) []cpuRow {
 	var rows []cpuRow
 	for _, conc := range []int{1, 32} {
 		ops := n
@@ -197,7 +197,7 @@ func crdSideRows(pid int, tag string, n int, custom, other crdSide, raw bool) []
 		for _, rv := range []string{"0", ""} {
 			rows = append(rows, measureServerCPU(pid, pid, "list100 rv="+rvName(rv), conc, ops/4, func(int) error { return custom.list(rv) }, func(int) error { return other.list(rv) }))
 		}
-		if raw {
+		if other.raw != nil {
 			for _, rv := range []string{"0", ""} {
 				rows = append(rows, measureServerCPU(pid, pid, "list100 raw rv="+rvName(rv), conc, ops/4, func(int) error { return custom.raw(rv) }, func(int) error { return other.raw(rv) }))
 			}
