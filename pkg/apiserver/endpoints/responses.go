@@ -139,9 +139,11 @@ func partialMetadata(obj runtime.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Through the accessor, so typed and unstructured objects give the same answer.
-	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
-	p.ObjectMeta = *meta.AsPartialObjectMetadata(a).ObjectMeta.DeepCopy()
+	// Through the accessor, so typed and unstructured objects give the same answer. It shares
+	// obj's labels, annotations and the other maps and slices (often the watch cache's own,
+	// read by every watcher): the result is only encoded, never changed.
+	p := meta.AsPartialObjectMetadata(a)
+	p.TypeMeta = metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}
 	return p, nil
 }
 
@@ -166,18 +168,61 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.O
 // encodeProto encodes obj in the protobuf envelope (magic prefix and runtime.Unknown), as
 // upstream does. It fails for objects without a protobuf form.
 func encodeProto(obj runtime.Object) ([]byte, error) {
+	_, env, err := encodeProtoRoom(obj, 0)
+	return env, err
+}
+
+// encodeProtoRoom is encodeProto with room free bytes before the envelope: buf is the
+// whole allocation and env is buf[room:], or, when the serializer did not write one
+// buffer of its own allocating, buf is nil and env a copy of what it wrote.
+func encodeProtoRoom(obj runtime.Object, room int) (buf, env []byte, err error) {
 	if obj.GetObjectKind().GroupVersionKind().Empty() {
 		gvks, _, err := registry.Scheme.ObjectKinds(obj)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
 	}
-	var buf bytes.Buffer
-	if err := protoSerializer.Encode(obj, &buf); err != nil {
-		return nil, err
+	a := roomAllocator{room: room}
+	var w captureWriter
+	if err := protoSerializer.EncodeWithAllocator(obj, &w, &a); err != nil {
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	if w.writes == 1 && a.allocs == 1 && len(w.b) > 0 && len(a.buf) > room && &w.b[0] == &a.buf[room] {
+		return a.buf[:room+len(w.b) : room+len(w.b)], w.b[:len(w.b):len(w.b)], nil
+	}
+	return nil, bytes.Clone(w.b), nil
+}
+
+// roomAllocator gives the protobuf serializer fresh buffers with room bytes free before
+// them, and remembers the last one whole.
+type roomAllocator struct {
+	room   int
+	buf    []byte
+	allocs int
+}
+
+func (a *roomAllocator) Allocate(n uint64) []byte {
+	a.allocs++
+	a.buf = make([]byte, uint64(a.room)+n)
+	return a.buf[a.room:]
+}
+
+// captureWriter keeps what the serializer writes without copying it when that is one
+// Write (the serializer writes an object once, from the buffer it allocated).
+type captureWriter struct {
+	b      []byte
+	writes int
+}
+
+func (w *captureWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.writes == 1 {
+		w.b = p
+	} else {
+		w.b = append(w.b[:len(w.b):len(w.b)], p...)
+	}
+	return len(p), nil
 }
 
 // writeProto writes obj as protobuf and reports whether it could. The callers fall back to

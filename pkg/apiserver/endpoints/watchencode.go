@@ -32,11 +32,47 @@ const (
 // object without a protobuf form (a Table) goes as JSON inside it, which client-go decodes by
 // its content.
 func encodeEvent(f wireFormat, t watch.EventType, obj runtime.Object) ([]byte, error) {
+	if f == wireProto {
+		if fr, _, err := encodeProtoFrame(t, obj); err == nil {
+			return fr, nil
+		}
+	}
 	raw, err := encodeWatchObject(f, obj)
 	if err != nil {
 		return nil, err
 	}
 	return frameEvent(f, t, raw)
+}
+
+// protoFrameRoom is what a protobuf frame has before its object's envelope: the length
+// prefix, the event type's field (at most "BOOKMARK") and the two lengths of the object's
+// field (RawExtension, then its raw bytes), each at most a 5-byte varint.
+const protoFrameRoom = 4 + (1 + 1 + len(watch.Bookmark)) + (1 + 5) + (1 + 5)
+
+// encodeProtoFrame encodes obj in the protobuf envelope and frames it as event t, in one
+// buffer: the frame is built around the envelope where the serializer wrote it. env is the
+// envelope, at the end of the frame. It fails when obj has no protobuf form.
+func encodeProtoFrame(t watch.EventType, obj runtime.Object) (frame, env []byte, err error) {
+	buf, env, err := encodeProtoRoom(obj, protoFrameRoom)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: env}}
+	n := ev.Size()
+	if buf == nil || len(t) > len(watch.Bookmark) || n+4 > len(buf) {
+		fr, err := frameEvent(wireProto, t, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fr, fr[len(fr)-len(env):], nil
+	}
+	// The generated marshaller writes from the end: env onto itself, then the fields before it.
+	start := len(buf) - n
+	if _, err := ev.MarshalToSizedBuffer(buf[start:]); err != nil {
+		return nil, nil, err
+	}
+	binary.BigEndian.PutUint32(buf[start-4:], uint32(n))
+	return buf[start-4:], env, nil
 }
 
 func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
@@ -327,6 +363,17 @@ func (c *encodingCache) frame(store any, f wireFormat, t watch.EventType, obj ru
 	defer e.mu.Unlock()
 	if fr := e.frames[f][ti]; fr != nil {
 		return fr, nil
+	}
+	if f == wireProto && e.proto == nil && !e.noProto {
+		// Encoded and framed in one buffer, the envelope kept inside the frame.
+		if fr, env, err := encodeProtoFrame(t, obj); err == nil {
+			if start, end, ok := envelopeRaw(env); ok {
+				e.proto, e.raw, e.protoInFrame = env, [2]int{start, end}, true
+				e.frames[f][ti] = fr
+				c.resize(e)
+				return fr, nil
+			}
+		}
 	}
 	var raw []byte
 	if f == wireProto && e.ensureProto(obj) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -34,11 +35,12 @@ func referenceFrame(t *testing.T, f wireFormat, et watch.EventType, obj runtime.
 		}
 		return buf.Bytes()
 	}
-	raw, err := encodeProto(obj)
-	if err != nil {
-		if raw, err = json.Marshal(obj); err != nil {
-			t.Fatal(err)
-		}
+	var env bytes.Buffer
+	raw := env.Bytes()
+	if err := protobuf.NewSerializer(nil, nil).Encode(obj, &env); err == nil {
+		raw = env.Bytes()
+	} else if raw, err = json.Marshal(obj); err != nil {
+		t.Fatal(err)
 	}
 	ev := metav1.WatchEvent{Type: string(et), Object: runtime.RawExtension{Raw: raw}}
 	data, err := ev.Marshal()
@@ -69,7 +71,14 @@ func TestWatchFrameMatchesEncoder(t *testing.T) {
 		Rows:              []metav1.TableRow{{Cells: []any{"<x>"}}}}
 	pom := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"a": "<&>"}}}
+	// Objects whose lengths in the frame take one to four bytes.
+	large := func(n int) runtime.Object {
+		cm := testConfigMap(n)
+		cm.Data["big"] = strings.Repeat("x", n)
+		return cm
+	}
 	objects := map[string]runtime.Object{"configmap": testConfigMap(1), "table": table, "partial metadata": pom,
+		"configmap 200": large(200), "configmap 70k": large(70 << 10), "configmap 3M": large(3 << 20),
 		"status": &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired}}
 	for name, obj := range objects {
 		for _, f := range []wireFormat{wireJSON, wireProto} {
@@ -93,6 +102,43 @@ func TestWatchFrameMatchesEncoder(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A protobuf frame encoded for the cache keeps the object's envelope inside it, which a
+// get of the same stored state then serves: the same bytes as encoding it anew.
+func TestEncodingCacheProtoInFrame(t *testing.T) {
+	store := new(int)
+	c := newEncodingCache(1<<20, 100)
+	cm := testConfigMap(7)
+	cm.UID = "u7"
+	fr, err := c.frame(store, wireProto, watch.Modified, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := referenceFrame(t, wireProto, watch.Modified, cm); !bytes.Equal(fr, want) {
+		t.Fatalf("frame differs:\n got %q\nwant %q", fr, want)
+	}
+	var want bytes.Buffer
+	if err := protoSerializer.Encode(cm, &want); err != nil {
+		t.Fatal(err)
+	}
+	env, msg, ok := c.objectProto(store, cm, false)
+	if !ok || !bytes.Equal(env, want.Bytes()) {
+		t.Fatalf("envelope %q (ok %v), want %q", env, ok, want.Bytes())
+	}
+	if &env[0] != &fr[len(fr)-len(env)] {
+		t.Error("the envelope is a second copy, not the frame's tail")
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(want.Bytes()[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(msg, unk.Raw) {
+		t.Errorf("object message %q, want %q", msg, unk.Raw)
+	}
+	if n, _ := c.stats(); n != 1 {
+		t.Errorf("cache holds %d objects, want 1", n)
 	}
 }
 
@@ -248,5 +294,28 @@ func TestUnstructuredJSON(t *testing.T) {
 		if got, err := marshalJSON(u); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("marshalJSON = %s, %v; want %s", got, err, want)
 		}
+	}
+}
+
+// A built-in object is encoded into one buffer with the room asked for before it (the frame
+// is then built in place, not copied).
+func TestEncodeProtoRoom(t *testing.T) {
+	cm := testConfigMap(3)
+	buf, env, err := encodeProtoRoom(cm, protoFrameRoom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf == nil || len(buf) != protoFrameRoom+len(env) || &buf[protoFrameRoom] != &env[0] {
+		t.Fatalf("envelope not in the buffer after %d bytes of room: buffer %d bytes, envelope %d", protoFrameRoom, len(buf), len(env))
+	}
+	var want bytes.Buffer
+	if err := protoSerializer.Encode(cm, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(env, want.Bytes()) {
+		t.Errorf("envelope %q, want %q", env, want.Bytes())
+	}
+	if _, _, err := encodeProtoRoom(&metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}, 8); err == nil {
+		t.Error("a Table encoded as protobuf")
 	}
 }
