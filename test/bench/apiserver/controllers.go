@@ -23,17 +23,53 @@ import (
 // _output/upstream) attached to the first, at nice value nice (0: as the bench and the
 // apiservers; 19: they get CPU only when the others leave it, as if they ran on other
 // cores), and waits until the controllers run (a Deployment gets its ReplicaSet): the
-// controller-manager's ~40 informers then watch it. stop stops everything.
-func controllersServers(ctx context.Context, dir string, fsync bool, binary string, nice int) (with, without procServer, ctlPids []int, stop func()) {
+// controller-manager's ~40 informers then watch it. stopCtl stops the controllers, stop the
+// apiservers.
+func controllersServers(ctx context.Context, dir string, fsync bool, binary string, nice int) (with, without procServer, ctlPids []int, stopCtl, stop func()) {
+	binary = apiserverBinary(binary, dir)
+	with = startServer(dir, "ctl-with", fsync, binary)
+	without = startServer(dir, "ctl-without", fsync, binary)
+	ctlPids, stopCtl = startControllers(ctx, filepath.Join(dir, "controllers.log"), with.kubeconfig,
+		filepath.Join(with.pki, "sa.key"), filepath.Join(with.pki, "ca.crt"), nice)
+	return with, without, ctlPids, stopCtl, func() {
+		with.stop()
+		without.stop()
+	}
+}
+
+// kubeControllersServers is controllersServers with kube-apiserver 1.33 for the apiservers:
+// one over each etcd URL (under their own prefix, so that they share nothing with what else
+// those members hold), the controllers attached to the first.
+func kubeControllersServers(ctx context.Context, dir string, etcdWith, etcdWithout string, nice int) (with, without procServer, ctlPids []int, stop func()) {
+	bin, err := upstream.Build(ctx, upstream.Root(), "kube-apiserver")
+	must(err)
+	start := func(name, etcdURL string) (procServer, *cacheServer) {
+		k := startKubeAPIServer(filepath.Join(dir, name), bin, etcdURL, "--etcd-prefix=/bench-kube")
+		return procServer{kubeconfig: k.kubeconfig, pid: k.cmd.Process.Pid}, k
+	}
+	with, kw := start("ctl-kube-with", etcdWith)
+	without, ko := start("ctl-kube-without", etcdWithout)
+	kdir := filepath.Dir(kw.kubeconfig) // where KubeAPIServerArgs wrote the service account key
+	ctlPids, stopCtl := startControllers(ctx, filepath.Join(dir, "controllers-kube.log"), with.kubeconfig,
+		filepath.Join(kdir, "sa.key"), filepath.Join(kdir, "certs", "apiserver.crt"), nice)
+	return with, without, ctlPids, func() {
+		stopCtl()
+		for _, k := range []*cacheServer{kw, ko} {
+			_ = k.cmd.Process.Signal(syscall.SIGTERM)
+			_ = k.cmd.Wait()
+		}
+	}
+}
+
+// startControllers runs kube-controller-manager and kube-scheduler 1.33 against the apiserver
+// of kubeconfig at nice value nice, logging to logPath, and waits until the controllers work
+// (a Deployment gets its ReplicaSet).
+func startControllers(ctx context.Context, logPath, kubeconfig, saKey, rootCA string, nice int) (pids []int, stop func()) {
 	kcmBin, err := upstream.Build(ctx, upstream.Root(), "kube-controller-manager")
 	must(err)
 	schedBin, err := upstream.Build(ctx, upstream.Root(), "kube-scheduler")
 	must(err)
-	binary = apiserverBinary(binary, dir)
-	with = startServer(dir, "ctl-with", fsync, binary)
-	without = startServer(dir, "ctl-without", fsync, binary)
-	kubeconfig := with.kubeconfig
-	logs, err := os.Create(filepath.Join(dir, "controllers.log"))
+	logs, err := os.Create(logPath)
 	must(err)
 	start := func(bin string, args ...string) *exec.Cmd {
 		if nice != 0 {
@@ -47,19 +83,15 @@ func controllersServers(ctx context.Context, dir string, fsync bool, binary stri
 	}
 	common := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0", "--leader-elect=false"}
-	kcm := start(kcmBin, append(common,
-		"--service-account-private-key-file="+filepath.Join(with.pki, "sa.key"),
-		"--root-ca-file="+filepath.Join(with.pki, "ca.crt"))...)
+	kcm := start(kcmBin, append(common, "--service-account-private-key-file="+saKey, "--root-ca-file="+rootCA)...)
 	sched := start(schedBin, common...)
-	ctlPids = []int{kcm.Process.Pid, sched.Process.Pid}
+	pids = []int{kcm.Process.Pid, sched.Process.Pid}
 	stop = func() {
 		for _, c := range []*exec.Cmd{kcm, sched} {
 			_ = c.Process.Signal(syscall.SIGTERM)
 			_ = c.Wait()
 		}
 		logs.Close()
-		with.stop()
-		without.stop()
 	}
 
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -79,11 +111,11 @@ func controllersServers(ctx context.Context, dir string, fsync bool, binary stri
 		}
 		if time.Now().After(deadline) {
 			stop()
-			must(fmt.Errorf("kube-controller-manager did not create the probe's ReplicaSet within 3m (log %s)", logs.Name()))
+			must(fmt.Errorf("kube-controller-manager did not create the probe's ReplicaSet within 3m (log %s)", logPath))
 		}
 		time.Sleep(100 * time.Millisecond) // poll
 	}
-	return with, without, ctlPids, stop
+	return pids, stop
 }
 
 // controllerRows compares, in the same run and alternating rounds, the create, get and list
@@ -91,7 +123,7 @@ func controllersServers(ctx context.Context, dir string, fsync bool, binary stri
 // and kube-scheduler watch (with) and one nobody watches (without): what their informers
 // cost every client, as rates and as each apiserver's own CPU time per request. ctlCPU is
 // the CPU time the controllers used meanwhile.
-func controllerRows(ctx context.Context, with, without procServer, ctlPids []int, n int) (rows []cpuRow, ctlCPU time.Duration) {
+func controllerRows(ctx context.Context, with, without procServer, ctlPids []int, n int, lists bool) (rows []cpuRow, ctlCPU time.Duration) {
 	client := func(s procServer) kubernetes.Interface {
 		rc, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig)
 		must(err)
@@ -137,6 +169,9 @@ func controllerRows(ctx context.Context, with, without procServer, ctlPids []int
 			}
 		}
 		rows = append(rows, measureRow("get", conc, ops, get(with), get(without)))
+		if !lists {
+			continue
+		}
 		for _, rv := range []string{"0", ""} {
 			list := func(c interface {
 				List(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error)
@@ -156,9 +191,18 @@ func controllerRows(ctx context.Context, with, without procServer, ctlPids []int
 	return rows, controllersCPU() - c0
 }
 
-// printControllerRows prints controllerRows' table.
-func printControllerRows(rows []cpuRow, ctlCPU time.Duration, nice int) {
+// printControllerRows prints controllerRows' table, and the same rows on kube-apiserver
+// when kube has any.
+func printControllerRows(rows []cpuRow, ctlCPU time.Duration, kube []cpuRow, kubeCtlCPU time.Duration, nice int) {
 	printCPURows("controllers: the same requests on an apiserver kube-controller-manager and kube-scheduler 1.33 watch vs one nobody watches, same run (ratio: with/without):",
 		"with", "w/o", rows)
 	fmt.Printf("kube-controller-manager and kube-scheduler (nice %d) used %s of CPU during these rows\n", nice, ctlCPU.Round(10*time.Millisecond))
+	if len(kube) == 0 {
+		return
+	}
+	printServerCPURows("The create and get rows on kube-apiserver 1.33, as upstream's reference: two processes, each over one of the etcd members\n"+
+		"above (under a prefix of its own), the same controllers attached to the first (no list rows: its lists at rv=0 ignore the limit and\n"+
+		"return every object, 20 ms each):",
+		"with", "w/o", kube)
+	fmt.Printf("kube-controller-manager and kube-scheduler (nice %d) used %s of CPU during these rows\n", nice, kubeCtlCPU.Round(10*time.Millisecond))
 }

@@ -53,7 +53,7 @@ func printCPURows(title, left, right string, rows []cpuRow) {
 		pairs = append(pairs, r.pair)
 	}
 	printSideBySide(title, left, right, pairs)
-	fmt.Printf("\nthe same rows, CPU time of each apiserver process (with its etcd member) per request (ratio: %s/%s; 10 ms clock ticks):\n", left, right)
+	fmt.Printf("\nthe same rows, CPU time of each apiserver process (with its etcd member, if it embeds one) per request (ratio: %s/%s; 10 ms clock ticks):\n", left, right)
 	fmt.Printf("%-18s %4s | %12s %12s | %7s\n", "op", "conc", left+" CPU/op", right+" CPU/op", "ratio")
 	for _, r := range rows {
 		ratio := 0.0
@@ -108,7 +108,7 @@ func printServerCPURows(title, left, right string, rows []cpuRow) {
 			}
 		}
 	}
-	fmt.Printf("rate: median of the rounds' %s/%s rates; cpu: the server process's CPU time (with its etcd member) per request,\n", left, right)
+	fmt.Printf("rate: median of the rounds' %s/%s rates; cpu: the server process's CPU time (with its etcd member, if it embeds one)\nper request, ", left, right)
 	fmt.Printf("read around every round, and its ratio %s/%s (lower is cheaper; 111%% is the CPU of a 90%% rate). The side with the\n", left, right)
 	fmt.Printf("least CPU in a row had %s in all; in 10 ms clock ticks, each round's share is off by less than a tick: %.1f%% at most (-n sets it).\n",
 		least.Round(10*time.Millisecond), 100*float64(rounds*10*time.Millisecond)/float64(max(least, time.Millisecond)))

@@ -113,9 +113,9 @@ func kubeRows(ctx context.Context, dir string, n int, on *cacheServer, filled bo
 }
 
 // startKubeAPIServer runs kube-apiserver on etcdURL as the tests run it
-// (upstream.KubeAPIServerArgs), with the admin token in the kubeconfig it writes, and waits
-// until it is ready.
-func startKubeAPIServer(dir, bin, etcdURL string) *cacheServer {
+// (upstream.KubeAPIServerArgs) and extra flags, with the admin token in the kubeconfig it
+// writes, and waits until it is ready.
+func startKubeAPIServer(dir, bin, etcdURL string, extra ...string) *cacheServer {
 	dir = filepath.Join(dir, "kube-apiserver")
 	must(os.MkdirAll(dir, 0o700))
 	free, err := embedetcd.FreeLocalURL()
@@ -127,7 +127,8 @@ func startKubeAPIServer(dir, bin, etcdURL string) *cacheServer {
 	must(err)
 	defer logf.Close()
 	// No in-flight limits, as the hacp side of the rows.
-	cmd := exec.Command(bin, append(args, "--max-requests-inflight=0", "--max-mutating-requests-inflight=0")...)
+	args = append(args, "--max-requests-inflight=0", "--max-mutating-requests-inflight=0")
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	must(cmd.Start())
 	prev := onExit

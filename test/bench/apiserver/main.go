@@ -263,6 +263,7 @@ func main() {
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
 	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, cache, process); all when empty")
 	ctlNice := flag.Int("controllers-nice", 0, "run the controllers rows' kube-controller-manager and kube-scheduler at this nice `value` (19: they get CPU only when the bench and the apiservers leave it, as on other cores)")
+	ctlKubeFlag := flag.Bool("controllers-kube", true, "also run the controllers rows on kube-apiserver 1.33 (two processes over the same etcd members, the same controllers attached to one): upstream's own with/without ratios as the reference")
 	watchCache := flag.Bool("watch-cache", true, "run the apiserver measured with its watch cache (false: every read goes to etcd, as before the cache)")
 	flag.Parse()
 	if *fanClient {
@@ -421,12 +422,18 @@ func main() {
 	if want("crd") {
 		crdJSON, crdProto, crdKubeRows = crdRows(ctx, dir, *fsync, *binary, *n)
 	}
-	var ctl []cpuRow
-	var ctlCPU time.Duration
+	var ctl, ctlKube []cpuRow
+	var ctlCPU, ctlKubeCPU time.Duration
 	if want("controllers") {
-		with, without, pids, stopCtl := controllersServers(ctx, dir, *fsync, *binary, *ctlNice)
-		ctl, ctlCPU = controllerRows(ctx, with, without, pids, *n)
-		stopCtl()
+		with, without, pids, stopCtl, stopServers := controllersServers(ctx, dir, *fsync, *binary, *ctlNice)
+		ctl, ctlCPU = controllerRows(ctx, with, without, pids, *n, true)
+		stopCtl() // one set of controllers at a time
+		if *ctlKubeFlag {
+			kw, ko, kpids, stopKube := kubeControllersServers(ctx, dir, with.etcdURL, without.etcdURL, *ctlNice)
+			ctlKube, ctlKubeCPU = controllerRows(ctx, kw, ko, kpids, *n, false)
+			stopKube()
+		}
+		stopServers()
 	}
 	printRows(rows, *fsync, *binary)
 	if len(apply) > 0 {
@@ -439,7 +446,7 @@ func main() {
 		printCRDRows(crdJSON, crdProto, crdKubeRows)
 	}
 	if len(ctl) > 0 {
-		printControllerRows(ctl, ctlCPU, *ctlNice)
+		printControllerRows(ctl, ctlCPU, ctlKube, ctlKubeCPU, *ctlNice)
 	}
 	stop()
 	if want("cache") {
