@@ -189,7 +189,8 @@ func encodeProtoRoom(obj runtime.Object, room int) (buf, env []byte, err error) 
 		return nil, nil, err
 	}
 	if w.writes == 1 && a.allocs == 1 && len(w.b) > 0 && len(a.buf) > room && &w.b[0] == &a.buf[room] {
-		return a.buf[:room+len(w.b) : room+len(w.b)], w.b[:len(w.b):len(w.b)], nil
+		n := room + len(w.b)
+		return a.buf[:n:n], w.b[:len(w.b):len(w.b)], nil
 	}
 	return nil, bytes.Clone(w.b), nil
 }

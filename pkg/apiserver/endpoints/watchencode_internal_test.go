@@ -36,7 +36,7 @@ func referenceFrame(t *testing.T, f wireFormat, et watch.EventType, obj runtime.
 		return buf.Bytes()
 	}
 	var env bytes.Buffer
-	raw := env.Bytes()
+	var raw []byte
 	if err := protobuf.NewSerializer(nil, nil).Encode(obj, &env); err == nil {
 		raw = env.Bytes()
 	} else if raw, err = json.Marshal(obj); err != nil {
