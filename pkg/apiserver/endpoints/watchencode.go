@@ -37,7 +37,7 @@ func encodeEvent(f wireFormat, t watch.EventType, obj runtime.Object) ([]byte, e
 			return fr, nil
 		}
 	}
-	raw, err := encodeWatchObject(f, obj)
+	raw, err := marshalJSON(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -73,15 +73,6 @@ func encodeProtoFrame(t watch.EventType, obj runtime.Object) (frame, env []byte,
 	}
 	binary.BigEndian.PutUint32(buf[start-4:], uint32(n))
 	return buf[start-4:], env, nil
-}
-
-func encodeWatchObject(f wireFormat, obj runtime.Object) ([]byte, error) {
-	if f == wireProto {
-		if raw, err := encodeProto(obj); err == nil {
-			return raw, nil
-		}
-	}
-	return marshalJSON(obj)
 }
 
 // marshalJSON is json.Marshal(obj); an unstructured object's bytes are those of its map
