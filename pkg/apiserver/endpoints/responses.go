@@ -183,45 +183,41 @@ func encodeProtoRoom(obj runtime.Object, room int) (buf, env []byte, err error) 
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
 	}
-	a := roomAllocator{room: room}
-	var w captureWriter
-	if err := protoSerializer.EncodeWithAllocator(obj, &w, &a); err != nil {
+	c := protoCapture{room: room}
+	if err := protoSerializer.EncodeWithAllocator(obj, &c, &c); err != nil {
 		return nil, nil, err
 	}
-	if w.writes == 1 && a.allocs == 1 && len(w.b) > 0 && len(a.buf) > room && &w.b[0] == &a.buf[room] {
-		n := room + len(w.b)
-		return a.buf[:n:n], w.b[:len(w.b):len(w.b)], nil
+	if c.writes == 1 && c.allocs == 1 && len(c.out) > 0 && len(c.buf) > room && &c.out[0] == &c.buf[room] {
+		n := room + len(c.out)
+		return c.buf[:n:n], c.out[:len(c.out):len(c.out)], nil
 	}
-	return nil, bytes.Clone(w.b), nil
+	return nil, bytes.Clone(c.out), nil
 }
 
-// roomAllocator gives the protobuf serializer fresh buffers with room bytes free before
-// them, and remembers the last one whole.
-type roomAllocator struct {
+// protoCapture is the protobuf serializer's allocator and writer at once: it allocates
+// fresh buffers with room bytes free before them (remembering the last one whole), and keeps
+// what the serializer writes without copying it when that is one Write (the serializer
+// writes an object once, from the buffer it allocated).
+type protoCapture struct {
 	room   int
 	buf    []byte
 	allocs int
-}
-
-func (a *roomAllocator) Allocate(n uint64) []byte {
-	a.allocs++
-	a.buf = make([]byte, uint64(a.room)+n)
-	return a.buf[a.room:]
-}
-
-// captureWriter keeps what the serializer writes without copying it when that is one
-// Write (the serializer writes an object once, from the buffer it allocated).
-type captureWriter struct {
-	b      []byte
+	out    []byte
 	writes int
 }
 
-func (w *captureWriter) Write(p []byte) (int, error) {
-	w.writes++
-	if w.writes == 1 {
-		w.b = p
+func (c *protoCapture) Allocate(n uint64) []byte {
+	c.allocs++
+	c.buf = make([]byte, uint64(c.room)+n)
+	return c.buf[c.room:]
+}
+
+func (c *protoCapture) Write(p []byte) (int, error) {
+	c.writes++
+	if c.writes == 1 {
+		c.out = p
 	} else {
-		w.b = append(w.b[:len(w.b):len(w.b)], p...)
+		c.out = append(c.out[:len(c.out):len(c.out)], p...)
 	}
 	return len(p), nil
 }

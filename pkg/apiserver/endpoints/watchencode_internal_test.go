@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -318,4 +319,48 @@ func TestEncodeProtoRoom(t *testing.T) {
 	if _, _, err := encodeProtoRoom(&metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}, 8); err == nil {
 		t.Error("a Table encoded as protobuf")
 	}
+}
+
+// The work of one watch event for a new object: its protobuf frame through the cache (a
+// full-object watcher), and as PartialObjectMetadata (a metadata watcher, never cached).
+// A created ConfigMap as kubectl's server-side field manager leaves it.
+func BenchmarkWatchEvent(b *testing.B) {
+	newObject := func(i int) *corev1.ConfigMap {
+		cm := testConfigMap(i)
+		cm.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		cm.CreationTimestamp = metav1.Now()
+		cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", Time: &cm.CreationTimestamp, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:html":{},"f:line":{},"f:n":{}},"f:metadata":{"f:labels":{".":{},"f:a":{}}}}`)}}}
+		return cm
+	}
+	objects := func(b *testing.B) []*corev1.ConfigMap {
+		objs := make([]*corev1.ConfigMap, b.N)
+		for i := range objs {
+			objs[i] = newObject(i)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		return objs
+	}
+	b.Run("proto frame", func(b *testing.B) {
+		c := newEncodingCache(32<<20, 16384)
+		store := new(int)
+		for _, obj := range objects(b) {
+			if _, err := c.frame(store, wireProto, watch.Added, obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("partial metadata proto", func(b *testing.B) {
+		for _, obj := range objects(b) {
+			p, err := partialMetadata(obj)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := encodeEvent(wireProto, watch.Added, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
