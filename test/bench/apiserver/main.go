@@ -263,7 +263,7 @@ func main() {
 	binary := flag.String("apiserver", "", "measure this apiserver `program` (started as a process, embedded etcd) instead of the one built into the bench")
 	rowList := flag.String("rows", "", "comma-separated `names` of the rows to run (create, get, merge-patch, update, delete, list, watch, apply, rbac, crd, controllers, cache, process); all when empty")
 	ctlNice := flag.Int("controllers-nice", 0, "run the controllers rows' kube-controller-manager and kube-scheduler at this nice `value` (19: they get CPU only when the bench and the apiservers leave it, as on other cores)")
-	ctlKubeFlag := flag.Bool("controllers-kube", true, "also run the controllers rows on kube-apiserver 1.33 (two processes over the same etcd members, the same controllers attached to one): upstream's own with/without ratios as the reference")
+	ctlKubeFlag := flag.Bool("controllers-kube", true, "also run the controllers rows' creates and gets on kube-apiserver 1.33 (two processes over the same etcd members, the same controllers attached to one): upstream's own with/without ratios as the reference")
 	watchCache := flag.Bool("watch-cache", true, "run the apiserver measured with its watch cache (false: every read goes to etcd, as before the cache)")
 	flag.Parse()
 	if *fanClient {
