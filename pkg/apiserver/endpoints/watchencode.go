@@ -59,7 +59,7 @@ func encodeProtoFrame(t watch.EventType, obj runtime.Object) (frame, env []byte,
 	}
 	ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: env}}
 	n := ev.Size()
-	if buf == nil || len(t) > len(watch.Bookmark) || n+4 > len(buf) {
+	if buf == nil || n+4 > len(buf) { // not one buffer, or not room enough before the envelope
 		fr, err := frameEvent(wireProto, t, env)
 		if err != nil {
 			return nil, nil, err
