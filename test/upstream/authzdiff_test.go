@@ -1,0 +1,307 @@
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
+	"github.com/hacp/hacp/pkg/apiserver/server"
+	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"k8s.io/client-go/rest"
+)
+
+// authzDiffSeed fixes the corpus: the same requests, in the same order, on every run.
+const authzDiffSeed = 37
+
+// authzDiffRequests is how many requests the corpus holds.
+const authzDiffRequests = 400
+
+// authzIdentity is a caller of the differential check: a client certificate (CN=user,
+// O=groups) that both servers trust, a ServiceAccount token each server issued for its own
+// diff-a/sa1, or no credentials at all.
+type authzIdentity struct {
+	name   string
+	user   string
+	groups []string
+	sa     bool
+}
+
+// authzIdentities are the callers; authzFixtures gives each its bindings (or none).
+var authzIdentities = []authzIdentity{
+	{name: "anonymous"},
+	{name: "nobody", user: "nobody"},
+	{name: "viewer", user: "viewer"},
+	{name: "lister", user: "lister"},
+	{name: "node", user: "system:node:n1", groups: []string{"system:nodes"}},
+	{name: "sa", sa: true},
+}
+
+// authzTarget is one server under test with a client per identity.
+type authzTarget struct {
+	name    string
+	url     string
+	admin   *rest.Config
+	clients map[string]*http.Client
+	tokens  map[string]string
+}
+
+// authzAnswer is what one server answered one request.
+type authzAnswer struct {
+	Code int    `json:"code"`
+	Body string `json:"body,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// denied reports whether the answer refuses the caller: 401 or 403. A transport error is
+// neither allowed nor denied.
+func (a authzAnswer) denied() bool { return a.Code == http.StatusUnauthorized || a.Code == http.StatusForbidden }
+
+func (a authzAnswer) allowed() bool { return a.Err == "" && !a.denied() }
+
+// authzResult is one line of the report.
+type authzResult struct {
+	N        int         `json:"n"`
+	Identity string      `json:"identity"`
+	Method   string      `json:"method"`
+	Target   string      `json:"target"`
+	Kube     authzAnswer `json:"kube"`
+	Hacp     authzAnswer `json:"hacp"`
+}
+
+// TestAuthzDifferential sends one seeded corpus of requests (random verbs, paths, query
+// strings and callers) to kube-apiserver 1.33 and to hacp, both with Node,RBAC, anonymous
+// authentication and the same RBAC objects, in lockstep, and fails for every request hacp
+// allows that kube-apiserver denies (issue 37). The opposite direction is counted and
+// logged; every answer goes to _output/authzdiff/report.jsonl.
+func TestAuthzDifferential(t *testing.T) {
+	kubeBin := upstream.Binary(t, "kube-apiserver")
+	h := servertest.New(t, func(c *server.Config) {
+		c.AuthorizationMode = "Node,RBAC"
+		c.AnonymousAuth = true
+	})
+	etcd := etcdtest.Start(t)
+	kube := startAuthzKube(t, kubeBin, etcd.ClientURL(), h.Certs().CACert)
+	hacp := &authzTarget{name: "hacp", url: h.URL(), admin: servertest.RestConfig(t, h)}
+	targets := []*authzTarget{kube, hacp}
+	for _, tg := range targets {
+		createAuthzFixtures(t, tg)
+		tg.tokens = map[string]string{"sa": issueSAToken(t, tg)}
+		tg.clients = authzClients(t, h, tg)
+		waitAuthzReady(t, tg)
+	}
+	corpus := authzCorpus(authzDiffSeed, authzDiffRequests)
+	var results []authzResult
+	for i, rq := range corpus {
+		res := authzResult{N: i, Identity: rq.identity, Method: rq.method, Target: rq.target()}
+		res.Kube = sendAuthz(kube, rq)
+		res.Hacp = sendAuthz(hacp, rq)
+		results = append(results, res)
+	}
+	reportAuthzDiff(t, results)
+}
+
+// reportAuthzDiff fails for each request hacp allowed and kube-apiserver denied, logs the
+// counts and writes the report.
+func reportAuthzDiff(t *testing.T, results []authzResult) {
+	t.Helper()
+	var kubeAllowed, hacpAllowed, hacpLooser, hacpStricter, errs int
+	for _, r := range results {
+		if r.Kube.Err != "" || r.Hacp.Err != "" {
+			errs++
+		}
+		if r.Kube.allowed() {
+			kubeAllowed++
+		}
+		if r.Hacp.allowed() {
+			hacpAllowed++
+		}
+		switch {
+		case r.Hacp.allowed() && r.Kube.denied():
+			hacpLooser++
+			t.Errorf("#%d %s %s as %s: hacp allows (%d %s), kube-apiserver denies (%d %s)",
+				r.N, r.Method, r.Target, r.Identity, r.Hacp.Code, r.Hacp.Body, r.Kube.Code, r.Kube.Body)
+		case r.Hacp.denied() && r.Kube.allowed():
+			hacpStricter++
+			t.Logf("#%d %s %s as %s: hacp denies (%d), kube-apiserver allows (%d %s)",
+				r.N, r.Method, r.Target, r.Identity, r.Hacp.Code, r.Kube.Code, r.Kube.Body)
+		}
+	}
+	summary := fmt.Sprintf("%d requests; kube-apiserver allowed %d, denied %d; hacp allowed %d, denied %d; "+
+		"hacp allows where kube-apiserver denies: %d; hacp denies where kube-apiserver allows: %d; transport errors: %d",
+		len(results), kubeAllowed, countDenied(results, true), hacpAllowed, countDenied(results, false), hacpLooser, hacpStricter, errs)
+	t.Log(summary)
+	if errs > len(results)/10 {
+		t.Errorf("%d of %d requests failed in transport: the check compared too little", errs, len(results))
+	}
+	writeAuthzReport(t, results, summary)
+}
+
+func countDenied(results []authzResult, kube bool) int {
+	n := 0
+	for _, r := range results {
+		if (kube && r.Kube.denied()) || (!kube && r.Hacp.denied()) {
+			n++
+		}
+	}
+	return n
+}
+
+// writeAuthzReport writes one JSON line per request and the summary under
+// _output/authzdiff/ (or $HACP_ARTIFACTS/authzdiff/), for review.
+func writeAuthzReport(t *testing.T, results []authzResult, summary string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "_output", "authzdiff")
+	if a := os.Getenv("HACP_ARTIFACTS"); a != "" {
+		dir = filepath.Join(a, "authzdiff")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, r := range results {
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	t.Logf("report: %s", abs)
+}
+
+// sendAuthz sends rq to tg as rq's identity and returns the status code and the start of the
+// body. A watch's body is not read past what arrived with its headers: the code is enough.
+func sendAuthz(tg *authzTarget, rq authzRequest) authzAnswer {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var body io.Reader
+	if rq.body != "" {
+		body = strings.NewReader(rq.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, rq.method, tg.url+rq.target(), body)
+	if err != nil {
+		return authzAnswer{Err: err.Error()}
+	}
+	if rq.contentType != "" {
+		req.Header.Set("Content-Type", rq.contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	if tok := tg.tokens[rq.identity]; tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := tg.clients[rq.identity].Do(req)
+	if err != nil {
+		return authzAnswer{Err: err.Error()}
+	}
+	defer resp.Body.Close()
+	var b []byte
+	if resp.StatusCode != http.StatusOK || !rq.streams() {
+		b, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
+	}
+	return authzAnswer{Code: resp.StatusCode, Body: truncate(string(b), 300)}
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// authzClients returns an HTTP client per identity for tg: the certificate identities with
+// a client certificate signed by hacp's CA (kube-apiserver trusts it too), the others with
+// none.
+func authzClients(t *testing.T, h *server.Server, tg *authzTarget) map[string]*http.Client {
+	t.Helper()
+	out := map[string]*http.Client{}
+	for _, id := range authzIdentities {
+		tc := &tls.Config{InsecureSkipVerify: true} // both serving certificates are self-made
+		if id.user != "" {
+			certPEM, keyPEM, err := h.Certs().IssueClient(id.user, id.groups, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair, err := tls.X509KeyPair(certPEM, keyPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		tr := &http.Transport{TLSClientConfig: tc, MaxIdleConnsPerHost: 4}
+		t.Cleanup(tr.CloseIdleConnections)
+		out[id.name] = &http.Client{Transport: tr}
+	}
+	return out
+}
+
+// startAuthzKube runs kube-apiserver on etcdURL as hacp runs: Node,RBAC authorization,
+// anonymous requests allowed through to it, client certificates from caFile, the default
+// admission plugins and NodeRestriction (hacp's defaults); the admin is a static token.
+func startAuthzKube(t *testing.T, bin, etcdURL, caFile string) *authzTarget {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	const token = "authzdiff-admin"
+	base, err := upstream.KubeAPIServerArgs(dir, etcdURL, port, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, a := range base {
+		// The interop defaults allow everything and turn the ServiceAccount plugin off.
+		if !strings.HasPrefix(a, "--authorization-mode=") && !strings.HasPrefix(a, "--disable-admission-plugins=") {
+			args = append(args, a)
+		}
+	}
+	args = append(args, "--authorization-mode=Node,RBAC", "--anonymous-auth=true", "--client-ca-file="+caFile,
+		"--enable-admission-plugins=NodeRestriction")
+	p := startProc(t, dir, "kube-apiserver-authzdiff", bin, args...)
+	tg := &authzTarget{name: "kube", url: "https://127.0.0.1:" + port,
+		admin: &rest.Config{Host: "https://127.0.0.1:" + port, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: token, QPS: 1000, Burst: 1000}}
+	waitKubeReady(t, p, tg.url, token)
+	return tg
+}
+
+// waitKubeReady polls kube-apiserver's /readyz (as the admin) for up to two minutes.
+func waitKubeReady(t *testing.T, p *proc, url, token string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	var last string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if !p.running() {
+			t.Fatalf("kube-apiserver exited: %v", p.exitErr)
+		}
+		req, _ := http.NewRequest(http.MethodGet, url+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return
+		}
+		last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	t.Fatalf("kube-apiserver not ready within 2m: %s", last)
+}
