@@ -54,6 +54,10 @@ func (r authzResource) apiVersion() string {
 	return r.group + "/" + r.version
 }
 
+// authzHot is how many of authzResources' first entries the corpus draws more often: those
+// some caller holds rights on.
+const authzHot = 11
+
 // authzResources are core and group resources, namespaced and cluster-scoped, with their
 // subresources, and some that no server serves.
 var authzResources = []authzResource{
@@ -62,19 +66,21 @@ var authzResources = []authzResource{
 	{"", "v1", "secrets", "Secret", true, nil},
 	{"", "v1", "serviceaccounts", "ServiceAccount", true, []string{"token"}},
 	{"", "v1", "services", "Service", true, []string{"status", "proxy"}},
-	{"", "v1", "endpoints", "Endpoints", true, nil},
-	{"", "v1", "events", "Event", true, nil},
+	{"", "v1", "nodes", "Node", false, []string{"status", "proxy"}},
 	{"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, []string{"status"}},
+	{"", "v1", "events", "Event", true, nil},
+	{"coordination.k8s.io", "v1", "leases", "Lease", true, nil},
+	{"apps", "v1", "deployments", "Deployment", true, []string{"scale", "status"}},
+	{"storage.k8s.io", "v1", "csinodes", "CSINode", false, nil},
+	{"", "v1", "endpoints", "Endpoints", true, nil},
 	{"", "v1", "replicationcontrollers", "ReplicationController", true, []string{"scale", "status"}},
 	{"", "v1", "resourcequotas", "ResourceQuota", true, []string{"status"}},
 	{"", "v1", "limitranges", "LimitRange", true, nil},
 	{"", "v1", "podtemplates", "PodTemplate", true, nil},
-	{"", "v1", "nodes", "Node", false, []string{"status", "proxy"}},
 	{"", "v1", "namespaces", "Namespace", false, []string{"status", "finalize"}},
 	{"", "v1", "persistentvolumes", "PersistentVolume", false, []string{"status"}},
 	{"", "v1", "componentstatuses", "ComponentStatus", false, nil},
 	{"", "v1", "widgets", "Widget", true, nil},
-	{"apps", "v1", "deployments", "Deployment", true, []string{"scale", "status"}},
 	{"apps", "v1", "statefulsets", "StatefulSet", true, []string{"scale"}},
 	{"apps", "v1", "daemonsets", "DaemonSet", true, []string{"status"}},
 	{"apps", "v1", "replicasets", "ReplicaSet", true, []string{"scale"}},
@@ -91,9 +97,7 @@ var authzResources = []authzResource{
 	{"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, nil},
 	{"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, nil},
 	{"certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false, []string{"approval", "status"}},
-	{"coordination.k8s.io", "v1", "leases", "Lease", true, nil},
 	{"storage.k8s.io", "v1", "storageclasses", "StorageClass", false, nil},
-	{"storage.k8s.io", "v1", "csinodes", "CSINode", false, nil},
 	{"storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", false, []string{"status"}},
 	{"authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, nil},
 	{"authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, nil},
@@ -139,12 +143,13 @@ var authzOddPaths = []string{
 var authzQueries = []string{
 	"watch", "watch=true", "watch=yes", "watch=1", "watch=f", "watch=0", "watch=false", "watch=TRUE", "watch=",
 	"labelSelector=a%3Db", "fieldSelector=metadata.name%3Dcm1", "fieldSelector=metadata.name%3Ds1",
-	"fieldSelector=spec.nodeName%3Dn1", "fieldSelector=metadata.name%3Dcm2", "dryRun=All", "resourceVersion=0",
+	"fieldSelector=spec.nodeName%3Dn1", "fieldSelector=spec.nodeName%3Dn2", "fieldSelector=metadata.name%3Dn1",
+	"fieldSelector=metadata.name%3Dcm2", "fieldSelector=spec.nodeName%3D%3Dn1", "dryRun=All", "resourceVersion=0",
 	"fieldManager=authzdiff", "timeoutSeconds=1", "limit=1", "allowWatchBookmarks=true",
 }
 
 var (
-	authzNamespaces = []string{authzNSA, authzNSA, authzNSA, authzNSB, authzNSB, "kube-system", "default", "nope"}
+	authzNamespaces = []string{authzNSA, authzNSA, authzNSA, authzNSB, authzNSB, "kube-system", "kube-node-lease", "default", "nope"}
 	authzNames      = []string{"cm1", "cm2", "s1", "s2", "p1", "p2", "sa1", "n1", "n2", "default", "x1", "x2", "pvc1", "diff-a"}
 	authzMethods    = []string{
 		http.MethodGet, http.MethodGet, http.MethodGet, http.MethodGet, http.MethodGet, http.MethodPost, http.MethodPost,
@@ -174,6 +179,9 @@ func authzProbes() []authzRequest {
 	get := func(id, path, q string) authzRequest {
 		return authzRequest{identity: id, method: http.MethodGet, path: path, query: q}
 	}
+	post := func(id, path, q, body string) authzRequest {
+		return authzRequest{identity: id, method: http.MethodPost, path: path, query: q, body: body, contentType: "application/json"}
+	}
 	out = append(out,
 		get("lister", "/api/v1/watch/namespaces/diff-a/configmaps", ""),
 		get("lister", "/api/v1/namespaces/diff-a/secrets", "fieldSelector=metadata.name%3Ds1"),
@@ -190,6 +198,8 @@ func authzProbes() []authzRequest {
 		get("viewer", "/api/v1/namespaces/diff-a/secrets", ""),
 		get("viewer", "/api/v1/namespaces/diff-b/configmaps", ""),
 		get("anonymous", "/api/v1/namespaces/diff-a/configmaps", "watch=yes"),
+		post("node", "/apis/storage.k8s.io/v1/csinodes", "", `{"apiVersion":"storage.k8s.io/v1","kind":"CSINode","metadata":{"name":"n2"},"spec":{"drivers":[]}}`),
+		post("node", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", "", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"n2"}}`),
 		get("nobody", "/openid/v1/jwks", ""),
 		get("anonymous", "/.well-known/openid-configuration", ""),
 	)
@@ -202,6 +212,11 @@ func randomAuthzRequest(rng *rand.Rand) authzRequest {
 	r := authzRequest{identity: authzIdentities[rng.IntN(len(authzIdentities))].name, method: pick(rng, authzMethods)}
 	var res *authzResource
 	switch p := rng.IntN(100); {
+	case p < 40:
+		// The resources the callers hold rights on, or the node's graph reaches.
+		rs := authzResources[rng.IntN(authzHot)]
+		res = &rs
+		r.path = randomResourcePath(rng, rs)
 	case p < 70:
 		rs := authzResources[rng.IntN(len(authzResources))]
 		res = &rs
@@ -212,6 +227,9 @@ func randomAuthzRequest(rng *rand.Rand) authzRequest {
 		r.path = randomWatchPath(rng, rs)
 	case p < 90:
 		r.path = pick(rng, authzNonResource)
+		if rng.IntN(3) > 0 {
+			r.method = pick(rng, []string{http.MethodGet, http.MethodGet, http.MethodHead})
+		}
 	default:
 		r.path = pick(rng, authzOddPaths)
 	}

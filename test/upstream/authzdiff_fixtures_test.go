@@ -146,14 +146,14 @@ func waitAuthzReady(t *testing.T, tg *authzTarget) {
 	}
 	for _, p := range probes {
 		var last string
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 			a := sendAuthz(tg, authzRequest{identity: p.identity, method: http.MethodGet, path: p.path})
 			if a.Code == http.StatusOK {
 				break
 			}
 			last = fmt.Sprintf("%d %s %s", a.Code, a.Body, a.Err)
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: GET %s as %s not allowed within 30s: %s", tg.name, p.path, p.identity, last)
+				t.Fatalf("%s: GET %s as %s not allowed within 2m: %s", tg.name, p.path, p.identity, last)
 			}
 		}
 	}

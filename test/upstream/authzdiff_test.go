@@ -19,13 +19,15 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // authzDiffSeed fixes the corpus: the same requests, in the same order, on every run.
 const authzDiffSeed = 37
 
 // authzDiffRequests is how many requests the corpus holds.
-const authzDiffRequests = 400
+const authzDiffRequests = 1200
 
 // authzIdentity is a caller of the differential check: a client certificate (CN=user,
 // O=groups) that both servers trust, a ServiceAccount token each server issued for its own
@@ -65,7 +67,9 @@ type authzAnswer struct {
 
 // denied reports whether the answer refuses the caller: 401 or 403. A transport error is
 // neither allowed nor denied.
-func (a authzAnswer) denied() bool { return a.Code == http.StatusUnauthorized || a.Code == http.StatusForbidden }
+func (a authzAnswer) denied() bool {
+	return a.Code == http.StatusUnauthorized || a.Code == http.StatusForbidden
+}
 
 func (a authzAnswer) allowed() bool { return a.Err == "" && !a.denied() }
 
@@ -89,9 +93,13 @@ func TestAuthzDifferential(t *testing.T) {
 	h := servertest.New(t, func(c *server.Config) {
 		c.AuthorizationMode = "Node,RBAC"
 		c.AnonymousAuth = true
+		c.EnableAdmissionPlugins = []string{"NodeRestriction"} // as kubeadm runs both
 	})
 	etcd := etcdtest.Start(t)
 	kube := startAuthzKube(t, kubeBin, etcd.ClientURL(), h.Certs().CACert)
+	// hacp aggregates ClusterRoles (view, edit, admin) itself; kube-apiserver leaves that to
+	// kube-controller-manager's clusterrole-aggregation controller.
+	startAggregation(t, upstream.Binary(t, "kube-controller-manager"), kube)
 	hacp := &authzTarget{name: "hacp", url: h.URL(), admin: servertest.RestConfig(t, h)}
 	targets := []*authzTarget{kube, hacp}
 	for _, tg := range targets {
@@ -140,11 +148,35 @@ func reportAuthzDiff(t *testing.T, results []authzResult) {
 	summary := fmt.Sprintf("%d requests; kube-apiserver allowed %d, denied %d; hacp allowed %d, denied %d; "+
 		"hacp allows where kube-apiserver denies: %d; hacp denies where kube-apiserver allows: %d; transport errors: %d",
 		len(results), kubeAllowed, countDenied(results, true), hacpAllowed, countDenied(results, false), hacpLooser, hacpStricter, errs)
+	summary += "\n" + perIdentity(results)
 	t.Log(summary)
 	if errs > len(results)/10 {
 		t.Errorf("%d of %d requests failed in transport: the check compared too little", errs, len(results))
 	}
 	writeAuthzReport(t, results, summary)
+}
+
+// perIdentity is a table of requests and allowed answers per caller.
+func perIdentity(results []authzResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s %8s %12s %12s\n", "identity", "requests", "kube allowed", "hacp allowed")
+	for _, id := range authzIdentities {
+		var n, k, h int
+		for _, r := range results {
+			if r.Identity != id.name {
+				continue
+			}
+			n++
+			if r.Kube.allowed() {
+				k++
+			}
+			if r.Hacp.allowed() {
+				h++
+			}
+		}
+		fmt.Fprintf(&b, "%-10s %8d %12d %12d\n", id.name, n, k, h)
+	}
+	return b.String()
 }
 
 func countDenied(results []authzResult, kube bool) int {
@@ -253,7 +285,8 @@ func authzClients(t *testing.T, h *server.Server, tg *authzTarget) map[string]*h
 
 // startAuthzKube runs kube-apiserver on etcdURL as hacp runs: Node,RBAC authorization,
 // anonymous requests allowed through to it, client certificates from caFile, the default
-// admission plugins and NodeRestriction (hacp's defaults); the admin is a static token.
+// admission plugins and NodeRestriction (as kubeadm runs it, and hacp here); the admin is a
+// static token.
 func startAuthzKube(t *testing.T, bin, etcdURL, caFile string) *authzTarget {
 	t.Helper()
 	dir := t.TempDir()
@@ -277,6 +310,25 @@ func startAuthzKube(t *testing.T, bin, etcdURL, caFile string) *authzTarget {
 		admin: &rest.Config{Host: "https://127.0.0.1:" + port, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: token, QPS: 1000, Burst: 1000}}
 	waitKubeReady(t, p, tg.url, token)
 	return tg
+}
+
+// startAggregation runs kube-controller-manager against tg with only the
+// clusterrole-aggregation controller, as the admin.
+func startAggregation(t *testing.T, bin string, tg *authzTarget) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: tg.url, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: tg.admin.BearerToken}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
+	cfg.CurrentContext = "c"
+	kc := filepath.Join(dir, "admin.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	startProc(t, dir, "kube-controller-manager-authzdiff", bin, "--kubeconfig="+kc, "--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc, "--bind-address=127.0.0.1", "--secure-port="+freePort(t),
+		"--controllers=clusterrole-aggregation", "--leader-elect=false")
 }
 
 // waitKubeReady polls kube-apiserver's /readyz (as the admin) for up to two minutes.
