@@ -16,6 +16,7 @@ type authzRequest struct {
 	query       string
 	body        string
 	contentType string
+	headers     [][2]string
 }
 
 // target is the request's path and query string.
@@ -161,7 +162,7 @@ var (
 // seeded with seed: the same list on every run.
 func authzCorpus(seed uint64, n int) []authzRequest {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	out := authzProbes()
+	out := append(authzProbes(), authzEscalationProbes()...)
 	for range n {
 		out = append(out, randomAuthzRequest(rng))
 	}
@@ -175,9 +176,6 @@ func authzProbes() []authzRequest {
 	var out []authzRequest
 	for _, q := range []string{"watch", "watch=true", "watch=yes", "watch=1", "watch=f", "watch=0", "watch=false", "watch=", "watch=TRUE"} {
 		out = append(out, authzRequest{identity: "lister", method: http.MethodGet, path: "/api/v1/namespaces/diff-a/configmaps", query: q})
-	}
-	get := func(id, path, q string) authzRequest {
-		return authzRequest{identity: id, method: http.MethodGet, path: path, query: q}
 	}
 	post := func(id, path, q, body string) authzRequest {
 		return authzRequest{identity: id, method: http.MethodPost, path: path, query: q, body: body, contentType: "application/json"}
@@ -206,10 +204,67 @@ func authzProbes() []authzRequest {
 	return out
 }
 
+// authzEscalationProbes are RBAC writes (dry runs, so that no cache has to catch up) and
+// impersonations: what a namespace admin may grant and whom callers may become.
+func authzEscalationProbes() []authzRequest {
+	const rbac = "/apis/rbac.authorization.k8s.io/v1"
+	binding := func(ns, kind, role string) string {
+		return fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"%sBinding","metadata":{"name":"probe"%s},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":%q,"name":%q},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"nobody"}]}`,
+			map[bool]string{true: "Role", false: "ClusterRole"}[ns != ""], map[bool]string{true: `,"namespace":"` + ns + `"`, false: ""}[ns != ""], kind, role)
+	}
+	role := func(kind, rules string) string {
+		return fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":%q,"metadata":{"name":"probe"},"rules":[%s]}`, kind, rules)
+	}
+	post := func(id, path, body string) authzRequest {
+		return authzRequest{identity: id, method: http.MethodPost, path: path, query: "dryRun=All", body: body, contentType: "application/json"}
+	}
+	as := func(id, path string, h ...string) authzRequest {
+		return authzRequest{identity: id, method: http.MethodGet, path: path, headers: [][2]string{{h[0], h[1]}}}
+	}
+	nsB := rbac + "/namespaces/diff-b"
+	return []authzRequest{
+		post("nsadmin", nsB+"/rolebindings", binding("diff-b", "ClusterRole", "view")),
+		post("nsadmin", nsB+"/rolebindings", binding("diff-b", "ClusterRole", "admin")),
+		post("nsadmin", nsB+"/rolebindings", binding("diff-b", "ClusterRole", "cluster-admin")),
+		post("nsadmin", nsB+"/rolebindings", binding("diff-b", "ClusterRole", "system:node")),
+		post("nsadmin", nsB+"/rolebindings", binding("diff-b", "Role", "missing")),
+		post("nsadmin", rbac+"/namespaces/diff-a/rolebindings", binding("diff-a", "ClusterRole", "view")),
+		post("nsadmin", rbac+"/clusterrolebindings", binding("", "ClusterRole", "view")),
+		post("nsadmin", nsB+"/roles", role("Role", `{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}`)),
+		post("nsadmin", nsB+"/roles", role("Role", `{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}`)),
+		post("nsadmin", nsB+"/roles", role("Role", `{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]}`)),
+		post("nsadmin", nsB+"/roles", role("Role", `{"apiGroups":["rbac.authorization.k8s.io"],"resources":["roles"],"verbs":["escalate","bind"]}`)),
+		post("nsadmin", rbac+"/clusterroles", role("ClusterRole", `{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}`)),
+		post("sa", nsB+"/rolebindings", binding("diff-b", "ClusterRole", "view")),
+		post("sacert", nsB+"/roles", role("Role", `{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}`)),
+		as("nsadmin", "/api/v1/namespaces/diff-b/secrets", "Impersonate-User", "system:serviceaccount:diff-b:default"),
+		as("nsadmin", "/api/v1/namespaces/diff-b/secrets", "Impersonate-User", "system:serviceaccount:diff-a:sa1"),
+		as("nsadmin", "/api/v1/namespaces/diff-b/secrets", "Impersonate-User", "viewer"),
+		as("nsadmin", "/api/v1/namespaces/diff-b/secrets", "Impersonate-Group", "system:masters"),
+		as("viewer", "/api/v1/namespaces/diff-a/secrets", "Impersonate-User", "admin"),
+		as("nobody", "/api/v1/namespaces/diff-a/secrets", "Impersonate-Group", "system:masters"),
+		as("sa", "/api/v1/namespaces/diff-b/secrets", "Impersonate-User", "system:serviceaccount:diff-b:default"),
+		as("node", "/api/v1/nodes/n2", "Impersonate-User", "system:node:n2"),
+		as("anonymous", "/api/v1/namespaces", "Impersonate-User", "admin"),
+		get("crosstoken", "/api/v1/namespaces/diff-b/configmaps", ""),
+		get("sacert", "/api/v1/namespaces/diff-b/configmaps", ""),
+		get("emptynode", "/api/v1/namespaces/diff-a/secrets/s1", ""),
+		get("fakenode", "/api/v1/namespaces/diff-a/secrets/s1", ""),
+	}
+}
+
+// get is a GET of path?q as id.
+func get(id, path, q string) authzRequest {
+	return authzRequest{identity: id, method: http.MethodGet, path: path, query: q}
+}
+
 // randomAuthzRequest draws one request: a caller, a method, a path (a resource path most
 // of the time), a query string and a body that fits the method.
 func randomAuthzRequest(rng *rand.Rand) authzRequest {
-	r := authzRequest{identity: authzIdentities[rng.IntN(len(authzIdentities))].name, method: pick(rng, authzMethods)}
+	r := authzRequest{identity: randomIdentity(rng), method: pick(rng, authzMethods)}
+	if rng.IntN(20) == 0 {
+		r.headers = [][2]string{pick2(rng, authzImpersonation)}
+	}
 	var res *authzResource
 	switch p := rng.IntN(100); {
 	case p < 40:
@@ -239,6 +294,24 @@ func randomAuthzRequest(rng *rand.Rand) authzRequest {
 }
 
 func pick(rng *rand.Rand, from []string) string { return from[rng.IntN(len(from))] }
+
+func pick2(rng *rand.Rand, from [][2]string) [2]string { return from[rng.IntN(len(from))] }
+
+// randomIdentity draws a caller that sends random requests.
+func randomIdentity(rng *rand.Rand) string {
+	for {
+		if id := authzIdentities[rng.IntN(len(authzIdentities))]; !id.probesOnly {
+			return id.name
+		}
+	}
+}
+
+// authzImpersonation are the Impersonate-* headers a random request may carry.
+var authzImpersonation = [][2]string{
+	{"Impersonate-User", "admin"}, {"Impersonate-User", "viewer"}, {"Impersonate-User", "system:serviceaccount:diff-b:default"},
+	{"Impersonate-User", "system:node:n1"}, {"Impersonate-Group", "system:masters"}, {"Impersonate-Uid", "1"},
+	{"Impersonate-Extra-Scopes", "view"},
+}
 
 // randomResourcePath names a collection (across namespaces or in one), an object or a
 // subresource of rs.

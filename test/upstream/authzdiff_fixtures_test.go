@@ -23,8 +23,10 @@ import (
 //   - viewer: ClusterRole view in diff-a;
 //   - lister: a Role in diff-a allowing list (not watch) of configmaps, get of Secret s1 only
 //     and delete/deletecollection of ConfigMap cm2 only (resourceNames);
-//   - sa (diff-a/sa1): ClusterRole edit in diff-b (not in its own namespace, so that it
-//     cannot delete itself, its token or the node's pod mid-run);
+//   - sa (diff-a/sa1, by token or by a certificate naming it): ClusterRole edit in diff-b
+//     (not in its own namespace, so that it cannot delete itself, its token or the node's
+//     pod mid-run);
+//   - nsadmin: ClusterRole admin in diff-b (probes only, its RBAC writes dry runs);
 //   - nodes n1 and n2; pod p1 in diff-a bound to n1 (Secret s1, ConfigMap cm1 and a PVC pvc1
 //     as volumes, ServiceAccount sa1), pod p2 in diff-b bound to n2 (Secret s2): the Node
 //     authorizer's graph;
@@ -83,6 +85,7 @@ func createAuthzRBAC(t *testing.T, tg *authzTarget, cs kubernetes.Interface, mus
 		{authzNSA, "viewer", "ClusterRole", "view", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
 		{authzNSA, "lister", "Role", "lister", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "lister"}},
 		{authzNSB, "sa1-edit", "ClusterRole", "edit", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: authzNSA, Name: "sa1"}},
+		{authzNSB, "nsadmin", "ClusterRole", "admin", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "nsadmin"}},
 	}
 	for _, b := range bindings {
 		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: b.name},
@@ -141,6 +144,7 @@ func waitAuthzReady(t *testing.T, tg *authzTarget) {
 		{"lister", "/api/v1/namespaces/diff-a/configmaps"},
 		{"lister", "/api/v1/namespaces/diff-a/secrets/s1"},
 		{"sa", "/api/v1/namespaces/diff-b/configmaps"},
+		{"nsadmin", "/apis/rbac.authorization.k8s.io/v1/namespaces/diff-b/rolebindings"},
 		{"node", "/api/v1/namespaces/diff-a/secrets/s1"},
 		{"node", "/api/v1/namespaces/diff-a/configmaps/cm1"},
 	}

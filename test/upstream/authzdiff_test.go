@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +31,14 @@ const authzDiffSeed = 37
 const authzDiffRequests = 1200
 
 // authzIdentity is a caller of the differential check: a client certificate (CN=user,
-// O=groups) that both servers trust, a ServiceAccount token each server issued for its own
-// diff-a/sa1, or no credentials at all.
+// O=groups) that both servers trust, a bearer token (see authzTokens), or no credentials at
+// all. probesOnly callers send only the fixed probes: their rights (namespace admin) would
+// let random requests change the RBAC objects, whose caches follow at each server's pace.
 type authzIdentity struct {
-	name   string
-	user   string
-	groups []string
-	sa     bool
+	name       string
+	user       string
+	groups     []string
+	probesOnly bool
 }
 
 // authzIdentities are the callers; authzFixtures gives each its bindings (or none).
@@ -46,7 +48,13 @@ var authzIdentities = []authzIdentity{
 	{name: "viewer", user: "viewer"},
 	{name: "lister", user: "lister"},
 	{name: "node", user: "system:node:n1", groups: []string{"system:nodes"}},
-	{name: "sa", sa: true},
+	{name: "sa"},         // the server's own token for diff-a/sa1
+	{name: "crosstoken"}, // the other server's token for diff-a/sa1: same key, other uid
+	{name: "badtoken"},
+	{name: "fakenode", user: "system:node:n1"}, // not in system:nodes
+	{name: "emptynode", user: "system:node:", groups: []string{"system:nodes"}},
+	{name: "sacert", user: "system:serviceaccount:diff-a:sa1", groups: []string{"system:serviceaccounts", "system:serviceaccounts:diff-a"}},
+	{name: "nsadmin", user: "nsadmin", probesOnly: true},
 }
 
 // authzTarget is one server under test with a client per identity.
@@ -79,6 +87,7 @@ type authzResult struct {
 	Identity string      `json:"identity"`
 	Method   string      `json:"method"`
 	Target   string      `json:"target"`
+	Headers  [][2]string `json:"headers,omitempty"`
 	Kube     authzAnswer `json:"kube"`
 	Hacp     authzAnswer `json:"hacp"`
 }
@@ -96,7 +105,7 @@ func TestAuthzDifferential(t *testing.T) {
 		c.EnableAdmissionPlugins = []string{"NodeRestriction"} // as kubeadm runs both
 	})
 	etcd := etcdtest.Start(t)
-	kube := startAuthzKube(t, kubeBin, etcd.ClientURL(), h.Certs().CACert)
+	kube := startAuthzKube(t, kubeBin, etcd.ClientURL(), h.Certs().CACert, h.Certs().ServiceAccountKey)
 	// hacp aggregates ClusterRoles (view, edit, admin) itself; kube-apiserver leaves that to
 	// kube-controller-manager's clusterrole-aggregation controller.
 	startAggregation(t, upstream.Binary(t, "kube-controller-manager"), kube)
@@ -104,14 +113,18 @@ func TestAuthzDifferential(t *testing.T) {
 	targets := []*authzTarget{kube, hacp}
 	for _, tg := range targets {
 		createAuthzFixtures(t, tg)
-		tg.tokens = map[string]string{"sa": issueSAToken(t, tg)}
 		tg.clients = authzClients(t, h, tg)
+	}
+	kubeToken, hacpToken := issueSAToken(t, kube), issueSAToken(t, hacp)
+	kube.tokens = map[string]string{"sa": kubeToken, "crosstoken": hacpToken, "badtoken": "not-a-token"}
+	hacp.tokens = map[string]string{"sa": hacpToken, "crosstoken": kubeToken, "badtoken": "not-a-token"}
+	for _, tg := range targets {
 		waitAuthzReady(t, tg)
 	}
 	corpus := authzCorpus(authzDiffSeed, authzDiffRequests)
 	var results []authzResult
 	for i, rq := range corpus {
-		res := authzResult{N: i, Identity: rq.identity, Method: rq.method, Target: rq.target()}
+		res := authzResult{N: i, Identity: rq.identity, Method: rq.method, Target: rq.target(), Headers: rq.headers}
 		res.Kube = sendAuthz(kube, rq)
 		res.Hacp = sendAuthz(hacp, rq)
 		results = append(results, res)
@@ -137,12 +150,12 @@ func reportAuthzDiff(t *testing.T, results []authzResult) {
 		switch {
 		case r.Hacp.allowed() && r.Kube.denied():
 			hacpLooser++
-			t.Errorf("#%d %s %s as %s: hacp allows (%d %s), kube-apiserver denies (%d %s)",
-				r.N, r.Method, r.Target, r.Identity, r.Hacp.Code, r.Hacp.Body, r.Kube.Code, r.Kube.Body)
+			t.Errorf("#%d %s %s as %s%s: hacp allows (%d %s), kube-apiserver denies (%d %s)",
+				r.N, r.Method, r.Target, r.Identity, headerText(r.Headers), r.Hacp.Code, r.Hacp.Body, r.Kube.Code, r.Kube.Body)
 		case r.Hacp.denied() && r.Kube.allowed():
 			hacpStricter++
-			t.Logf("#%d %s %s as %s: hacp denies (%d), kube-apiserver allows (%d %s)",
-				r.N, r.Method, r.Target, r.Identity, r.Hacp.Code, r.Kube.Code, r.Kube.Body)
+			t.Logf("#%d %s %s as %s%s: hacp denies (%d), kube-apiserver allows (%d %s)",
+				r.N, r.Method, r.Target, r.Identity, headerText(r.Headers), r.Hacp.Code, r.Kube.Code, r.Kube.Body)
 		}
 	}
 	summary := fmt.Sprintf("%d requests; kube-apiserver allowed %d, denied %d; hacp allowed %d, denied %d; "+
@@ -154,6 +167,14 @@ func reportAuthzDiff(t *testing.T, results []authzResult) {
 		t.Errorf("%d of %d requests failed in transport: the check compared too little", errs, len(results))
 	}
 	writeAuthzReport(t, results, summary)
+}
+
+func headerText(h [][2]string) string {
+	var b strings.Builder
+	for _, kv := range h {
+		fmt.Fprintf(&b, " [%s: %s]", kv[0], kv[1])
+	}
+	return b.String()
 }
 
 // perIdentity is a table of requests and allowed answers per caller.
@@ -237,6 +258,9 @@ func sendAuthz(tg *authzTarget, rq authzRequest) authzAnswer {
 	if tok := tg.tokens[rq.identity]; tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
+	for _, h := range rq.headers {
+		req.Header.Add(h[0], h[1])
+	}
 	resp, err := tg.clients[rq.identity].Do(req)
 	if err != nil {
 		return authzAnswer{Err: err.Error()}
@@ -284,10 +308,12 @@ func authzClients(t *testing.T, h *server.Server, tg *authzTarget) map[string]*h
 }
 
 // startAuthzKube runs kube-apiserver on etcdURL as hacp runs: Node,RBAC authorization,
-// anonymous requests allowed through to it, client certificates from caFile, the default
+// anonymous requests allowed through to it, client certificates from caFile, ServiceAccount
+// tokens signed with hacp's key saKey for hacp's issuer (so that a token one server issued
+// differs from the other's only in the ServiceAccount's uid), the default
 // admission plugins and NodeRestriction (as kubeadm runs it, and hacp here); the admin is a
 // static token.
-func startAuthzKube(t *testing.T, bin, etcdURL, caFile string) *authzTarget {
+func startAuthzKube(t *testing.T, bin, etcdURL, caFile, saKey string) *authzTarget {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -298,13 +324,15 @@ func startAuthzKube(t *testing.T, bin, etcdURL, caFile string) *authzTarget {
 	}
 	var args []string
 	for _, a := range base {
-		// The interop defaults allow everything and turn the ServiceAccount plugin off.
-		if !strings.HasPrefix(a, "--authorization-mode=") && !strings.HasPrefix(a, "--disable-admission-plugins=") {
+		// The interop defaults allow everything, turn the ServiceAccount plugin off and sign
+		// tokens with a key of their own.
+		if !slices.ContainsFunc([]string{"--authorization-mode=", "--disable-admission-plugins=", "--service-account-"}, func(p string) bool { return strings.HasPrefix(a, p) }) {
 			args = append(args, a)
 		}
 	}
 	args = append(args, "--authorization-mode=Node,RBAC", "--anonymous-auth=true", "--client-ca-file="+caFile,
-		"--enable-admission-plugins=NodeRestriction")
+		"--enable-admission-plugins=NodeRestriction", "--service-account-issuer="+server.DefaultServiceAccountIssuer,
+		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey)
 	p := startProc(t, dir, "kube-apiserver-authzdiff", bin, args...)
 	tg := &authzTarget{name: "kube", url: "https://127.0.0.1:" + port,
 		admin: &rest.Config{Host: "https://127.0.0.1:" + port, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: token, QPS: 1000, Burst: 1000}}
