@@ -47,6 +47,8 @@ var (
 	grRoleBindings        = schema.GroupResource{Group: rbacv1.GroupName, Resource: "rolebindings"}
 	grClusterRoleBindings = schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterrolebindings"}
 	grPods                = schema.GroupResource{Resource: "pods"}
+	grPVs                 = schema.GroupResource{Resource: "persistentvolumes"}
+	grVAs                 = schema.GroupResource{Group: "storage.k8s.io", Resource: "volumeattachments"}
 )
 
 // New builds the authorizer; Start fills its caches.
@@ -110,6 +112,8 @@ func (z *Authz) Start(ctx context.Context) error {
 		{grRoleBindings, z.rbac.replaceRoleBindings, z.rbac.applyRoleBinding},
 		{grClusterRoleBindings, z.rbac.replaceClusterRoleBindings, z.rbac.applyClusterRoleBinding},
 		{grPods, z.node.replacePods, z.node.applyPod},
+		{grPVs, z.node.replacePVs, z.node.applyPV},
+		{grVAs, z.node.replaceVAs, z.node.applyVA},
 	}
 	var synced []chan struct{}
 	for _, k := range kinds {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -36,6 +37,10 @@ type Attributes struct {
 	Namespace, APIGroup, APIVersion, Resource, Subresource, Name string
 	// Non-resource requests.
 	Path string
+	// FieldSelector is the request's field selector, for list, watch and deletecollection
+	// (not through the /watch/ path prefix), as upstream's AuthorizeWithSelectors gives it
+	// to authorizers; the Node authorizer lets a kubelet list only its own pods with it.
+	FieldSelector fields.Requirements
 }
 
 // FromRequest returns the attributes of a parsed request made by u.

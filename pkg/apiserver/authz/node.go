@@ -1,32 +1,36 @@
 package authz
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Node authorizes kubelets (user system:node:NAME in group system:nodes) as upstream's
-// Node authorizer, with a smaller graph: for each node, the pods bound to it and what they
-// reference (secrets, configmaps, persistent volume claims, the service account). hacp serves
-// no PersistentVolumes yet, so the pvc -> pv edge is not kept. Beyond the graph a node may
-// change only its own Node and Lease and the status of its own pods (the part of upstream's
-// NodeRestriction admission that is about who, not what); anything else is decided by
-// upstream's node rules (bootstrappolicy.NodeRules), then falls through to RBAC.
+// Node authorizer (v1.33, AuthorizeNodeWithSelectors on; see node_decide.go), with a smaller
+// graph: for each node, the pods bound to it and what they reference (secrets, configmaps,
+// persistent volume claims, the service account), the PersistentVolumes bound to those
+// claims and the VolumeAttachments naming the node. Objects upstream reaches through edges
+// hacp does not keep (a PersistentVolume's secrets, resource claims and slices) are refused.
+// Beyond upstream, a node may change only its own Node and Lease and the status of its own
+// pods (the part of upstream's NodeRestriction admission that is about who, not what).
 type Node struct {
 	mu sync.RWMutex
 	// pods: namespace/name -> the node and references of one bound pod.
 	pods map[string]*podRefs
 	// refs: node + "|" + kind + "|" + namespace/name -> how many of its pods reference it.
-	refs  map[string]int
-	rules []rbacv1.PolicyRule
+	refs map[string]int
+	// pvClaims: PersistentVolume name -> namespace/name of the claim it is bound to.
+	pvClaims map[string]string
+	// vaNodes: VolumeAttachment name -> the node it attaches a volume to.
+	vaNodes map[string]string
+	rules   []rbacv1.PolicyRule
 }
 
 type podRefs struct {
@@ -35,7 +39,7 @@ type podRefs struct {
 }
 
 func newNode() *Node {
-	return &Node{pods: map[string]*podRefs{}, refs: map[string]int{}, rules: nodeRules()}
+	return &Node{pods: map[string]*podRefs{}, refs: map[string]int{}, pvClaims: map[string]string{}, vaNodes: map[string]string{}, rules: nodeRules()}
 }
 
 // nodeIdentity is upstream's NodeIdentity: the node a user is, if any.
@@ -181,88 +185,69 @@ func (n *Node) applyPod(t watch.EventType, o runtime.Object) {
 	n.setPodLocked(nsName(o.(*corev1.Pod).Namespace, o.(*corev1.Pod).Name), p)
 }
 
+// replacePVs and applyPV keep pvClaims.
+func (n *Node) replacePVs(items []runtime.Object) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pvClaims = map[string]string{}
+	for _, o := range items {
+		if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
+			n.pvClaims[pv.Name] = nsName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+		}
+	}
+}
+
+func (n *Node) applyPV(t watch.EventType, o runtime.Object) {
+	pv, ok := o.(*corev1.PersistentVolume)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.pvClaims, pv.Name)
+	if t != watch.Deleted && pv.Spec.ClaimRef != nil {
+		n.pvClaims[pv.Name] = nsName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	}
+}
+
+// replaceVAs and applyVA keep vaNodes.
+func (n *Node) replaceVAs(items []runtime.Object) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.vaNodes = map[string]string{}
+	for _, o := range items {
+		if va, ok := o.(*storagev1.VolumeAttachment); ok {
+			n.vaNodes[va.Name] = va.Spec.NodeName
+		}
+	}
+}
+
+func (n *Node) applyVA(t watch.EventType, o runtime.Object) {
+	va, ok := o.(*storagev1.VolumeAttachment)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.vaNodes, va.Name)
+	if t != watch.Deleted {
+		n.vaNodes[va.Name] = va.Spec.NodeName
+	}
+}
+
+// related reports whether the graph leads from the object (kind = its resource) to node.
 func (n *Node) related(node, kind, ns, name string) bool {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if kind == "pods" {
+	switch kind {
+	case "pods":
 		p := n.pods[nsName(ns, name)]
 		return p != nil && p.node == node
+	case "persistentvolumes":
+		claim, ok := n.pvClaims[name]
+		return ok && n.refs[node+"|persistentvolumeclaims|"+claim] > 0
+	case "volumeattachments":
+		return n.vaNodes[name] == node
 	}
 	return n.refs[node+"|"+kind+"|"+nsName(ns, name)] > 0
-}
-
-// Authorize implements Authorizer.
-func (n *Node) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
-	node, ok := nodeIdentity(a.User)
-	if !ok {
-		return NoOpinion, "", nil
-	}
-	if node == "" {
-		return NoOpinion, "unknown node", nil
-	}
-	noRelation := fmt.Sprintf("no relationship found between node '%s' and this object", node)
-	if a.ResourceRequest {
-		switch a.APIGroup + "/" + a.Resource {
-		case "/secrets", "/configmaps", "/persistentvolumeclaims":
-			switch a.Verb {
-			case "get", "list", "watch":
-			default:
-				return NoOpinion, "can only read resources of this type", nil
-			}
-			if a.Subresource != "" {
-				return NoOpinion, "cannot read subresource", nil
-			}
-			if a.Name == "" {
-				return NoOpinion, "No Object name found", nil
-			}
-			if n.related(node, a.Resource, a.Namespace, a.Name) {
-				return Allow, "", nil
-			}
-			return NoOpinion, noRelation, nil
-		case "/serviceaccounts":
-			if a.Subresource != "token" {
-				break
-			}
-			if a.Verb != "create" {
-				return NoOpinion, "can only create tokens for individual service accounts", nil
-			}
-			if a.Name != "" && n.related(node, a.Resource, a.Namespace, a.Name) {
-				return Allow, "", nil
-			}
-			return NoOpinion, noRelation, nil
-		case "/nodes":
-			// Writes to a Node: only its own (NodeRestriction's rule).
-			if isWrite(a.Verb) && a.Verb != "create" && a.Name != node {
-				return NoOpinion, fmt.Sprintf("node '%s' cannot modify node '%s'", node, a.Name), nil
-			}
-		case "coordination.k8s.io/leases":
-			if a.Namespace == "kube-node-lease" {
-				if a.Name != node && a.Verb != "list" && a.Verb != "watch" && a.Verb != "create" {
-					return NoOpinion, fmt.Sprintf("node '%s' cannot access lease '%s'", node, a.Name), nil
-				}
-				if a.Name == node || a.Verb == "create" {
-					return Allow, "", nil
-				}
-			}
-		case "/pods":
-			if a.Subresource == "status" && isWrite(a.Verb) {
-				if n.related(node, "pods", a.Namespace, a.Name) {
-					return Allow, "", nil
-				}
-				return NoOpinion, noRelation, nil
-			}
-		}
-	}
-	if rulesAllow(&a, n.rules) {
-		return Allow, "", nil
-	}
-	return NoOpinion, "", nil
-}
-
-func isWrite(verb string) bool {
-	switch verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
 }

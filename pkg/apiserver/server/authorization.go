@@ -9,6 +9,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // impersonate replaces the authenticated user with the one the Impersonate-* headers name,
@@ -37,6 +38,40 @@ func (s *Server) impersonate(next http.Handler) http.Handler {
 	})
 }
 
+// fieldSelector is the request's field selector as upstream's authorizers see it (the
+// AuthorizeWithSelectors feature): parsed for list, watch and deletecollection, unless the
+// verb came from the legacy /watch/ path prefix; nil when absent or unparsable.
+func fieldSelector(r *http.Request, info *request.Info) fields.Requirements {
+	if !info.IsResourceRequest || watchPathPrefix(info) {
+		return nil
+	}
+	switch info.Verb {
+	case "list", "watch", "deletecollection":
+	default:
+		return nil
+	}
+	raw, ok := r.URL.Query()["fieldSelector"]
+	if !ok || raw[0] == "" {
+		return nil
+	}
+	sel, err := fields.ParseSelector(raw[0])
+	if err != nil {
+		return nil
+	}
+	return sel.Requirements()
+}
+
+// watchPathPrefix reports whether the request's verb came from /api/v1/watch/... or
+// /apis/{group}/{version}/watch/....
+func watchPathPrefix(info *request.Info) bool {
+	parts := strings.Split(strings.Trim(info.Path, "/"), "/")
+	i := 2 // api/v1/watch
+	if info.APIPrefix == "apis" {
+		i = 3
+	}
+	return info.Verb == "watch" && len(parts) > i && parts[i] == "watch"
+}
+
 func hasExtraHeader(h http.Header) bool {
 	for k := range h {
 		if strings.HasPrefix(k, authz.ImpersonateExtraPrefix) {
@@ -62,6 +97,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			return
 		}
 		a := authz.FromRequest(u, info)
+		a.FieldSelector = fieldSelector(r, info)
 		d, reason, err := s.authz.Authorize(r.Context(), a)
 		if d == authz.Allow && podStreamWebsocket(r, info) {
 			// A WebSocket exec, attach or port-forward is a GET but does what a POST does:

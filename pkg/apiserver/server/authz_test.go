@@ -411,9 +411,24 @@ func TestNodeAuthorizer(t *testing.T) {
 	}
 	_, err = n1.CoreV1().Nodes().Patch(ctx, "n2", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
 	wantForbidden(t, err, "")
-	if _, err := n1.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatalf("a node lists nodes (system:node rules): %v", err)
+	// Reads: its own Node only, and pods only with its spec.nodeName field selector (upstream's
+	// AuthorizeNodeWithSelectors).
+	_, err = n1.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	wantForbidden(t, err, `nodes is forbidden: User "system:node:n1" cannot list resource "nodes" in API group "" at the cluster scope: node 'n1' cannot read all nodes, only its own Node object`)
+	_, err = n1.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
+	wantForbidden(t, err, "")
+	if _, err := n1.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=n1"}); err != nil {
+		t.Fatalf("a node lists its own Node by name: %v", err)
 	}
+	_, err = n1.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	wantForbidden(t, err, `pods is forbidden: User "system:node:n1" cannot list resource "pods" in API group "" at the cluster scope: can only list/watch pods with spec.nodeName field selector`)
+	_, err = n1.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n2"})
+	wantForbidden(t, err, "")
+	if _, err := n1.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"}); err != nil {
+		t.Fatalf("a node lists its own pods: %v", err)
+	}
+	_, err = n1.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	wantForbidden(t, err, `leases.coordination.k8s.io is forbidden: User "system:node:n1" cannot create resource "leases" in API group "coordination.k8s.io" in the namespace "default": can only access leases in the "kube-node-lease" system namespace`)
 	mustCreate(t, n1.CoordinationV1().Leases("kube-node-lease").Create, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	_, err = n1.CoordinationV1().Leases("kube-node-lease").Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, metav1.UpdateOptions{})
 	wantForbidden(t, err, "")
