@@ -89,3 +89,34 @@ func TestCrashKillsEverything(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRerunInHost: the rerun sits in a namespace that has the host's address, so that a
+// server in the test process can listen on it and be reached there.
+func TestRerunInHost(t *testing.T) {
+	addr, inHost := RerunInHost(t, "hr-", "10.77.8")
+	if !inHost {
+		return
+	}
+	if addr.String() != "10.77.8.2" {
+		t.Fatalf("address %s, want 10.77.8.2", addr)
+	}
+	ln, err := net.Listen("tcp", addr.String()+":0")
+	if err != nil {
+		t.Fatalf("listen on the host's address: %v", err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			_, _ = c.Write([]byte("here"))
+			c.Close()
+		}
+	}()
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if b, err := io.ReadAll(c); err != nil || string(b) != "here" {
+		t.Fatalf("read %q %v", b, err)
+	}
+}
