@@ -90,8 +90,8 @@ func TestCrashKillsEverything(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// TestRerunInHost: the rerun sits in a namespace that has the host's address, so that a
-// server in the test process can listen on it and be reached there.
+// TestRerunInHost: the rerun sits in a namespace that has the host's address, where
+// ForwardTCP relays connections to a server on loopback.
 func TestRerunInHost(t *testing.T) {
 	addr, inHost := RerunInHost(t, "hr-", "10.77.8")
 	if !inHost {
@@ -100,23 +100,34 @@ func TestRerunInHost(t *testing.T) {
 	if addr.String() != "10.77.8.2" {
 		t.Fatalf("address %s, want 10.77.8.2", addr)
 	}
-	ln, err := net.Listen("tcp", addr.String()+":0")
-	if err != nil {
-		t.Fatalf("listen on the host's address: %v", err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			_, _ = c.Write([]byte("here"))
-			c.Close()
-		}
-	}()
-	c, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if b, err := io.ReadAll(c); err != nil || string(b) != "here" {
-		t.Fatalf("read %q %v", b, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b := make([]byte, 4)
+			_, _ = io.ReadFull(c, b)
+			_, _ = c.Write(append([]byte("re:"), b...))
+			c.Close()
+		}
+	}()
+	port := ForwardTCP(t, addr, ln.Addr().String())
+	for range 3 {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("ping"))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(b) != "re:ping" {
+			t.Fatalf("through the relay: %q %v", b, err)
+		}
 	}
 }

@@ -1,10 +1,14 @@
 package netns
 
 import (
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // envRerunAddr tells a test binary started by RerunInHost that it is the run inside the
@@ -41,4 +45,58 @@ func RerunInHost(t *testing.T, prefix, subnet string) (netip.Addr, bool) {
 		t.Fatalf("in host %s (%s): %v:\n%s", h.NS, h.Addr, err, out)
 	}
 	return netip.Addr{}, false
+}
+
+// ForwardTCP listens on addr (a port of its choosing) and relays every connection to target,
+// until the test ends; it returns the port. A test server on loopback is reached so at an
+// address an Endpoints object may hold (never loopback).
+func ForwardTCP(t testing.TB, addr netip.Addr, target string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			track(c)
+			wg.Go(func() { relay(c, target, track) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// relay copies between c and a new connection to target both ways, until either side ends.
+func relay(c net.Conn, target string, track func(net.Conn)) {
+	defer c.Close()
+	up, err := net.DialTimeout("tcp", target, 10*time.Second)
+	if err != nil {
+		return
+	}
+	track(up)
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
 }
