@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"flag"
 	"io"
 	"net"
 	"net/netip"
@@ -35,7 +36,11 @@ func RerunInHost(t *testing.T, prefix, subnet string) (netip.Addr, bool) {
 		t.Fatal(err)
 	}
 	h := New(t, prefix, subnet).AddHost("h", 2)
-	cmd := h.Command(t.Context(), exe, "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	args := []string{"-test.run=^" + t.Name() + "$", "-test.count=1", "-test.v"}
+	if f := flag.Lookup("test.timeout"); f != nil {
+		args = append(args, "-test.timeout="+f.Value.String())
+	}
+	cmd := h.Command(t.Context(), exe, args...)
 	cmd.Env = append(os.Environ(), envRerunAddr+"="+h.Addr.String())
 	out, err := cmd.CombinedOutput()
 	switch {
@@ -44,6 +49,7 @@ func RerunInHost(t *testing.T, prefix, subnet string) (netip.Addr, bool) {
 	case err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()+" "):
 		t.Fatalf("in host %s (%s): %v:\n%s", h.NS, h.Addr, err, out)
 	}
+	t.Logf("passed in host %s (%s)", h.NS, h.Addr)
 	return netip.Addr{}, false
 }
 
