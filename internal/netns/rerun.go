@@ -21,7 +21,8 @@ const envRerunAddr = "HACP_NETNS_RERUN_ADDR"
 // must sit in a namespace: an in-process server that dials addresses of 10.77.0.0/16, which
 // the machine's own namespace must not route. In that run it returns the host's address and
 // true. In the calling run it waits for that run, fails (or skips) as it did, and returns
-// false: the test then returns at once.
+// false: the test then returns at once. The host has no way out: what the test must fetch
+// or build from the network, it prepares before.
 func RerunInHost(t *testing.T, prefix, subnet string) (netip.Addr, bool) {
 	t.Helper()
 	if a := os.Getenv(envRerunAddr); a != "" {

@@ -161,7 +161,11 @@ func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string)
 // client certificate.
 func TestKwokProxySubresources(t *testing.T) {
 	// services/proxy needs an endpoint that is not loopback: the test runs in a namespace of
-	// its own that has one.
+	// its own that has one, and no network to build kwok in, so kwok is ready first.
+	upstream.Binary(t, upstream.Kwok)
+	if _, err := upstream.KwokStages(context.Background(), upstream.Root()); err != nil {
+		testenv.Require(t, false, "kwok stages: "+err.Error())
+	}
 	addr, inHost := netns.RerunInHost(t, "hkw-", "10.77.97")
 	if !inHost {
 		return

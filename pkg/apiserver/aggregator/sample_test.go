@@ -190,7 +190,10 @@ func tail(b []byte, n int) []byte {
 // uses its flunders through hacp: kubectl, discovery, the caller's identity passed in the
 // front-proxy headers, a watch, and the group's availability when it goes away.
 func TestSampleAPIServer(t *testing.T) {
-	addr, inHost := netns.RerunInHost(t, "has-", "10.77.96") // the Service's endpoint: not loopback
+	// The Service's endpoint may not be loopback: the test runs in a namespace of its own,
+	// without the network to build sample-apiserver in, so it is built first.
+	upstream.Binary(t, upstream.SampleAPIServer)
+	addr, inHost := netns.RerunInHost(t, "has-", "10.77.96")
 	if !inHost {
 		return
 	}
