@@ -89,3 +89,45 @@ func TestCrashKillsEverything(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRerunInHost: the rerun sits in a namespace that has the host's address, where
+// ForwardTCP relays connections to a server on loopback.
+func TestRerunInHost(t *testing.T) {
+	addr, inHost := RerunInHost(t, "hr-", "10.77.8")
+	if !inHost {
+		return
+	}
+	if addr.String() != "10.77.8.2" {
+		t.Fatalf("address %s, want 10.77.8.2", addr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b := make([]byte, 4)
+			_, _ = io.ReadFull(c, b)
+			_, _ = c.Write(append([]byte("re:"), b...))
+			c.Close()
+		}
+	}()
+	port := ForwardTCP(t, addr, ln.Addr().String())
+	for range 3 {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(addr.String(), strconv.Itoa(port)), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("ping"))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(b) != "re:ping" {
+			t.Fatalf("through the relay: %q %v", b, err)
+		}
+	}
+}

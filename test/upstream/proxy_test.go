@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/internal/upstream"
@@ -159,6 +160,16 @@ func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string)
 // daemonEndpoints) and reaches over TLS verified with the kubelet CA, presenting its kubelet
 // client certificate.
 func TestKwokProxySubresources(t *testing.T) {
+	// services/proxy needs an endpoint that is not loopback: the test runs in a namespace of
+	// its own that has one, and no network to build kwok in, so kwok is ready first.
+	upstream.Binary(t, upstream.Kwok)
+	if _, err := upstream.KwokStages(context.Background(), upstream.Root()); err != nil {
+		testenv.Require(t, false, "kwok stages: "+err.Error())
+	}
+	addr, inHost := netns.RerunInHost(t, "hkw-", "10.77.97")
+	if !inHost {
+		return
+	}
 	srv, cs, logFile := startKwokNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
 	defer cancel()
@@ -421,13 +432,15 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 		go func() { _ = backend.Serve(l) }()
 		t.Cleanup(func() { _ = backend.Close() })
-		// A pod no node runs (kwok ignores it), whose IP is the loopback server's.
+		// A pod no node runs (kwok ignores it), whose IP is the host's, where a relay to the
+		// loopback server listens.
+		relay := netns.ForwardTCP(t, addr, l.Addr().String())
 		web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}
 		web, err = cs.CoreV1().Pods("default").Create(ctx, web, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		web.Status.PodIP, web.Status.PodIPs = "127.0.0.1", []corev1.PodIP{{IP: "127.0.0.1"}}
+		web.Status.PodIP, web.Status.PodIPs = addr.String(), []corev1.PodIP{{IP: addr.String()}}
 		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, web, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -436,8 +449,8 @@ func TestKwokProxySubresources(t *testing.T) {
 			t.Fatal(err)
 		}
 		eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Subsets: []corev1.EndpointSubset{{
-			Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1", TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0"}}},
-			Ports:     []corev1.EndpointPort{{Name: "http", Port: int32(l.Addr().(*net.TCPAddr).Port)}},
+			Addresses: []corev1.EndpointAddress{{IP: addr.String(), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0"}}},
+			Ports:     []corev1.EndpointPort{{Name: "http", Port: int32(relay)}},
 		}}}
 		if _, err := cs.CoreV1().Endpoints("default").Create(ctx, eps, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

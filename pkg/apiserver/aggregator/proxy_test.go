@@ -9,10 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,10 +80,12 @@ func extensionServer(t *testing.T) (caPEM []byte, port int) {
 	return caPEM, ln.Addr().(*net.TCPAddr).Port
 }
 
-// register points an APIService for fake.example.com/v1 at port through a Service and
-// Endpoints in namespace "ext", and waits until it is available.
-func register(t *testing.T, cfg *rest.Config, caPEM []byte, port int) {
+// register points an APIService for fake.example.com/v1 at loopback port through a Service
+// and Endpoints in namespace "ext", and waits until it is available. The Endpoints hold addr
+// (an endpoint may not be loopback), where a relay to the port listens.
+func register(t *testing.T, cfg *rest.Config, caPEM []byte, addr netip.Addr, port int) {
 	t.Helper()
+	port = netns.ForwardTCP(t, addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ext"}}, metav1.CreateOptions{}); err != nil {
@@ -92,7 +97,7 @@ func register(t *testing.T, cfg *rest.Config, caPEM []byte, port int) {
 	}
 	//lint:ignore SA1019 the aggregator resolves Services through core/v1 Endpoints, as upstream's
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Subsets: []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Port: int32(port)}}}}}
+		Addresses: []corev1.EndpointAddress{{IP: addr.String()}}, Ports: []corev1.EndpointPort{{Port: int32(port)}}}}}
 	if _, err := cs.CoreV1().Endpoints("ext").Create(ctx, eps, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +123,14 @@ func register(t *testing.T, cfg *rest.Config, caPEM []byte, port int) {
 // groups and extra), never the caller's own credentials, on a connection authenticated with
 // the front-proxy client certificate, over HTTP/2.
 func TestProxyIdentity(t *testing.T) {
+	addr, inHost := netns.RerunInHost(t, "hai-", "10.77.94") // the Service's endpoint: not loopback
+	if !inHost {
+		return
+	}
 	s := servertest.New(t, nil)
 	caPEM, port := extensionServer(t)
 	cfg := servertest.RestConfig(t, s)
-	register(t, cfg, caPEM, port)
+	register(t, cfg, caPEM, addr, port)
 
 	imp := rest.CopyConfig(cfg)
 	imp.Impersonate = rest.ImpersonationConfig{UserName: "carol", Groups: []string{"system:masters", "team-a"}, Extra: map[string][]string{"scopes": {"read", "write"}}}
@@ -161,10 +170,14 @@ func TestProxyIdentity(t *testing.T) {
 // TestProxyUpgrade: an upgraded connection (as kubectl's exec and port-forward use) is
 // spliced through to the extension server.
 func TestProxyUpgrade(t *testing.T) {
+	addr, inHost := netns.RerunInHost(t, "hau-", "10.77.95") // the Service's endpoint: not loopback
+	if !inHost {
+		return
+	}
 	s := servertest.New(t, nil)
 	caPEM, port := extensionServer(t)
 	cfg := servertest.RestConfig(t, s)
-	register(t, cfg, caPEM, port)
+	register(t, cfg, caPEM, addr, port)
 
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {

@@ -20,11 +20,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
@@ -188,6 +190,13 @@ func tail(b []byte, n int) []byte {
 // uses its flunders through hacp: kubectl, discovery, the caller's identity passed in the
 // front-proxy headers, a watch, and the group's availability when it goes away.
 func TestSampleAPIServer(t *testing.T) {
+	// The Service's endpoint may not be loopback: the test runs in a namespace of its own,
+	// without the network to build sample-apiserver in, so it is built first.
+	upstream.Binary(t, upstream.SampleAPIServer)
+	addr, inHost := netns.RerunInHost(t, "has-", "10.77.96")
+	if !inHost {
+		return
+	}
 	hacp := servertest.New(t, nil)
 	sample := startSampleAPIServer(t, hacp.KubeconfigPath())
 	cfg := servertest.RestConfig(t, hacp)
@@ -200,13 +209,14 @@ func TestSampleAPIServer(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "wardle"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	relay := netns.ForwardTCP(t, addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(sample.port)))
 	if _, err := cs.CoreV1().Services("wardle").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(sample.port))}}}}, metav1.CreateOptions{}); err != nil {
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(relay))}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	//lint:ignore SA1019 the aggregator resolves Services through core/v1 Endpoints, as upstream's
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Subsets: []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(sample.port)}}}}}
+		Addresses: []corev1.EndpointAddress{{IP: addr.String()}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(relay)}}}}}
 	if _, err := cs.CoreV1().Endpoints("wardle").Create(ctx, eps, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
+	netutils "k8s.io/utils/net"
 )
 
 // Objects reads the stored objects a connection goes through: pods, nodes, services and
@@ -50,8 +52,9 @@ type Config struct {
 	KubeletPort int
 	// PreferredAddressTypes orders the Node's addresses to pick the kubelet's host from.
 	PreferredAddressTypes []corev1.NodeAddressType
-	// AllowLoopback lets pods/proxy and nodes/proxy reach loopback and link-local addresses,
-	// which upstream refuses ("address not allowed"). For single-host test setups only.
+	// AllowLoopback lets pods/proxy, nodes/proxy and services/proxy reach loopback and
+	// link-local unicast addresses, which upstream refuses ("address not allowed"). For
+	// single-host test setups only.
 	AllowLoopback bool
 }
 
@@ -374,16 +377,38 @@ func (c *Connector) podProxy(ctx context.Context, ns, id, path string) (http.Han
 	if err != nil {
 		return nil, err
 	}
-	if err := c.proxyable(pod.Status.PodIP); err != nil {
+	// Without a port in the request, the first port a container declares (upstream).
+	if port == "" {
+		for _, ct := range pod.Spec.Containers {
+			if len(ct.Ports) > 0 {
+				port = strconv.Itoa(int(ct.Ports[0].ContainerPort))
+				break
+			}
+		}
+	}
+	podIP := PodIP(pod)
+	if err := c.proxyable(podIP); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	loc := &url.URL{Scheme: scheme, Host: pod.Status.PodIP}
+	loc := &url.URL{Scheme: scheme, Host: podIP}
 	if port != "" {
-		loc.Host = net.JoinHostPort(pod.Status.PodIP, port)
+		loc.Host = net.JoinHostPort(podIP, port)
 	} else if strings.Contains(loc.Host, ":") {
 		loc.Host = "[" + loc.Host + "]"
 	}
 	return c.proxyHandler(loc, path, c.backend, nil), nil
+}
+
+// PodIP is the pod's primary IP as upstream reads it from a v1 Pod: status.podIP when set
+// (it wins over a podIPs[0] that differs), else podIPs[0].
+func PodIP(pod *corev1.Pod) string {
+	if pod.Status.PodIP != "" {
+		return pod.Status.PodIP
+	}
+	if len(pod.Status.PodIPs) > 0 {
+		return pod.Status.PodIPs[0].IP
+	}
+	return ""
 }
 
 func (c *Connector) nodeProxy(ctx context.Context, id, path string) (http.Handler, error) {
@@ -460,7 +485,9 @@ func (c *Connector) serviceProxy(ctx context.Context, ns, id, path string) (http
 			first := rand.IntN(len(ss.Addresses))
 			for j := range ss.Addresses {
 				addr := &ss.Addresses[(first+j)%len(ss.Addresses)]
-				if !c.podAddress(ctx, ns, addr) {
+				// Only a pod's own address (upstream), and never one upstream's Endpoints
+				// validation refuses, should an older write have stored it.
+				if !c.podAddress(ctx, ns, addr) || c.proxyable(addr.IP) != nil {
 					continue
 				}
 				loc := &url.URL{Scheme: scheme, Host: net.JoinHostPort(addr.IP, strconv.Itoa(int(p.Port)))}
@@ -490,23 +517,39 @@ func (c *Connector) podAddress(ctx context.Context, ns string, addr *corev1.Endp
 	return pod.Status.PodIP == addr.IP
 }
 
-// proxyable refuses addresses upstream will not proxy to (IsProxyableIP).
-func (c *Connector) proxyable(host string) error {
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return fmt.Errorf("invalid IP address %q", host)
-	}
-	if !c.cfg.AllowLoopback && (ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast()) {
-		return fmt.Errorf("address not allowed")
+// ErrAddressNotAllowed is upstream's refusal of a proxy target that is not a global unicast
+// address (k8s.io/kubernetes pkg/proxy/util ErrAddressNotAllowed), answered as 400 BadRequest.
+var ErrAddressNotAllowed = errors.New("address not allowed")
+
+// errNoAddresses is upstream's answer for a node host name that resolves to nothing.
+var errNoAddresses = errors.New("no addresses for hostname")
+
+// IsProxyableIP reports, as upstream's IsProxyableIP, whether the proxy may connect to ip:
+// only a global unicast address may, so never this host's loopback (where etcd and the
+// apiserver's own ports listen), the unspecified address (which dials this host too),
+// link-local addresses (cloud metadata services) or multicast.
+func IsProxyableIP(ip string) error {
+	parsed := netutils.ParseIPSloppy(ip)
+	if parsed == nil || !parsed.IsGlobalUnicast() {
+		return ErrAddressNotAllowed
 	}
 	return nil
 }
 
-// proxyableHost checks every address a host name resolves to (IsProxyableHostname).
-func (c *Connector) proxyableHost(ctx context.Context, host string) error {
+// proxyable is IsProxyableIP, but for Config.AllowLoopback, which lets single-host tests
+// reach loopback and link-local unicast addresses too.
+func (c *Connector) proxyable(ip string) error {
 	if c.cfg.AllowLoopback {
-		return nil
+		if parsed := netutils.ParseIPSloppy(ip); parsed != nil && (parsed.IsLoopback() || parsed.IsLinkLocalUnicast()) {
+			return nil
+		}
 	}
+	return IsProxyableIP(ip)
+}
+
+// proxyableHost checks every address a node's host name resolves to, as upstream's
+// isProxyableHostname (an IP address resolves to itself).
+func (c *Connector) proxyableHost(ctx context.Context, host string) error {
 	if net.ParseIP(host) != nil {
 		return c.proxyable(host)
 	}
@@ -515,7 +558,7 @@ func (c *Connector) proxyableHost(ctx context.Context, host string) error {
 		return err
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("no addresses for hostname")
+		return errNoAddresses
 	}
 	for _, a := range addrs {
 		if err := c.proxyable(a.IP.String()); err != nil {

@@ -17,14 +17,13 @@ func endpointsKind() *Kind {
 		NewList: func() runtime.Object { return &corev1.EndpointsList{} },
 		Strategy: Strategy{
 			AllowCreateOnUpdate: true,
-			Validate: func(obj runtime.Object) field.ErrorList {
-				var errs field.ErrorList
-				for i, ss := range obj.(*corev1.Endpoints).Subsets {
-					for j, port := range ss.Ports {
-						errs = append(errs, validateProtocol(port.Protocol, field.NewPath("subsets").Index(i).Child("ports").Index(j).Child("protocol"))...)
-					}
-				}
-				return errs
+			// upstream's ValidateEndpoints: the subsets' addresses and ports; an update
+			// may keep subsets stored under older rules as they are.
+			ValidateNew: func(obj runtime.Object) field.ErrorList {
+				return validateEndpoints(obj.(*corev1.Endpoints), nil)
+			},
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validateEndpoints(obj.(*corev1.Endpoints), old.(*corev1.Endpoints))
 			},
 			Default: func(obj runtime.Object) {
 				for i := range obj.(*corev1.Endpoints).Subsets {

@@ -1,8 +1,6 @@
 package registry
 
 import (
-	"net/netip"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,14 +57,8 @@ func validateEndpointSlice(es *discoveryv1.EndpointSlice) field.ErrorList {
 		}
 		for j, a := range e.Addresses {
 			switch es.AddressType {
-			case discoveryv1.AddressTypeIPv4:
-				if ip, err := netip.ParseAddr(a); err != nil || !ip.Is4() {
-					errs = append(errs, field.Invalid(ap.Index(j), a, "must be a valid IPv4 address"))
-				}
-			case discoveryv1.AddressTypeIPv6:
-				if ip, err := netip.ParseAddr(a); err != nil || !ip.Is6() {
-					errs = append(errs, field.Invalid(ap.Index(j), a, "must be a valid IPv6 address"))
-				}
+			case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
+				errs = append(errs, validateEndpointSliceAddress(a, string(es.AddressType), ap, j)...)
 			case discoveryv1.AddressTypeFQDN:
 				errs = append(errs, validateDNS1123Subdomain(a, ap.Index(j))...)
 			}

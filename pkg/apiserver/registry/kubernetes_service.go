@@ -66,6 +66,10 @@ func (r *Registry) runMasterEndpoint(ctx context.Context, me MasterEndpoint) {
 	if me.TTL <= 0 {
 		me.TTL = 15 * time.Second
 	}
+	if !ValidEndpointIP(me.IP) {
+		r.log.Warn("the advertise address may not be an endpoint (loopback, link-local or unspecified): the kubernetes service's endpoints leave this apiserver out; set --advertise-address",
+			"address", me.IP)
+	}
 	key := r.cfg.Prefix + "/" + masterLeaseRoot + me.IP
 	var lease clientv3.LeaseID
 	for {
@@ -175,7 +179,9 @@ func (r *Registry) reconcileMasterEndpoints(ctx context.Context, port int) error
 	var ips []string
 	for _, kv := range resp.Kvs {
 		ip := string(kv.Key[len(r.cfg.Prefix)+1+len(masterLeaseRoot):])
-		if _, err := netip.ParseAddr(ip); err == nil {
+		// Only what an Endpoints object may hold: a loopback advertise address (one host,
+		// bound to 127.0.0.1) is left out, as kube-apiserver's reconciler cannot write it.
+		if _, err := netip.ParseAddr(ip); err == nil && ValidEndpointIP(ip) {
 			ips = append(ips, ip)
 		}
 	}

@@ -26,8 +26,10 @@ func podsKind() *Kind {
 			GracePeriod: podGracePeriod,
 			// Node agents write /status; they may not touch owner references (upstream: old
 			// kubelets corrupted them).
+			// Its podIP and podIPs are read as upstream reads a v1 pod (podIP wins).
 			PrepareForStatusUpdate: func(obj, old runtime.Object) {
 				obj.(*corev1.Pod).OwnerReferences = old.(*corev1.Pod).OwnerReferences
+				normalizePodIPs(&obj.(*corev1.Pod).Status)
 			},
 			GenerationOnSpec: true,
 			PrepareForCreate: func(obj runtime.Object) {
@@ -77,32 +79,11 @@ func podsKind() *Kind {
 				}
 				return errs
 			},
+			// The status IPs (a /status write's; on other updates they are the stored ones)
+			// and what may change in the spec.
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
-				p := field.NewPath("spec")
-				if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) {
-					return field.ErrorList{field.Forbidden(p.Child("containers"), "pod updates may not add or remove containers")}
-				}
-				// Only images (and a few scheduling fields upstream allows) may change.
-				mutated := oldPod.Spec.DeepCopy()
-				for i := range mutated.Containers {
-					mutated.Containers[i].Image = pod.Spec.Containers[i].Image
-				}
-				for i := range mutated.InitContainers {
-					if i < len(pod.Spec.InitContainers) {
-						mutated.InitContainers[i].Image = pod.Spec.InitContainers[i].Image
-					}
-				}
-				mutated.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
-				mutated.Tolerations = pod.Spec.Tolerations
-				mutated.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
-				if mutated.NodeName == "" {
-					mutated.NodeName = pod.Spec.NodeName
-				}
-				if !apiequality.Semantic.DeepEqual(*mutated, pod.Spec) {
-					return field.ErrorList{field.Forbidden(p, "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
-				}
-				return nil
+				return append(validatePodStatusIPs(pod, oldPod), validatePodSpecUpdate(pod, oldPod)...)
 			},
 			Fields: func(obj runtime.Object) fields.Set {
 				pod := obj.(*corev1.Pod)
@@ -119,6 +100,34 @@ func podsKind() *Kind {
 			},
 		},
 	}
+}
+
+// validatePodSpecUpdate is what upstream's ValidatePodUpdate lets change in a pod's spec.
+func validatePodSpecUpdate(pod, oldPod *corev1.Pod) field.ErrorList {
+	p := field.NewPath("spec")
+	if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) {
+		return field.ErrorList{field.Forbidden(p.Child("containers"), "pod updates may not add or remove containers")}
+	}
+	// Only images (and a few scheduling fields upstream allows) may change.
+	mutated := oldPod.Spec.DeepCopy()
+	for i := range mutated.Containers {
+		mutated.Containers[i].Image = pod.Spec.Containers[i].Image
+	}
+	for i := range mutated.InitContainers {
+		if i < len(pod.Spec.InitContainers) {
+			mutated.InitContainers[i].Image = pod.Spec.InitContainers[i].Image
+		}
+	}
+	mutated.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
+	mutated.Tolerations = pod.Spec.Tolerations
+	mutated.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+	if mutated.NodeName == "" {
+		mutated.NodeName = pod.Spec.NodeName
+	}
+	if !apiequality.Semantic.DeepEqual(*mutated, pod.Spec) {
+		return field.ErrorList{field.Forbidden(p, "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+	}
+	return nil
 }
 
 // BindingStore serves pods/binding: it assigns a pod to a node once.

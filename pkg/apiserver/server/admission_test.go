@@ -16,12 +16,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
@@ -179,6 +181,12 @@ func configMapRule(ops ...admissionregv1.OperationType) []admissionregv1.RuleWit
 // dry run, selectors, reinvocation, failurePolicy with a webhook that is down or hangs, and
 // configurations picked up and dropped live.
 func TestAdmissionWebhooks(t *testing.T) {
+	// The hook Service's Endpoints need an address that is not loopback: the test runs in a
+	// namespace of its own that has one.
+	addr, inHost := netns.RerunInHost(t, "hwh-", "10.77.92")
+	if !inHost {
+		return
+	}
 	s := servertest.New(t, nil)
 	hook := newHookServer(t)
 	cfg := servertest.RestConfig(t, s)
@@ -202,7 +210,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := createEndpoints(ctx, cs, port); err != nil {
+	if err := createEndpoints(ctx, t, cs, addr, port); err != nil {
 		t.Fatal(err)
 	}
 
@@ -504,11 +512,13 @@ func TestAdmissionFlags(t *testing.T) {
 	}
 }
 
-// createEndpoints points the hook Service at the test webhook's port (core/v1 Endpoints,
-// which the webhook resolver reads).
-func createEndpoints(ctx context.Context, cs kubernetes.Interface, port int) error {
+// createEndpoints points the hook Service at the test webhook on loopback port (core/v1
+// Endpoints, which the webhook resolver reads), through a relay on addr: an endpoint may
+// not be a loopback address.
+func createEndpoints(ctx context.Context, t *testing.T, cs kubernetes.Interface, addr netip.Addr, port int) error {
+	relay := netns.ForwardTCP(t, addr, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	//lint:ignore SA1019 the resolver reads core/v1 Endpoints, which hacp keeps for every Service
-	subsets := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(port)}}}}
+	subsets := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: addr.String()}}, Ports: []corev1.EndpointPort{{Name: "https", Port: int32(relay)}}}}
 	//lint:ignore SA1019 as above
 	_, err := cs.CoreV1().Endpoints("default").Create(ctx, &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "hook"}, Subsets: subsets}, metav1.CreateOptions{})
 	return err

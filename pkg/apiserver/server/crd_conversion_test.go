@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	corev1 "k8s.io/api/core/v1"
@@ -141,6 +142,12 @@ spec:
 // rest of metadata; a refused conversion is a 500 naming the webhook's message.
 func TestCustomResourceConversionWebhook(t *testing.T) {
 	testenv.RequireCommand(t, "kubectl")
+	// The hook Service's Endpoints need an address that is not loopback: the test runs in a
+	// namespace of its own that has one.
+	addr, inHost := netns.RerunInHost(t, "hcv-", "10.77.93")
+	if !inHost {
+		return
+	}
 	ctx := context.Background()
 	s := servertest.New(t, nil)
 	cfg := servertest.RestConfig(t, s)
@@ -250,7 +257,7 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := createEndpoints(ctx, cs, port); err != nil {
+	if err := createEndpoints(ctx, t, cs, addr, port); err != nil {
 		t.Fatal(err)
 	}
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

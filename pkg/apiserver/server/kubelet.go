@@ -23,7 +23,7 @@ type KubeletConfig struct {
 	KubeletCertificateAuthority string        `yaml:"kubelet-certificate-authority"`
 	KubeletPreferredAddressType []string      `yaml:"kubelet-preferred-address-types"`
 	KubeletTimeout              time.Duration `yaml:"kubelet-timeout"`
-	// ProxyAllowLoopback lets pods/proxy and nodes/proxy reach loopback addresses (tests on
+	// ProxyAllowLoopback lets the proxy subresources reach loopback addresses (tests on
 	// one host); upstream always refuses them.
 	ProxyAllowLoopback bool `yaml:"proxy-allow-loopback"`
 }
@@ -42,7 +42,7 @@ func (c *KubeletConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.KubeletCertificateAuthority, "kubelet-certificate-authority", c.KubeletCertificateAuthority, "CA bundle `file` that verifies kubelets' serving certificates (unset: not verified, as upstream)")
 	config.StringList(fs, &c.KubeletPreferredAddressType, "kubelet-preferred-address-types", "Node address `types` tried in order to reach a kubelet (comma-separated or repeatable)")
 	fs.DurationVar(&c.KubeletTimeout, "kubelet-timeout", c.KubeletTimeout, "how long connecting to a kubelet may take")
-	fs.BoolVar(&c.ProxyAllowLoopback, "proxy-allow-loopback", c.ProxyAllowLoopback, "let pods/proxy and nodes/proxy reach loopback and link-local addresses, which upstream refuses (single-host tests only)")
+	fs.BoolVar(&c.ProxyAllowLoopback, "proxy-allow-loopback", c.ProxyAllowLoopback, "let pods/proxy, nodes/proxy and services/proxy reach loopback and link-local addresses, which upstream refuses (single-host tests only)")
 }
 
 var nodeAddressTypes = []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeInternalDNS, corev1.NodeExternalDNS}

@@ -46,7 +46,7 @@ func TestNonWorkloadOverHTTP(t *testing.T) {
 		}{
 			{"/api/v1/namespaces/default/pods/p/log", http.StatusNotFound, `nodes "n1" not found`},
 			{"/api/v1/namespaces/default/pods/p/exec?command=ls", http.StatusNotFound, `nodes "n1" not found`},
-			{"/api/v1/namespaces/default/pods/p/proxy/healthz", http.StatusBadRequest, `invalid IP address ""`},
+			{"/api/v1/namespaces/default/pods/p/proxy/healthz", http.StatusBadRequest, `address not allowed`}, // no IP yet, as upstream
 			{"/api/v1/namespaces/default/pods/missing/log", http.StatusNotFound, `pods "missing" not found`},
 		} {
 			resp, body := e.do(e.admin, "GET", tc.path, "", nil, nil)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testpki"
 	"github.com/hacp/hacp/pkg/apiserver/server"
@@ -492,10 +493,16 @@ func TestProxySubresourcesStreamsEnd(t *testing.T) {
 
 // TestProxySubresourcesBackends: services/proxy picks an endpoint that is its pod's IP and
 // port by name or number; pods/proxy goes to the pod's IP; both pass the path, query and
-// method through, and rewrite links in HTML and redirects under the proxy path.
+// method through, and rewrite links in HTML and redirects under the proxy path. The backend
+// has a global unicast address (10.77.91.2), the only kind upstream proxies to, so the test
+// runs again inside a namespace of its own that has it.
 func TestProxySubresourcesBackends(t *testing.T) {
-	e := newProxyEnv(t)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr, inHost := netns.RerunInHost(t, "hpb-", "10.77.91")
+	if !inHost {
+		return
+	}
+	e := newProxyEnv(t, func(c *server.Config) { c.ProxyAllowLoopback = false })
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/page":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -510,17 +517,24 @@ func TestProxySubresourcesBackends(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "backend %s %s body=%s auth=%q", r.Method, r.URL.RequestURI(), b, r.Header.Get("Authorization"))
 	}))
-	t.Cleanup(backend.Close)
-	port := backend.Listener.Addr().(*net.TCPAddr).Port
-
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}
-	pod, err := e.cs.CoreV1().Pods("default").Create(e.ctx, pod, metav1.CreateOptions{})
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod.Status.PodIP = "127.0.0.1"
-	pod.Status.PodIPs = []corev1.PodIP{{IP: "127.0.0.1"}}
+	backend.Listener.Close()
+	backend.Listener = ln
+	backend.Start()
+	t.Cleanup(backend.Close)
+	port := ln.Addr().(*net.TCPAddr).Port
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}
+	pod, err = e.cs.CoreV1().Pods("default").Create(e.ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP = addr.String()
+	pod.Status.PodIPs = []corev1.PodIP{{IP: addr.String()}}
 	if _, err := e.cs.CoreV1().Pods("default").UpdateStatus(e.ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -530,11 +544,11 @@ func TestProxySubresourcesBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Subsets: []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1", TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0"}}},
+		Addresses: []corev1.EndpointAddress{{IP: addr.String(), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-0"}}},
 		Ports:     []corev1.EndpointPort{{Name: "http", Port: int32(port)}},
 	}, {
 		// Not a pod's address: never proxied to.
-		Addresses: []corev1.EndpointAddress{{IP: "127.0.0.1"}},
+		Addresses: []corev1.EndpointAddress{{IP: addr.String()}},
 		Ports:     []corev1.EndpointPort{{Name: "other", Port: int32(port)}},
 	}}}
 	if _, err := e.cs.CoreV1().Endpoints("default").Create(e.ctx, eps, metav1.CreateOptions{}); err != nil {
@@ -553,7 +567,7 @@ func TestProxySubresourcesBackends(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/services/web:82/proxy/", 503, `no service port 82 found for service \"web\"`},
 		{"GET", "/api/v1/namespaces/default/services/nope/proxy/", 404, `services \"nope\" not found`},
 		{"GET", "/api/v1/namespaces/default/services/ftp:web:http/proxy/", 400, `invalid service request`},
-		{"GET", "/api/v1/namespaces/default/pods/p:80/proxy/", 400, `invalid IP address`},
+		{"GET", "/api/v1/namespaces/default/pods/p:80/proxy/", 400, `address not allowed`}, // no IP yet
 	} {
 		body := ""
 		if tc.method == "POST" {

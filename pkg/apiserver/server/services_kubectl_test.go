@@ -9,13 +9,15 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
 
-// Services through kubectl: the kubernetes Service lists this apiserver, NodePorts and
-// ClusterIPs come from the configured ranges, and a taken NodePort is refused as upstream.
+// Services through kubectl: the kubernetes Service lists this apiserver (at its advertise
+// address: an Endpoints address may not be loopback), NodePorts and ClusterIPs come from the
+// configured ranges, and a taken NodePort is refused as upstream.
 func TestKubectlServices(t *testing.T) {
 	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, func(c *server.Config) {
 		c.ServiceClusterIPRange = "10.77.128.0/24"
 		c.ServiceNodePortRange = "31000-31001"
+		c.AdvertiseAddress = "10.77.129.1" // written into the Endpoints only: nothing dials it
 	})
 	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
 
@@ -26,7 +28,7 @@ func TestKubectlServices(t *testing.T) {
 	_, port, _ := strings.Cut(s.Addr(), ":")
 	eventually(t, "the kubernetes endpoints list this apiserver", func() bool {
 		out, _, err := k.run("get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}")
-		return err == nil && out == "127.0.0.1:"+port
+		return err == nil && out == "10.77.129.1:"+port
 	})
 
 	contains(t, k.ok("create", "service", "nodeport", "web", "--tcp=80:8080"), "service/web created")
