@@ -13,6 +13,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,9 +68,9 @@ func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWat
 		writeError(w, r, err)
 		return
 	}
-	if forceWatch {
-		opts.Watch = true
-	}
+	// Whether this is a watch is the request's verb, as authorization, audit and the filters
+	// saw it (request.Info), never a second reading of the query.
+	opts.Watch = forceWatch || request.IsWatch(r)
 	if opts.Watch {
 		s.watch(w, r, ns, opts)
 		return
