@@ -434,11 +434,7 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		writeError(w, r, err)
 		return
 	}
-	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	wi, err := watcher.Watch(ctx, ns, opts)
 	if err != nil {
@@ -511,9 +507,15 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	if s.stop != nil {
 		stop = s.stop()
 	}
+	// The timeout runs from the 200 on, as upstream's watch server's: a watch that is over
+	// at once (a negative timeoutSeconds) is an empty stream, not an error.
+	timeout := time.NewTimer(watchTimeout(opts.TimeoutSeconds))
+	defer timeout.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-timeout.C:
 			return
 		case <-stop:
 			return
@@ -547,6 +549,20 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 			}
 		}
 	}
+}
+
+// minRequestTimeout is kube-apiserver's --min-request-timeout default. A watch without a
+// timeout of its own ends after it times a random factor in [1, 2), which spreads the
+// reconnections of many watchers.
+const minRequestTimeout = 1800 * time.Second
+
+// watchTimeout is how long a watch streams, as upstream's ListResource decides it:
+// timeoutSeconds when set and not 0 (0 means unset), else minRequestTimeout times [1, 2).
+func watchTimeout(timeoutSeconds *int64) time.Duration {
+	if timeoutSeconds != nil && *timeoutSeconds != 0 {
+		return time.Duration(*timeoutSeconds) * time.Second
+	}
+	return time.Duration(float64(minRequestTimeout) * (rand.Float64() + 1))
 }
 
 func bookmarkTable(obj runtime.Object) runtime.Object {

@@ -177,3 +177,21 @@ func TestWatchSpellingHoldsNoInflightSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchTimeoutSecondsZero: timeoutSeconds=0 means no timeout of the client's, as
+// upstream (the server's 30 to 60 minutes apply): the watch stays open and streams events.
+func TestWatchTimeoutSecondsZero(t *testing.T) {
+	s := servertest.New(t, nil)
+	rc := servertest.RestConfig(t, s)
+	admin := kubernetes.NewForConfigOrDie(rc)
+	resp := openStream(t, rc, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=0")
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("watch with timeoutSeconds=0: %s %s", resp.Status, body)
+	}
+	ch := events(resp)
+	for _, name := range []string{"first", "second"} {
+		mustCreate(t, admin.CoreV1().ConfigMaps("default").Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		waitAdded(t, ch, name)
+	}
+}
