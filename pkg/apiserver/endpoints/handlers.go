@@ -434,7 +434,7 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		writeError(w, r, err)
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), watchTimeout(opts.TimeoutSeconds))
 	defer cancel()
 	wi, err := watcher.Watch(ctx, ns, opts)
 	if err != nil {
@@ -507,15 +507,9 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 	if s.stop != nil {
 		stop = s.stop()
 	}
-	// The timeout runs from the 200 on, as upstream's watch server's: a watch that is over
-	// at once (a negative timeoutSeconds) is an empty stream, not an error.
-	timeout := time.NewTimer(watchTimeout(opts.TimeoutSeconds))
-	defer timeout.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-timeout.C:
 			return
 		case <-stop:
 			return
