@@ -177,16 +177,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeAudit()
 		return err
 	}
-	srv, err := newSecureServer(h, tlsCfg, s.idleTimeout, s.log)
-	if err != nil {
-		ln.Close()
-		cancel()
-		s.closeEtcd()
-		s.closeAudit()
-		return err
-	}
 	s.listener = ln
-	s.http = srv
+	s.http = newSecureServer(h, tlsCfg, s.idleTimeout, s.log)
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.aggregator.Run(regCtx)
 	s.background.Add(1)

@@ -2,12 +2,9 @@ package server
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // The secure server's connection limits, kube-apiserver's (k8s.io/apiserver's
@@ -27,29 +24,25 @@ const (
 )
 
 // newSecureServer is the HTTPS server of h as kube-apiserver configures its own: idle
-// connections closed after idle (defaultIdleTimeout when 0), a bound on reading headers,
-// and HTTP/2 with upstream's stream limit and buffers. tlsCfg gets HTTP/2's protocol.
-func newSecureServer(h http.Handler, tlsCfg *tls.Config, idle time.Duration, log *slog.Logger) (*http.Server, error) {
+// connections closed after idle (defaultIdleTimeout when 0; HTTP/2 takes it from the
+// server too), a bound on reading headers, and HTTP/2 with upstream's stream limit and
+// buffers (net/http's own HTTP/2, as x/net's http2.ConfigureServer is deprecated).
+func newSecureServer(h http.Handler, tlsCfg *tls.Config, idle time.Duration, log *slog.Logger) *http.Server {
 	if idle <= 0 {
 		idle = defaultIdleTimeout
 	}
-	srv := &http.Server{
+	return &http.Server{
 		Handler:           h,
 		TLSConfig:         tlsCfg,
 		IdleTimeout:       idle,
 		ReadHeaderTimeout: readHeaderTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          http2MaxStreams,
+			MaxReadFrameSize:              http2StreamBuffer,
+			MaxReceiveBufferPerStream:     http2StreamBuffer,
+			MaxReceiveBufferPerConnection: http2StreamBuffer * http2MaxStreams,
+		},
 	}
-	h2 := &http2.Server{
-		IdleTimeout:                  idle,
-		MaxConcurrentStreams:         http2MaxStreams,
-		MaxUploadBufferPerStream:     http2StreamBuffer,
-		MaxUploadBufferPerConnection: http2StreamBuffer * http2MaxStreams,
-		MaxReadFrameSize:             http2StreamBuffer,
-	}
-	if err := http2.ConfigureServer(srv, h2); err != nil {
-		return nil, fmt.Errorf("apiserver: configure HTTP/2: %w", err)
-	}
-	return srv, nil
 }
