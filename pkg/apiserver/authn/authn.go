@@ -28,11 +28,11 @@ type Authenticator struct {
 	Anonymous bool
 	// APIAudiences are what tokens must be meant for (--api-audiences).
 	APIAudiences []string
-	// ClientCAs verify client certificates (x509 users). When nil, any chain the TLS
-	// handshake verified is accepted (the handshake's pool is then the client CA alone).
+	// ClientCAs verify client certificates (x509 users); nil: no client certificate is a
+	// user (--client-ca-file unset, as upstream's x509 authenticator is then off).
 	ClientCAs *x509.CertPool
-	// RequestHeader authenticates front proxies (nil: off). Its CA must not verify client
-	// certificates too: the TLS handshake accepts both, this tells them apart.
+	// RequestHeader authenticates front proxies (nil: off). Its CA verifies only front
+	// proxies, never users: the TLS handshake accepts both, this tells them apart.
 	RequestHeader *RequestHeader
 }
 
@@ -41,24 +41,33 @@ func AnonymousUser() *request.User {
 	return &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}}
 }
 
-// AuthenticateRequest returns the caller of r. A request without credentials is anonymous
-// (nil user and nil error when anonymous access is off); a request with credentials that
-// do not verify is ErrUnauthorized, whatever the anonymous setting.
+// AuthenticateRequest returns the caller of r, as upstream's union of authenticators: the
+// request-header authenticator, client certificates, bearer tokens, the first that
+// recognises the request wins. A request none recognises is anonymous (nil user and nil
+// error when anonymous access is off), unless one of them refused its credentials: then it
+// is ErrUnauthorized, whatever the anonymous setting.
 func (a *Authenticator) AuthenticateRequest(r *http.Request) (*request.User, error) {
-	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
+	refused := false
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		certs := r.TLS.PeerCertificates
-		if a.RequestHeader.proxied(certs) {
-			if u := a.RequestHeader.user(r); u != nil {
+		if a.RequestHeader != nil {
+			// A front proxy's certificate without a username header is nobody yet; any
+			// other certificate is refused here (and may still be a client's).
+			if !a.RequestHeader.proxied(certs) {
+				refused = true
+			} else if u := a.RequestHeader.user(r); u != nil {
 				return withAuthenticated(u), nil
 			}
 		}
-		if a.ClientCAs == nil || verifies(certs, a.ClientCAs) {
-			cert := certs[0]
-			return withAuthenticated(&request.User{Name: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}), nil
+		if a.ClientCAs != nil {
+			// Only the client CA makes users: a front proxy's certificate, which the
+			// handshake accepted through the request-header CA, is refused here.
+			if verifies(certs, a.ClientCAs) {
+				cert := certs[0]
+				return withAuthenticated(&request.User{Name: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}), nil
+			}
+			refused = true
 		}
-		// A front proxy's certificate without a username header, or one of its CA that
-		// the allowed names refuse: it is nobody's client certificate.
-		return nil, ErrUnauthorized
 	}
 	if token, ok := bearerToken(r); ok {
 		u, _, err := a.AuthenticateToken(r.Context(), token, nil)
@@ -68,6 +77,9 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*request.User, err
 		// The token must not reach anything after authentication, as upstream removes it.
 		r.Header.Del("Authorization")
 		return u, nil
+	}
+	if refused {
+		return nil, ErrUnauthorized
 	}
 	if a.Anonymous {
 		return AnonymousUser(), nil

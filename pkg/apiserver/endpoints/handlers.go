@@ -13,6 +13,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,9 +68,9 @@ func (s *scope) list(w http.ResponseWriter, r *http.Request, ns string, forceWat
 		writeError(w, r, err)
 		return
 	}
-	if forceWatch {
-		opts.Watch = true
-	}
+	// Whether this is a watch is the request's verb, as authorization, audit and the filters
+	// saw it (request.Info), never a second reading of the query.
+	opts.Watch = forceWatch || request.IsWatch(r)
 	if opts.Watch {
 		s.watch(w, r, ns, opts)
 		return
@@ -433,11 +434,7 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		writeError(w, r, err)
 		return
 	}
-	timeout := time.Duration(30+rand.IntN(30)) * time.Minute
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(r.Context(), watchTimeout(opts.TimeoutSeconds))
 	defer cancel()
 	wi, err := watcher.Watch(ctx, ns, opts)
 	if err != nil {
@@ -546,6 +543,20 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 			}
 		}
 	}
+}
+
+// minRequestTimeout is kube-apiserver's --min-request-timeout default. A watch without a
+// timeout of its own ends after it times a random factor in [1, 2), which spreads the
+// reconnections of many watchers.
+const minRequestTimeout = 1800 * time.Second
+
+// watchTimeout is how long a watch streams, as upstream's ListResource decides it:
+// timeoutSeconds when set and not 0 (0 means unset), else minRequestTimeout times [1, 2).
+func watchTimeout(timeoutSeconds *int64) time.Duration {
+	if timeoutSeconds != nil && *timeoutSeconds != 0 {
+		return time.Duration(*timeoutSeconds) * time.Second
+	}
+	return time.Duration(float64(minRequestTimeout) * (rand.Float64() + 1))
 }
 
 func bookmarkTable(obj runtime.Object) runtime.Object {

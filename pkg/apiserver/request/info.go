@@ -3,11 +3,7 @@ package request
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/validate/content"
-	"k8s.io/apimachinery/pkg/fields"
 )
 
 // namespaceSubresources are subresources of a namespace itself
@@ -89,24 +85,13 @@ func Parse(r *http.Request) (*Info, error) {
 		info.Resource = parts[0]
 	}
 
-	// Without a name, a get is a list or a watch, and a delete a deletecollection; a field
-	// selector on metadata.name names the object, as upstream.
-	if info.Name == "" && (info.Verb == "get" || info.Verb == "delete") {
-		q := r.URL.Query()
-		if info.Verb == "delete" {
-			info.Verb = "deletecollection"
-		} else if w, err := strconv.ParseBool(q.Get("watch")); err == nil && w {
-			info.Verb = "watch"
-		} else {
-			info.Verb = "list"
-		}
-		if fs := q.Get("fieldSelector"); fs != "" {
-			if sel, err := fields.ParseSelector(fs); err == nil {
-				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(content.IsPathSegmentName(name)) == 0 {
-					info.Name = name
-				}
-			}
-		}
+	// Without a name, a get is a list or a watch (which a metadata.name field selector may
+	// name), and a delete a deletecollection, as upstream.
+	if info.Name == "" && info.Verb == "get" {
+		info.Verb, info.Name = collectionVerb(r.URL.Query())
+	}
+	if info.Name == "" && info.Verb == "delete" {
+		info.Verb = "deletecollection"
 	}
 	return info, nil
 }

@@ -3,7 +3,10 @@
 // kube-apiserver's endpoints/request package does.
 package request
 
-import "context"
+import (
+	"context"
+	"net/http"
+)
 
 // User is an authenticated (or anonymous) caller, as authenticators and impersonation
 // produce it and authorizers, admission and audit read it.
@@ -85,4 +88,18 @@ func WithInfo(ctx context.Context, info *Info) context.Context {
 func InfoFrom(ctx context.Context) (*Info, bool) {
 	i, ok := ctx.Value(infoKey{}).(*Info)
 	return i, ok && i != nil
+}
+
+// IsWatch reports whether r is a watch: its verb in the Info the filter chain parsed
+// (parsed here when r comes without one), so that the handler streams exactly the requests
+// that authorization, audit and the in-flight and timeout filters took for watches.
+func IsWatch(r *http.Request) bool {
+	info, ok := InfoFrom(r.Context())
+	if !ok {
+		var err error
+		if info, err = Parse(r); err != nil {
+			return false
+		}
+	}
+	return info.IsResourceRequest && info.Verb == "watch"
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/authn"
+	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
@@ -122,8 +123,9 @@ func readCAPool(path string) (*x509.CertPool, error) {
 func (s *Server) setupAuthn() error {
 	cfg := s.cfg
 	anonymous := cfg.AnonymousAuth
-	if anonymous && strings.TrimSpace(cfg.AuthorizationMode) == "AlwaysAllow" {
-		// As kube-apiserver: anonymous requests would be allowed everything.
+	if anonymous && alwaysAllows(cfg.AuthorizationMode) {
+		// As kube-apiserver: anonymous requests would be allowed everything the modes
+		// before AlwaysAllow do not decide.
 		s.log.Warn("anonymous-auth is not allowed with the AlwaysAllow authorizer: turning it off; use another authorization mode")
 		anonymous = false
 	}
@@ -188,6 +190,13 @@ func (s *Server) setupAuthn() error {
 	}
 	s.authnState = st
 	return nil
+}
+
+// alwaysAllows reports whether AlwaysAllow is one of the authorization modes, wherever it
+// stands in the list: kube-apiserver turns anonymous authentication off then.
+func alwaysAllows(modes string) bool {
+	parsed, err := authz.ParseModes(modes) // checked by Validate
+	return err == nil && slices.Contains(parsed, "AlwaysAllow")
 }
 
 // getObject reads a core/v1 object through the registry, for the token authenticator.

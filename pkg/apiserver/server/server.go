@@ -52,6 +52,7 @@ type Server struct {
 
 	authnState     *authnState
 	clientCAResync time.Duration  // how often the client CA ConfigMap is checked; 0: a minute
+	idleTimeout    time.Duration  // idle connections are closed after it; 0: upstream's 90 s
 	background     sync.WaitGroup // goroutines that use the registry, done before etcd closes
 
 	aggregator *aggregator.Aggregator // APIServices: local ones kept, service-backed ones proxied
@@ -177,13 +178,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.listener = ln
-	s.http = &http.Server{
-		Handler:           h,
-		TLSConfig:         tlsCfg,
-		ReadHeaderTimeout: 30 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	s.http = newSecureServer(h, tlsCfg, s.idleTimeout, s.log)
 	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.aggregator.Run(regCtx)
 	s.background.Add(1)
