@@ -405,4 +405,3 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 
 // Wait waits for background namespace cleanups to end.
 func (r *Registry) Wait() { r.wg.Wait() }
-
