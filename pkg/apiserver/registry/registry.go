@@ -83,6 +83,10 @@ type Config struct {
 	// the Services (RepairServices); 0: every 3 minutes, as upstream's repair controllers;
 	// negative: never in the background (tests run passes themselves).
 	ServiceRepairInterval time.Duration
+	// SystemNamespacesInterval is how often the system namespaces (default, kube-system,
+	// kube-public, kube-node-lease) are created again if deleted; 0: every minute, as
+	// upstream's system-namespaces controller; negative: only at Start.
+	SystemNamespacesInterval time.Duration
 	// WatchCache serves each resource's lists, watches and gets that allow it from a
 	// watch cache fed by one etcd watch (storage.Cacher), as kube-apiserver's --watch-cache.
 	WatchCache bool
@@ -282,17 +286,15 @@ func (r *Registry) Start(ctx context.Context) error {
 	for _, c := range r.cachers {
 		c.Start(ctx)
 	}
-	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
-		_, err := r.namespaces().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("registry: create namespace %s: %w", name, err)
-		}
+	if err := r.ensureSystemNamespaces(ctx); err != nil {
+		return err
 	}
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(3)
+	r.wg.Add(4)
 	go r.watchNamespaces(ctx)
+	go r.keepSystemNamespaces(ctx)
 	go r.watchCRDs(ctx)
 	go func() {
 		defer r.wg.Done()
