@@ -16,7 +16,8 @@ import (
 // TestNamespaceFinalizers: a deleted namespace is emptied and loses its "kubernetes"
 // finalizer, but stays Terminating while another spec.finalizers entry or a
 // metadata.finalizers entry holds it; it goes when the last one is removed, through
-// namespaces/finalize or a plain update respectively.
+// namespaces/finalize or a plain update respectively. While content waits for its
+// graceful deletion, the namespace says so in upstream's NamespaceContentRemaining.
 func TestNamespaceFinalizers(t *testing.T) {
 	s := servertest.New(t, nil)
 	cs := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
@@ -25,7 +26,7 @@ func TestNamespaceFinalizers(t *testing.T) {
 	const hold = "example.com/hold"
 
 	t.Run("spec finalizer, removed through finalize", func(t *testing.T) {
-		ns, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spec-held"},
+		ns, err := nss.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "spec-held", Finalizers: []string{hold}},
 			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{hold}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -43,6 +44,12 @@ func TestNamespaceFinalizers(t *testing.T) {
 		if !slices.Equal(ns.Spec.Finalizers, []corev1.FinalizerName{hold}) {
 			t.Fatalf("spec.finalizers %v once emptied, want only %s", ns.Spec.Finalizers, hold)
 		}
+		// Its metadata finalizer goes: spec.finalizers still hold it.
+		ns.Finalizers = nil
+		if ns, err = nss.Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ns = mustGetNamespace(t, cs, "spec-held")
 		ns.Spec.Finalizers = nil
 		if _, err := nss.Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
