@@ -35,13 +35,7 @@ func namespacesKind() *Kind {
 			DeletionHeld: func(obj runtime.Object) bool {
 				return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0
 			},
-			Default: func(obj runtime.Object) {
-				ns := obj.(*corev1.Namespace)
-				if ns.Labels == nil {
-					ns.Labels = map[string]string{}
-				}
-				ns.Labels[corev1.LabelMetadataName] = ns.Name
-			},
+			Default: defaultNamespace,
 			MarkDeleting: func(obj runtime.Object) {
 				obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating
 			},
@@ -51,4 +45,14 @@ func namespacesKind() *Kind {
 			CheckDelete: refuseStandardNamespaceDelete,
 		},
 	}
+}
+
+// defaultNamespace labels a namespace with its name (kubernetes.io/metadata.name), as
+// upstream's defaults.
+func defaultNamespace(obj runtime.Object) {
+	ns := obj.(*corev1.Namespace)
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }

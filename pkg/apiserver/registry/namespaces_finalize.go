@@ -23,11 +23,16 @@ func refuseStandardNamespaceDelete(_, name string) error {
 
 // finalizeNamespace is namespaces/{name}/finalize: it replaces spec.finalizers (the
 // namespace cleanup removes "kubernetes" through it once the namespace is empty; whoever
-// added another removes theirs). The store deletes a namespace being deleted once both
-// its spec.finalizers and its metadata.finalizers are empty.
+// added another removes theirs). As upstream's finalize strategy, the request's metadata
+// (labels, annotations, finalizers, owner references) is taken too and only status is kept.
+// The store deletes a namespace being deleted once both its spec.finalizers and its
+// metadata.finalizers are empty.
 func finalizeNamespace(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
 	ns, req := current.(*corev1.Namespace), request.(*corev1.Namespace)
 	ns.Spec.Finalizers = req.Spec.Finalizers
+	ns.Labels, ns.Annotations = req.Labels, req.Annotations
+	ns.Finalizers, ns.OwnerReferences = req.Finalizers, req.OwnerReferences
+	defaultNamespace(ns)
 	var errs field.ErrorList
 	for i, f := range ns.Spec.Finalizers {
 		errs = append(errs, validateNamespaceFinalizer(f, field.NewPath("spec", "finalizers").Index(i))...)
