@@ -121,7 +121,10 @@ func (r *Registry) finishNamespace(ctx context.Context, ns string) (done bool, e
 			return false, err
 		}
 	}
-	return true, r.finalizeNamespaceCleanup(ctx, ns)
+	if err := r.finalizeNamespaceCleanup(ctx, ns); err != nil {
+		return false, err // try again
+	}
+	return true, nil
 }
 
 // getNamespace reads ns from etcd; nil without an error when it is gone.
