@@ -46,10 +46,12 @@ func TestNamespaceFinalizers(t *testing.T) {
 		}
 		// Its metadata finalizer goes: spec.finalizers still hold it.
 		ns.Finalizers = nil
-		if ns, err = nss.Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		if _, err = nss.Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		ns = mustGetNamespace(t, cs, "spec-held")
+		if ns = mustGetNamespace(t, cs, "spec-held"); len(ns.Finalizers) != 0 {
+			t.Fatalf("metadata.finalizers %v after the update removed them", ns.Finalizers)
+		}
 		ns.Spec.Finalizers = nil
 		if _, err := nss.Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
