@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,17 +19,23 @@ func namespacesKind() *Kind {
 		Strategy: Strategy{
 			NameValidation: apivalidation.ValidateNamespaceName,
 			PrepareForCreate: func(obj runtime.Object) {
+				// As upstream: the finalizers asked for, and always "kubernetes" (the
+				// namespace cleanup removes it once the namespace is empty).
 				ns := obj.(*corev1.Namespace)
 				ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-				ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-			},
-			Default: func(obj runtime.Object) {
-				ns := obj.(*corev1.Namespace)
-				if ns.Labels == nil {
-					ns.Labels = map[string]string{}
+				if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+					ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 				}
-				ns.Labels[corev1.LabelMetadataName] = ns.Name
 			},
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				// spec.finalizers change through namespaces/finalize only, as upstream.
+				obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
+			},
+			Validate: validateNamespaceSpec,
+			DeletionHeld: func(obj runtime.Object) bool {
+				return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0
+			},
+			Default: defaultNamespace,
 			MarkDeleting: func(obj runtime.Object) {
 				obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating
 			},
@@ -37,4 +45,14 @@ func namespacesKind() *Kind {
 			CheckDelete: refuseStandardNamespaceDelete,
 		},
 	}
+}
+
+// defaultNamespace labels a namespace with its name (kubernetes.io/metadata.name), as
+// upstream's defaults.
+func defaultNamespace(obj runtime.Object) {
+	ns := obj.(*corev1.Namespace)
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }

@@ -469,7 +469,7 @@ func TestIngressStatusIgnoresSpec(t *testing.T) {
 }
 
 // TestNamespaceRules: the standard namespaces may not be deleted; /finalize sets
-// spec.finalizers and nothing else.
+// spec.finalizers and metadata, never status (as upstream's finalize strategy).
 func TestNamespaceRules(t *testing.T) {
 	r := newRegistry(t)
 	ctx := context.Background()
@@ -493,7 +493,7 @@ func TestNamespaceRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.Namespace)
-	if len(got.Spec.Finalizers) != 1 || got.Spec.Finalizers[0] != "example.com/keep" || got.Status.Phase != corev1.NamespaceActive || got.Labels["added"] != "" {
+	if len(got.Spec.Finalizers) != 1 || got.Spec.Finalizers[0] != "example.com/keep" || got.Status.Phase != corev1.NamespaceActive || got.Labels["added"] != "x" || got.Labels[corev1.LabelMetadataName] != "fin" {
 		t.Fatalf("after finalize: %+v %+v labels %v", got.Spec, got.Status, got.Labels)
 	}
 	ns.ResourceVersion = ""

@@ -2,10 +2,8 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +83,10 @@ type Config struct {
 	// the Services (RepairServices); 0: every 3 minutes, as upstream's repair controllers;
 	// negative: never in the background (tests run passes themselves).
 	ServiceRepairInterval time.Duration
+	// SystemNamespacesInterval is how often the system namespaces (default, kube-system,
+	// kube-public, kube-node-lease) are created again if deleted; 0: every minute, as
+	// upstream's system-namespaces controller; negative: only at Start.
+	SystemNamespacesInterval time.Duration
 	// WatchCache serves each resource's lists, watches and gets that allow it from a
 	// watch cache fed by one etcd watch (storage.Cacher), as kube-apiserver's --watch-cache.
 	WatchCache bool
@@ -284,17 +286,15 @@ func (r *Registry) Start(ctx context.Context) error {
 	for _, c := range r.cachers {
 		c.Start(ctx)
 	}
-	for _, name := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
-		_, err := r.namespaces().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("registry: create namespace %s: %w", name, err)
-		}
+	if err := r.ensureSystemNamespaces(ctx); err != nil {
+		return err
 	}
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(3)
+	r.wg.Add(4)
 	go r.watchNamespaces(ctx)
+	go r.keepSystemNamespaces(ctx)
 	go r.watchCRDs(ctx)
 	go func() {
 		defer r.wg.Done()
@@ -339,48 +339,6 @@ func (r *Registry) Start(ctx context.Context) error {
 	return nil
 }
 
-// deleteNamespaceContent deletes every object in ns, of every namespaced kind the registry
-// serves, and returns how many it found and how many of those are still there, waiting for
-// a graceful deletion to be confirmed (a pod's node agent).
-func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found, pending int, err error) {
-	for _, res := range append(slices.Clip(r.Resources), r.customStorageResources()...) {
-		if !res.Store.kind.Namespaced {
-			continue
-		}
-		list, err := res.Store.List(ctx, ns, &metav1.ListOptions{})
-		if err != nil {
-			return found, pending, err
-		}
-		items, _ := extractList(list)
-		found += len(items)
-		for _, it := range items {
-			name := it.GetName()
-			// Finalizers inside a terminating namespace are dropped: nothing else would remove them.
-			if len(it.GetFinalizers()) > 0 {
-				_, _, err := res.Store.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-					if cur == nil {
-						return nil, apierrors.NewNotFound(res.Store.gr(), name)
-					}
-					a, _ := metaAccessor(cur)
-					a.SetFinalizers(nil)
-					return cur, nil
-				}, &metav1.UpdateOptions{})
-				if err != nil && !apierrors.IsNotFound(err) {
-					return found, pending, err
-				}
-			}
-			_, deleted, err := res.Store.Delete(ctx, ns, name, &metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return found, pending, err
-			}
-			if err == nil && !deleted {
-				pending++
-			}
-		}
-	}
-	return found, pending, nil
-}
-
 // namespaceTerminatingError refuses new content in a namespace being deleted; the store
 // turns it into upstream's NamespaceLifecycle 403 for the object being created.
 type namespaceTerminatingError struct{ namespace string }
@@ -388,9 +346,6 @@ type namespaceTerminatingError struct{ namespace string }
 func (e *namespaceTerminatingError) Error() string {
 	return fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", e.namespace)
 }
-
-// errContentPending: a namespace's last objects wait for their graceful deletion.
-var errContentPending = errors.New("objects are waiting for their graceful deletion to be confirmed")
 
 // ensureDefaultServiceAccount does the job of upstream's service account
 // controller: every active namespace has a "default" ServiceAccount.
@@ -452,122 +407,3 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 
 // Wait waits for background namespace cleanups to end.
 func (r *Registry) Wait() { r.wg.Wait() }
-
-// terminateNamespace empties a namespace in the background and then removes it: there is no
-// controller-manager to do it. One apiserver at a time does it, under a lock held by its
-// etcd lease; the others check back, and take over if that apiserver dies.
-func (r *Registry) terminateNamespace(_ context.Context, obj runtime.Object) {
-	ns := obj.(*corev1.Namespace).Name
-	r.mu.Lock()
-	if r.terminating[ns] {
-		r.mu.Unlock()
-		return
-	}
-	r.terminating[ns] = true
-	r.mu.Unlock()
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.terminating, ns)
-			r.mu.Unlock()
-		}()
-		ctx := r.ctx
-		for attempt := 0; ctx.Err() == nil; attempt++ {
-			done, err := r.finishNamespace(ctx, ns)
-			if done {
-				return
-			}
-			if err != nil && ctx.Err() == nil && !errors.Is(err, errContentPending) {
-				r.log.Warn("namespace cleanup failed, retrying", "namespace", ns, "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(min(attempt+1, 10)) * 500 * time.Millisecond):
-			}
-		}
-	}()
-}
-
-// cleanupLockTTL is how long a dead apiserver's namespace cleanup lock outlives it.
-const cleanupLockTTL = 10 // seconds
-
-// session returns this process's etcd session, starting a new one if the last expired.
-func (r *Registry) session(ctx context.Context) (*concurrency.Session, error) {
-	r.sessMu.Lock()
-	defer r.sessMu.Unlock()
-	if r.sess != nil {
-		select {
-		case <-r.sess.Done():
-		default:
-			return r.sess, nil
-		}
-	}
-	s, err := concurrency.NewSession(r.client, concurrency.WithTTL(cleanupLockTTL), concurrency.WithContext(ctx))
-	if err != nil {
-		return nil, err
-	}
-	r.sess = s
-	return s, nil
-}
-
-// finishNamespace empties and removes ns if it is terminating and no other apiserver is at
-// it; done reports that nothing is left to do here.
-func (r *Registry) finishNamespace(ctx context.Context, ns string) (done bool, err error) {
-	sess, err := r.session(ctx)
-	if err != nil {
-		return false, err
-	}
-	lock := concurrency.NewMutex(sess, r.cfg.Prefix+"/hacp.io/namespace-cleanup/"+ns)
-	if err := lock.TryLock(ctx); err != nil {
-		if errors.Is(err, concurrency.ErrLocked) {
-			err = nil // another apiserver is at it: check back later
-		}
-		return false, err
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = lock.Unlock(uctx)
-	}()
-	// Under the lock: is there still something to do?
-	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if obj.(*corev1.Namespace).DeletionTimestamp == nil {
-		return true, nil
-	}
-	if err := r.emptyNamespace(ctx, ns); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-func (r *Registry) emptyNamespace(ctx context.Context, ns string) error {
-	// Repeat until a pass finds nothing: a create that passed the namespace
-	// check just before termination began may land after the first pass.
-	for {
-		found, pending, err := r.deleteNamespaceContent(ctx, ns)
-		if err != nil {
-			return err
-		}
-		if found == 0 {
-			break
-		}
-		if pending == found {
-			return errContentPending // check back later, as upstream's namespace controller
-		}
-	}
-	s := r.namespaces()
-	err := s.storage.Delete(ctx, s.key("", ns), nil, nil, nil)
-	if err != nil && !storage.IsNotFound(err) {
-		return err
-	}
-	r.log.Info("namespace removed", "namespace", ns)
-	return nil
-}

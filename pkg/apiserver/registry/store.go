@@ -76,6 +76,10 @@ type Strategy struct {
 	// DeletionFinalizers, when set, returns the finalizers an object being deleted carries
 	// given those it has (a CustomResourceDefinition adds its cleanup finalizer).
 	DeletionFinalizers func(obj runtime.Object, finalizers []string) []string
+	// DeletionHeld, when set, reports that something besides metadata.finalizers keeps an
+	// object being deleted (a namespace's spec.finalizers): the store deletes it only when
+	// this says false too.
+	DeletionHeld func(obj runtime.Object) bool
 }
 
 // Kind defines a resource: a built-in one is one small file filling this in.
@@ -710,18 +714,40 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
-	// The last finalizer removed from an object being deleted: delete it now, unless a
-	// graceful deletion still waits for its confirmation (a pod's node agent), as upstream.
-	if a, _ := meta.Accessor(out); a.GetDeletionTimestamp() != nil && len(a.GetFinalizers()) == 0 && ptrOr(a.GetDeletionGracePeriodSeconds(), 0) == 0 && !statusOnly {
-		rv := a.GetResourceVersion()
-		del := s.kind.New()
-		if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err == nil {
-			s.setKind(del)
-			s.removed(ctx, del)
+	if !statusOnly {
+		if del, ok := s.deleteIfReleased(ctx, ns, name, out); ok {
 			return del, false, nil
 		}
 	}
 	return out, created, nil
+}
+
+// released reports that nothing keeps obj, which is being deleted, any more: no
+// finalizers, no graceful deletion waiting for its confirmation (a pod's node agent), and
+// nothing the kind holds it by (DeletionHeld), as upstream's ShouldDeleteDuringUpdate.
+func (s *Store) released(obj runtime.Object) bool {
+	a, err := meta.Accessor(obj)
+	if err != nil || a.GetDeletionTimestamp() == nil || len(a.GetFinalizers()) > 0 || ptrOr(a.GetDeletionGracePeriodSeconds(), 0) != 0 {
+		return false
+	}
+	return s.kind.Strategy.DeletionHeld == nil || !s.kind.Strategy.DeletionHeld(obj)
+}
+
+// deleteIfReleased deletes obj, just written, when the write released it (its last
+// finalizer went), provided nobody changed it since; it returns the deleted object.
+func (s *Store) deleteIfReleased(ctx context.Context, ns, name string, obj runtime.Object) (runtime.Object, bool) {
+	if !s.released(obj) {
+		return nil, false
+	}
+	a, _ := meta.Accessor(obj)
+	rv := a.GetResourceVersion()
+	del := s.kind.New()
+	if err := s.storage.Delete(ctx, s.key(ns, name), del, &storage.Preconditions{ResourceVersion: &rv}, nil); err != nil {
+		return nil, false // changed meanwhile: whoever changed it decides
+	}
+	s.setKind(del)
+	s.removed(ctx, del)
+	return del, true
 }
 
 type createOnUpdateKey struct{}

@@ -105,6 +105,11 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 		return nil, false, interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
+	// namespaces/finalize removing the last finalizer of a namespace being deleted deletes
+	// it, as upstream's finalize store (it shares the namespace store's rules).
+	if del, ok := s.deleteIfReleased(ctx, ns, name, out); ok {
+		return del, false, nil
+	}
 	return out, false, nil
 }
 

@@ -27,8 +27,13 @@ func compact(ctx context.Context, c *clientv3.Client, t, rev int64) (int64, int6
 	}
 	curRev := resp.Header.Revision
 	if !resp.Succeeded {
-		// Another apiserver ran this round: follow its count.
-		return resp.Responses[0].GetResponseRange().Kvs[0].Version, curRev, nil
+		// Another apiserver ran this round: follow its count. No key (someone deleted
+		// it): no round recorded, so the next one starts the count again.
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 {
+			return 0, curRev, nil
+		}
+		return kvs[0].Version, curRev, nil
 	}
 	if rev == 0 {
 		return t + 1, curRev, nil // the first round only records where history starts

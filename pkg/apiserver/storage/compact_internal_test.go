@@ -85,3 +85,42 @@ func TestRunCompactor(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // poll
 	}
 }
+
+// TestCompactAfterTheKeyChanged: compact_rev_key deleted or overwritten behind the
+// compactors' backs (by hand, or another tool) makes no round panic: a missing key restarts
+// the count, a foreign value is only counted (its value is never read).
+func TestCompactAfterTheKeyChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		change    func(ctx context.Context, c *clientv3.Client) error
+		wantRound int64 // the round the compactor follows after the change
+	}{
+		{"deleted", func(ctx context.Context, c *clientv3.Client) error {
+			_, err := c.Delete(ctx, CompactRevKey)
+			return err
+		}, 0},
+		{"not a revision", func(ctx context.Context, c *clientv3.Client) error {
+			_, err := c.Put(ctx, CompactRevKey, "\x00not a number")
+			return err
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := etcdtest.Client(t)
+			ctx := context.Background()
+			round, rev, err := compact(ctx, c, 0, 0)
+			if err != nil || round != 1 {
+				t.Fatalf("round 1: %d %v", round, err)
+			}
+			if err := tc.change(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if round, rev, err = compact(ctx, c, 5, rev); err != nil || round != tc.wantRound {
+				t.Fatalf("after the change: round %d, %v; want %d", round, err, tc.wantRound)
+			}
+			// The next round is claimed and counted again.
+			if round, _, err = compact(ctx, c, round, rev); err != nil || round != tc.wantRound+1 {
+				t.Fatalf("next round: %d %v; want %d", round, err, tc.wantRound+1)
+			}
+		})
+	}
+}

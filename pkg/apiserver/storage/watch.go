@@ -10,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -63,10 +64,13 @@ func (w *etcdWatcher) send(ctx context.Context, ev watch.Event) bool {
 }
 
 func (w *etcdWatcher) sendError(ctx context.Context, code int32, reason metav1.StatusReason, msg string) {
-	w.send(ctx, watch.Event{Type: watch.Error, Object: &metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Message: msg, Reason: reason, Code: code,
-	}})
+	w.sendStatus(ctx, metav1.Status{Status: metav1.StatusFailure, Message: msg, Reason: reason, Code: code})
+}
+
+// sendStatus sends st as the watch's ERROR event.
+func (w *etcdWatcher) sendStatus(ctx context.Context, st metav1.Status) {
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	w.send(ctx, watch.Event{Type: watch.Error, Object: &st})
 }
 
 func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial bool, opts ListOptions) {
@@ -158,7 +162,13 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 				continue
 			}
 			for _, ev := range resp.Events {
-				out, ok := w.convert(ev, opts.Predicate)
+				out, ok, err := w.convert(ev, opts.Predicate)
+				if err != nil {
+					// As upstream's etcd3 watcher: an event that cannot be decoded ends the
+					// watch with an error, rather than leaving the client silently behind.
+					w.sendStatus(ctx, apierrors.NewInternalError(err).Status())
+					return
+				}
 				if ev.Kv.ModRevision > lastRV {
 					lastRV = ev.Kv.ModRevision
 				}
@@ -185,21 +195,26 @@ func (w *etcdWatcher) bookmark(rev int64, initialEventsEnd bool) watch.Event {
 }
 
 // convert maps one etcd event onto a watch event, applying the predicate the
-// upstream way: leaving the selection is DELETED, entering it is ADDED.
-func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (watch.Event, bool) {
+// upstream way: leaving the selection is DELETED, entering it is ADDED. ok is false for
+// an event outside the selection; err reports a value that cannot be decoded.
+func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (out watch.Event, ok bool, err error) {
 	s := w.s
 	var cur, prev runtime.Object
 	if ev.Type == clientv3.EventTypePut {
 		cur = s.cfg.NewFunc()
 		if err := s.decode(ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
-			return watch.Event{}, false
+			return watch.Event{}, false, err
 		}
 	}
 	if ev.PrevKv != nil {
 		prev = s.cfg.NewFunc()
 		// A deleted object carries the revision of its deletion.
 		if err := s.decode(ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
-			return watch.Event{}, false
+			if ev.Type == clientv3.EventTypePut && p.Empty() {
+				// As upstream: without a selection the previous state is not needed.
+				return watch.Event{Type: watch.Modified, Object: cur}, true, nil
+			}
+			return watch.Event{}, false, err
 		}
 	}
 	curOK := cur != nil && matches(p, cur)
@@ -207,23 +222,23 @@ func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (watch.Event, boo
 	switch {
 	case ev.Type == clientv3.EventTypeDelete:
 		if prev == nil || !prevOK {
-			return watch.Event{}, false
+			return watch.Event{}, false, nil
 		}
-		return watch.Event{Type: watch.Deleted, Object: prev}, true
+		return watch.Event{Type: watch.Deleted, Object: prev}, true, nil
 	case ev.IsCreate() || prev == nil:
 		if !curOK {
-			return watch.Event{}, false
+			return watch.Event{}, false, nil
 		}
-		return watch.Event{Type: watch.Added, Object: cur}, true
+		return watch.Event{Type: watch.Added, Object: cur}, true, nil
 	case curOK && prevOK:
-		return watch.Event{Type: watch.Modified, Object: cur}, true
+		return watch.Event{Type: watch.Modified, Object: cur}, true, nil
 	case curOK && !prevOK:
-		return watch.Event{Type: watch.Added, Object: cur}, true
+		return watch.Event{Type: watch.Added, Object: cur}, true, nil
 	case !curOK && prevOK:
 		// Report the deletion with the new state, as upstream does.
-		return watch.Event{Type: watch.Deleted, Object: cur}, true
+		return watch.Event{Type: watch.Deleted, Object: cur}, true, nil
 	}
-	return watch.Event{}, false
+	return watch.Event{}, false, nil
 }
 
 func matches(p Predicate, obj runtime.Object) bool {
