@@ -72,6 +72,10 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(dir, "audit.log")
+	plainEtcd := filepath.Join(dir, "plain-etcd.yaml")
+	if err := os.WriteFile(plainEtcd, []byte("etcd-name: m1\netcd-listen-client-url: http://127.0.0.1:2379\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -105,6 +109,21 @@ func TestConfig(t *testing.T) {
 		{"unknown kubelet address type", []string{"--kubelet-preferred-address-types", "InternalIP,Nope", "--check-config"}, 2, []string{`flag --kubelet-preferred-address-types: "Nope" is not one of`}},
 		{"kubelet client key missing", []string{"--kubelet-client-certificate", caPEM, "--check-config"}, 2, []string{"flag --kubelet-client-certificate: kubelet-client-certificate and kubelet-client-key go together"}},
 		{"unreadable kubelet CA", []string{"--kubelet-certificate-authority", missing, "--check-config"}, 2, []string{"flag --kubelet-certificate-authority: read kubelet certificate authority: open " + missing}},
+		{"plain HTTP etcd client URL", []string{"--etcd-listen-client-url", "http://127.0.0.1:2379", "--check-config"}, 2, []string{
+			`flag --etcd-listen-client-url: "http://127.0.0.1:2379" is plain HTTP`, "etcd-allow-insecure-client: true"}},
+		{"plain HTTP etcd client URL names file and line", []string{"--config", plainEtcd, "--check-config"}, 2, []string{plainEtcd + ":2: etcd-listen-client-url: "}},
+		{"plain HTTP etcd client URL opted into", []string{"--config", plainEtcd, "--etcd-allow-insecure-client", "--check-config"}, 0, []string{"is valid"}},
+		{"plain HTTP etcd client URL with external etcd", []string{"--etcd-listen-client-url", "http://127.0.0.1:2379", "--etcd-servers", "https://10.77.0.1:2379", "--check-config"}, 0, []string{"is valid"}},
+		{"etcd serving certificate alone", []string{"--etcd-cert-file", caPEM, "--check-config"}, 2, []string{
+			"etcd-key-file: needed with etcd-cert-file", "etcd-trusted-ca-file: needed with etcd-cert-file", "etcd-certfile: needed with etcd-cert-file"}},
+		{"etcd serving certificate on a plain HTTP URL", []string{"--etcd-listen-client-url", "http://127.0.0.1:2379", "--etcd-allow-insecure-client",
+			"--etcd-trusted-ca-file", caPEM, "--check-config"}, 2, []string{`flag --etcd-trusted-ca-file: needs an https:// etcd-listen-client-url`}},
+		{"apiserver etcd client certificate without the member's", []string{"--etcd-certfile", caPEM, "--etcd-keyfile", caPEM, "--check-config"}, 2, []string{
+			"flag --etcd-certfile: etcd-certfile, etcd-keyfile and etcd-cafile for the embedded etcd member go with etcd-cert-file"}},
+		{"unreadable etcd certificates", []string{"--etcd-cert-file", missing, "--etcd-key-file", missing, "--etcd-trusted-ca-file", caPEM,
+			"--etcd-certfile", missing, "--etcd-keyfile", missing, "--check-config"}, 2, []string{
+			"flag --etcd-cert-file: load certificate and key: open " + missing, "flag --etcd-certfile: load certificate and key: open " + missing,
+			"flag --etcd-trusted-ca-file: " + caPEM + ": no PEM certificate"}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {
@@ -130,7 +149,7 @@ func TestRunAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	client, err := embedetcd.FreeLocalURL()
+	client, err := embedetcd.FreeLocalHTTPSURL()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func startLeaseAPIServer(t *testing.T, h *netns.Host) (string, *netns.Proc) {
 	dir := t.TempDir()
 	p := h.Start(apiserverBin, "--bind-address", "0.0.0.0", "--secure-port", "6443", "--data-dir", dir,
 		"--tls-san", "10.77.41.1", "--advertise-url", "https://"+apiserverAt, "--shutdown-delay", "0s",
-		"--etcd-unsafe-no-fsync", "--etcd-listen-client-url", "http://127.0.0.1:2379",
+		"--etcd-unsafe-no-fsync", "--etcd-listen-client-url", "https://127.0.0.1:2379",
 		"--etcd-listen-peer-urls", "http://127.0.0.1:2380")
 	kc := filepath.Join(dir, "admin.kubeconfig")
 	waitFor(t, 60*time.Second, "the apiserver's admin kubeconfig", func() bool {

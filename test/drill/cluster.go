@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/certs"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -496,15 +497,21 @@ func shortName(stack string) string {
 }
 
 // etcdLeader returns the name of the etcd member that leads the cluster, asked of m2's
-// member over its loopback client URL (from inside m2). It explains part of the spread of
-// kill-master numbers: a leader that dies with the master costs an election.
+// member over its loopback client URL (from inside m2, with the etcd client certificate its
+// apiserver generated). It explains part of the spread of kill-master numbers: a leader that
+// dies with the master costs an election.
 func (c *cluster) etcdLeader(ctx context.Context) string {
 	m := c.master("m2")
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	tlsCfg, err := certs.LoadEtcdClientTLS(filepath.Join(c.dir, m.Name, "data", "pki"))
+	if err != nil {
+		return "?"
+	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"http://127.0.0.1:2379"},
+		Endpoints:   []string{"https://127.0.0.1:2379"},
 		DialTimeout: time.Second,
+		TLS:         tlsCfg,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return m.dialContext(ctx, "tcp", addr)
 		})},
@@ -514,7 +521,7 @@ func (c *cluster) etcdLeader(ctx context.Context) string {
 		return "?"
 	}
 	defer cli.Close()
-	st, err := cli.Status(ctx, "http://127.0.0.1:2379")
+	st, err := cli.Status(ctx, "https://127.0.0.1:2379")
 	if err != nil {
 		return "?"
 	}

@@ -213,11 +213,48 @@ func (e *e2e) checkCluster(ctx context.Context) error {
 	if err := e.waitSettled(ctx, e.hosts, 60*time.Second); err != nil {
 		return err
 	}
-	e.progress("kubectl created and read a ConfigMap through https://%s:%d; every unit active; %d healthy etcd members", vip, vipPort, len(e.hosts))
+	if err := e.checkEtcdClientTLS(); err != nil {
+		return err
+	}
+	e.progress("kubectl created and read a ConfigMap through https://%s:%d; every unit active; %d healthy etcd members, each refusing clients without its client certificate", vip, vipPort, len(e.hosts))
 	return nil
 }
 
 var units = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd"}
+
+// etcdctl is etcdctl on a master with the client certificate the Ansible roles install: the
+// member's client URL requires it (docs/security.md#etcd-client-tls).
+const etcdctl = "etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/hacp/pki/etcd/ca.crt" +
+	" --cert /etc/hacp/pki/apiserver-etcd-client.crt --key /etc/hacp/pki/apiserver-etcd-client.key"
+
+// etcdRangeCurl asks a master's etcd member for the count of keys under /registry over its
+// HTTP gateway, as any local process could try; curlArgs say how (plain HTTP, or TLS).
+func etcdRangeCurl(curlArgs string) string {
+	return "curl -sS --max-time 5 -X POST " + curlArgs + "/v3/kv/range" +
+		` -d '{"key":"L3JlZ2lzdHJ5","range_end":"L3JlZ2lzdHJ6","count_only":true}'`
+}
+
+// checkEtcdClientTLS checks that every master's etcd member refuses clients without the
+// etcd client certificate (plain HTTP, or TLS without a certificate) and answers one with it.
+func (e *e2e) checkEtcdClientTLS() error {
+	refused := map[string]string{
+		"plain HTTP":                  etcdRangeCurl("http://127.0.0.1:2379"),
+		"HTTPS without a certificate": etcdRangeCurl("--cacert /etc/hacp/pki/etcd/ca.crt https://127.0.0.1:2379"),
+	}
+	for _, h := range e.hosts {
+		for how, cmd := range refused {
+			if out, err := e.ssh(h, cmd); err == nil {
+				return fmt.Errorf("%s: etcd answered %s: %s", h.Name, how, out)
+			}
+		}
+		withCert := etcdRangeCurl("--cacert /etc/hacp/pki/etcd/ca.crt --cert /etc/hacp/pki/apiserver-etcd-client.crt" +
+			" --key /etc/hacp/pki/apiserver-etcd-client.key https://127.0.0.1:2379")
+		if out, err := e.ssh(h, withCert); err != nil || !strings.Contains(out, `"count"`) {
+			return fmt.Errorf("%s: etcd range with the client certificate: %v: %s", h.Name, err, out)
+		}
+	}
+	return nil
+}
 
 // etcdMember is a member as `etcdctl member list -w json` shows it.
 type etcdMember struct {
@@ -229,7 +266,7 @@ type etcdMember struct {
 
 // members asks h's etcd member for the member list.
 func (e *e2e) members(h *host) ([]etcdMember, error) {
-	out, err := e.ssh(h, "etcdctl --endpoints http://127.0.0.1:2379 member list -w json")
+	out, err := e.ssh(h, etcdctl+" member list -w json")
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +281,7 @@ func (e *e2e) members(h *host) ([]etcdMember, error) {
 
 // clusterID is the etcd cluster ID as h's member reports it.
 func (e *e2e) clusterID(h *host) (uint64, error) {
-	out, err := e.ssh(h, "etcdctl --endpoints http://127.0.0.1:2379 endpoint status -w json")
+	out, err := e.ssh(h, etcdctl+" endpoint status -w json")
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +309,7 @@ func (e *e2e) settledState(masters []*host) string {
 		if out, err := e.ssh(h, "systemctl is-active "+strings.Join(units, " ")); err != nil {
 			return fmt.Sprintf("%s: units not all active: %s", h.Name, strings.Join(strings.Fields(out), " "))
 		}
-		if _, err := e.ssh(h, "etcdctl --endpoints http://127.0.0.1:2379 --command-timeout=2s endpoint health"); err != nil {
+		if _, err := e.ssh(h, etcdctl+" --command-timeout=2s endpoint health"); err != nil {
 			return fmt.Sprintf("%s: etcd member not healthy: %v", h.Name, err)
 		}
 		ms, err := e.members(h)

@@ -292,12 +292,12 @@ func (b *Bundle) ensureCAAt(certPath, keyPath, name string, now time.Time) (*x50
 		if err := writeFile(certPath, certPEM, 0o644); err != nil {
 			return nil, nil, nil, err
 		}
-		b.Generated = append(b.Generated, filepath.Base(certPath), filepath.Base(keyPath))
+		b.Generated = append(b.Generated, b.rel(certPath), b.rel(keyPath))
 	}
 	pair, certs, err := loadPair(certPath, keyPath)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("certs: CA in %s is unusable (remove %s and %s to start a new PKI): %w",
-			b.Dir, filepath.Base(certPath), filepath.Base(keyPath), err)
+			b.Dir, b.rel(certPath), b.rel(keyPath), err)
 	}
 	ca := certs[0]
 	if !ca.IsCA {
@@ -305,7 +305,7 @@ func (b *Bundle) ensureCAAt(certPath, keyPath, name string, now time.Time) (*x50
 	}
 	if now.After(ca.NotAfter) {
 		return nil, nil, nil, fmt.Errorf("certs: CA %s expired at %s (remove %s and %s to start a new PKI)",
-			certPath, ca.NotAfter.Format(time.RFC3339), filepath.Base(certPath), filepath.Base(keyPath))
+			certPath, ca.NotAfter.Format(time.RFC3339), b.rel(certPath), b.rel(keyPath))
 	}
 	signer, ok := pair.PrivateKey.(crypto.Signer)
 	if !ok {
@@ -346,12 +346,20 @@ func (b *Bundle) ensureLeaf(certPath, keyPath string, ca *x509.Certificate, caKe
 	if err := writeFile(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, nil, nil, err
 	}
-	b.Generated = append(b.Generated, filepath.Base(certPath), filepath.Base(keyPath))
+	b.Generated = append(b.Generated, b.rel(certPath), b.rel(keyPath))
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, nil, nil, fmt.Errorf("certs: load new %s: %w", filepath.Base(certPath), err)
 	}
 	return pair, certPEM, keyPEM, nil
+}
+
+// rel is path relative to the bundle directory, as Generated lists it.
+func (b *Bundle) rel(path string) string {
+	if r, err := filepath.Rel(b.Dir, path); err == nil {
+		return r
+	}
+	return filepath.Base(path)
 }
 
 // sign issues tmpl signed by parent's key and returns certificate and key PEM.

@@ -4,6 +4,7 @@ package embedetcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,7 +27,11 @@ import (
 type Config struct {
 	Name                    string        // member name
 	DataDir                 string        // where the member keeps its WAL and snapshot
-	ClientURL               string        // e.g. http://127.0.0.1:2379 (kept on loopback for etcdctl)
+	ClientURL               string        // e.g. https://127.0.0.1:2379 (kept on loopback for etcdctl); https needs CertFile
+	CertFile                string        // client URL TLS: the member's serving certificate (etcd's --cert-file)
+	KeyFile                 string        // its key (etcd's --key-file)
+	TrustedCAFile           string        // client certificates are required and must chain to this CA (etcd's --trusted-ca-file, --client-cert-auth)
+	ClientTLS               *tls.Config   // what Client and LocalClient present and trust on an https client URL
 	PeerURL                 string        // listen peer URL, e.g. http://10.0.0.1:2380
 	AdvertisePeerURL        string        // peer URL other members use; PeerURL if empty
 	InitialCluster          string        // name=peerURL,... ; empty means just this member
@@ -48,6 +53,7 @@ type Config struct {
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	clientTLS *tls.Config
 	closeOnce sync.Once
 }
 
@@ -74,6 +80,9 @@ func Start(cfg Config) (*Server, error) {
 	pu, err := url.Parse(cfg.PeerURL)
 	if err != nil {
 		return nil, fmt.Errorf("etcd: peer url %q: %w", cfg.PeerURL, err)
+	}
+	if err := clientTLS(ec, cu, cfg); err != nil {
+		return nil, err
 	}
 	ec.ListenClientUrls = []url.URL{*cu}
 	ec.AdvertiseClientUrls = []url.URL{*cu}
@@ -130,7 +139,39 @@ func Start(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("etcd: member %q not ready after %s (is a quorum of %s reachable?)", ec.Name, timeout, ec.InitialCluster)
 	}
-	return &Server{etcd: e, clientURL: cu.Scheme + "://" + e.Clients[0].Addr().String()}, nil
+	return &Server{etcd: e, clientURL: dialURL(cu.Scheme, e.Clients[0].Addr()), clientTLS: cfg.ClientTLS}, nil
+}
+
+// clientTLS sets the client URL's TLS in ec: an https URL serves cfg's certificate and, with
+// a TrustedCAFile, requires client certificates of that CA; an http URL takes no TLS files.
+func clientTLS(ec *embed.Config, cu *url.URL, cfg Config) error {
+	switch cu.Scheme {
+	case "https":
+		if cfg.CertFile == "" || cfg.KeyFile == "" {
+			return fmt.Errorf("etcd: client url %s needs a serving certificate and key", cfg.ClientURL)
+		}
+	case "http":
+		if cfg.CertFile != "" || cfg.TrustedCAFile != "" {
+			return fmt.Errorf("etcd: client url %s is plain HTTP but TLS files are given; use https", cfg.ClientURL)
+		}
+		return nil
+	default:
+		return fmt.Errorf("etcd: client url %q is not http(s)", cfg.ClientURL)
+	}
+	ec.ClientTLSInfo.CertFile = cfg.CertFile
+	ec.ClientTLSInfo.KeyFile = cfg.KeyFile
+	ec.ClientTLSInfo.TrustedCAFile = cfg.TrustedCAFile
+	ec.ClientTLSInfo.ClientCertAuth = cfg.TrustedCAFile != ""
+	return nil
+}
+
+// dialURL is the URL to reach a listener at addr: a wildcard address is dialled on loopback,
+// a name the member's certificate always holds.
+func dialURL(scheme string, addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return scheme + "://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return scheme + "://" + addr.String()
 }
 
 // ClientURL is the URL clients (and etcdctl) use to reach this member.
@@ -147,6 +188,7 @@ func (s *Server) Client() (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:   []string{s.clientURL},
 		DialTimeout: 5 * time.Second,
+		TLS:         s.clientTLS,
 		Logger:      zap.NewNop(),
 	})
 }
@@ -172,6 +214,15 @@ func FreeLocalURL() (string, error) {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String(), nil
+}
+
+// FreeLocalHTTPSURL is FreeLocalURL with the https scheme, for a client URL with TLS.
+func FreeLocalHTTPSURL() (string, error) {
+	u, err := FreeLocalURL()
+	if err != nil {
+		return "", err
+	}
+	return "https://" + strings.TrimPrefix(u, "http://"), nil
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (32768 if unknown).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/internal/testenv"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -459,8 +460,12 @@ func TestAuthorizationTwoServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.EtcdServers = []string{s1.EtcdClient().Endpoints()[0]}
+	cfg.EtcdServers = []string{s1.EtcdClientURL()}
 	cfg.CertDir = s1.Certs().Dir
+	// s1's member requires the etcd client certificate s1 generated.
+	cfg.EtcdCAFile = filepath.Join(cfg.CertDir, certs.EtcdCACertFile)
+	cfg.EtcdCertFile = filepath.Join(cfg.CertDir, certs.EtcdClientCertFile)
+	cfg.EtcdKeyFile = filepath.Join(cfg.CertDir, certs.EtcdClientKeyFile)
 	cfg.Kubeconfig = "-"
 	s2, err := servertest.Start(cfg, nil)
 	if err != nil {

@@ -57,6 +57,13 @@ type Config struct {
 	EtcdElectionTimeout         time.Duration `yaml:"etcd-election-timeout"`
 	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
 	EtcdCompactionInterval      time.Duration `yaml:"etcd-compaction-interval"`
+	// The embedded member's client URL TLS (etcd's --cert-file, --key-file, --trusted-ca-file);
+	// generated under cert-dir when not given (see certs.EnsureEtcd).
+	EtcdMemberCertFile string `yaml:"etcd-cert-file"`
+	EtcdMemberKeyFile  string `yaml:"etcd-key-file"`
+	EtcdTrustedCAFile  string `yaml:"etcd-trusted-ca-file"`
+	// EtcdAllowInsecureClient lets etcd-listen-client-url be plain http://.
+	EtcdAllowInsecureClient bool `yaml:"etcd-allow-insecure-client"`
 	// The watch cache (kube-apiserver's flags).
 	WatchCache            bool     `yaml:"watch-cache"`
 	DefaultWatchCacheSize int      `yaml:"default-watch-cache-size"`
@@ -125,7 +132,7 @@ func DefaultConfig() *Config {
 		EtcdPrefix:                          "/registry",
 		StorageMediaType:                    registry.StorageProtobuf,
 		EtcdName:                            "default",
-		EtcdListenClientURL:                 "http://127.0.0.1:2379",
+		EtcdListenClientURL:                 "https://127.0.0.1:2379",
 		EtcdListenPeerURL:                   "http://127.0.0.1:2380",
 		EtcdInitialClusterState:             "new",
 		EtcdAutoCompactionRetention:         "5m",
@@ -174,14 +181,14 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 
 	config.StringList(fs, &c.EtcdServers, "etcd-servers", "external etcd client `URL` (repeatable); without it an embedded etcd member runs in this process")
-	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", c.EtcdCAFile, "CA `file` for --etcd-servers")
-	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", c.EtcdCertFile, "client certificate `file` for --etcd-servers")
-	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", c.EtcdKeyFile, "client key `file` for --etcd-servers")
+	fs.StringVar(&c.EtcdCAFile, "etcd-cafile", c.EtcdCAFile, "CA `file` the apiserver trusts for etcd's serving certificate: of --etcd-servers, or of the embedded member with --etcd-cert-file (default there: --etcd-trusted-ca-file)")
+	fs.StringVar(&c.EtcdCertFile, "etcd-certfile", c.EtcdCertFile, "client certificate `file` the apiserver presents to etcd: to --etcd-servers, or to the embedded member with --etcd-cert-file (default: the generated cert-dir/apiserver-etcd-client.crt)")
+	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", c.EtcdKeyFile, "key `file` of --etcd-certfile")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", c.EtcdPrefix, "key `prefix` of every object in etcd")
 	fs.StringVar(&c.StorageMediaType, "storage-media-type", c.StorageMediaType, "media `type` objects are written to etcd in: "+strings.Join(registry.StorageMediaTypes, ", ")+" (kube-apiserver's flag; protobuf is what kube-apiserver writes). Values in any of them are always read, so the setting can change on a running cluster")
 
 	fs.StringVar(&c.EtcdName, "etcd-name", c.EtcdName, "embedded etcd member `name`")
-	fs.StringVar(&c.EtcdListenClientURL, "etcd-listen-client-url", c.EtcdListenClientURL, "embedded etcd client `URL` (keep it on 127.0.0.1; etcdctl uses it)")
+	fs.StringVar(&c.EtcdListenClientURL, "etcd-listen-client-url", c.EtcdListenClientURL, "embedded etcd client `URL` (keep it on 127.0.0.1; etcdctl uses it): https with client certificates required; http:// only with --etcd-allow-insecure-client")
 	fs.StringVar(&c.EtcdListenPeerURL, "etcd-listen-peer-urls", c.EtcdListenPeerURL, "embedded etcd peer `URL` to listen on")
 	fs.StringVar(&c.EtcdInitialAdvertisePeerURL, "etcd-initial-advertise-peer-urls", c.EtcdInitialAdvertisePeerURL, "peer `URL` other members use (default: --etcd-listen-peer-urls)")
 	fs.StringVar(&c.EtcdInitialCluster, "etcd-initial-cluster", c.EtcdInitialCluster, "`name=peerURL,...` of every member when bootstrapping a cluster (default: this member alone)")
@@ -190,6 +197,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdPeerKeyFile, "etcd-peer-key-file", c.EtcdPeerKeyFile, "peer TLS key `file`")
 	fs.StringVar(&c.EtcdPeerTrustedCAFile, "etcd-peer-trusted-ca-file", c.EtcdPeerTrustedCAFile, "peer TLS CA `file`")
 	fs.BoolVar(&c.EtcdPeerClientCertAuth, "etcd-peer-client-cert-auth", c.EtcdPeerClientCertAuth, "require peer client certificates")
+	fs.StringVar(&c.EtcdMemberCertFile, "etcd-cert-file", c.EtcdMemberCertFile, "embedded etcd member's serving certificate `file` for its client URL (etcd's --cert-file; default: generated cert-dir/etcd/server.crt). With it give --etcd-key-file, --etcd-trusted-ca-file, --etcd-certfile and --etcd-keyfile")
+	fs.StringVar(&c.EtcdMemberKeyFile, "etcd-key-file", c.EtcdMemberKeyFile, "key `file` of --etcd-cert-file (etcd's --key-file)")
+	fs.StringVar(&c.EtcdTrustedCAFile, "etcd-trusted-ca-file", c.EtcdTrustedCAFile, "CA `file` every client of the embedded member's client URL must present a certificate of (etcd's --trusted-ca-file with --client-cert-auth; default: generated cert-dir/etcd/ca.crt)")
+	fs.BoolVar(&c.EtcdAllowInsecureClient, "etcd-allow-insecure-client", c.EtcdAllowInsecureClient, "allow a plain http:// --etcd-listen-client-url. Don't: without TLS and client certificates any process on the machine reads and writes every object in etcd, Secrets included, past authentication, RBAC and audit")
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
 	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval; half etcd's default, for masters on one LAN)")
 	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time. A lone member (no --etcd-initial-cluster) left at the default timing ticks every 20ms with a 100ms timeout instead: it has no peer to disturb, and restarts elect it within 0.1s. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
@@ -262,6 +273,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, config.FieldErrorf(key, "%q is not an http(s) URL", v))
 		}
 	}
+	errs = append(errs, c.validateEtcdClientTLS()...)
 	if c.EtcdInitialClusterState != "new" && c.EtcdInitialClusterState != "existing" {
 		errs = append(errs, config.FieldErrorf("etcd-initial-cluster-state", "must be new or existing, not %q", c.EtcdInitialClusterState))
 	}

@@ -313,7 +313,7 @@ func TestEtcdQuorumLossFailsHealthz(t *testing.T) {
 	}
 	s := servertest.New(t, func(c *server.Config) {
 		c.EtcdName = "m0"
-		c.EtcdListenClientURL = urls[0]
+		c.EtcdListenClientURL = strings.Replace(urls[0], "http://", "https://", 1)
 		c.EtcdListenPeerURL = urls[1]
 		c.EtcdInitialCluster = cluster
 	})

@@ -261,6 +261,14 @@ func (s *Server) Registry() *registry.Registry { return s.registry }
 // EtcdClient returns the client the server uses.
 func (s *Server) EtcdClient() *clientv3.Client { return s.client }
 
+// EtcdClientURL is the embedded etcd member's client URL ("" with --etcd-servers).
+func (s *Server) EtcdClientURL() string {
+	if s.etcd == nil {
+		return ""
+	}
+	return s.etcd.ClientURL()
+}
+
 // Handler returns the full handler chain (tests).
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -312,10 +320,18 @@ func (s *Server) startEtcd() error {
 		// for one before it elects itself: up to 0.5 s of the default, ~0.1 s of this.
 		heartbeat, election = loneEtcdHeartbeat, loneEtcdElection
 	}
+	clientTLS, err := s.embeddedEtcdTLS()
+	if err != nil {
+		return err
+	}
 	e, err := embedetcd.Start(embedetcd.Config{
 		Name:                    s.cfg.EtcdName,
 		DataDir:                 filepath.Join(s.cfg.DataDir, "etcd"),
 		ClientURL:               s.cfg.EtcdListenClientURL,
+		CertFile:                clientTLS.CertFile,
+		KeyFile:                 clientTLS.KeyFile,
+		TrustedCAFile:           clientTLS.TrustedCAFile,
+		ClientTLS:               clientTLS.ClientTLS,
 		PeerURL:                 peer,
 		AdvertisePeerURL:        s.cfg.EtcdInitialAdvertisePeerURL,
 		InitialCluster:          s.cfg.EtcdInitialCluster,
@@ -357,10 +373,7 @@ func (s *Server) startTLS() error {
 	if s.cfg.TLSCertFile != "" {
 		return nil
 	}
-	dir := s.cfg.CertDir
-	if dir == "" {
-		dir = filepath.Join(s.cfg.DataDir, "pki")
-	}
+	dir := s.certDir()
 	hosts := append([]string{}, s.cfg.TLSSANs...)
 	if ip := net.ParseIP(s.cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, s.cfg.BindAddress)

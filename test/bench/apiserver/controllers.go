@@ -38,13 +38,14 @@ func controllersServers(ctx context.Context, dir string, fsync bool, binary stri
 }
 
 // kubeControllersServers is controllersServers with kube-apiserver 1.33 for the apiservers:
-// one over each etcd URL (under their own prefix, so that they share nothing with what else
-// those members hold), the controllers attached to the first.
-func kubeControllersServers(ctx context.Context, dir string, etcdWith, etcdWithout string, nice int) (with, without procServer, ctlPids []int, stop func()) {
+// one over each of etcdWith's and etcdWithout's etcd members, with their etcd client
+// certificates (under their own prefix, so that they share nothing with what else those
+// members hold), the controllers attached to the first.
+func kubeControllersServers(ctx context.Context, dir string, etcdWith, etcdWithout procServer, nice int) (with, without procServer, ctlPids []int, stop func()) {
 	bin, err := upstream.Build(ctx, upstream.Root(), "kube-apiserver")
 	must(err)
-	start := func(name, etcdURL string) (procServer, *cacheServer) {
-		k := startKubeAPIServer(filepath.Join(dir, name), bin, etcdURL, "--etcd-prefix=/bench-kube")
+	start := func(name string, on procServer) (procServer, *cacheServer) {
+		k := startKubeAPIServer(filepath.Join(dir, name), bin, on.etcdURL, append(etcdTLSArgs(on.pki), "--etcd-prefix=/bench-kube")...)
 		return procServer{kubeconfig: k.kubeconfig, pid: k.cmd.Process.Pid}, k
 	}
 	with, kw := start("ctl-kube-with", etcdWith)

@@ -85,7 +85,7 @@ func crdRows(ctx context.Context, dir string, fsync bool, binary string, n int) 
 		// resources cost against its ConfigMaps (its custom lists carry their items' kinds too).
 		bin, err := upstream.Build(ctx, upstream.Root(), "kube-apiserver")
 		must(err)
-		kube := startKubeAPIServer(dir, bin, s.etcdURL)
+		kube := startKubeAPIServer(dir, bin, s.etcdURL, etcdTLSArgs(s.pki)...)
 		defer kube.stop()
 		krc, err := clientcmd.BuildConfigFromFlags("", kube.kubeconfig)
 		must(err)

@@ -31,7 +31,7 @@ func kubeRows(ctx context.Context, dir string, n int, on *cacheServer, filled bo
 	}
 	bin, err := upstream.Build(ctx, upstream.Root(), "kube-apiserver")
 	must(err)
-	kube := startKubeAPIServer(dir, bin, etcdURLOf(on))
+	kube := startKubeAPIServer(dir, bin, etcdURLOf(on), etcdTLSArgs(on.pki)...)
 	defer kube.stop()
 	_, err = on.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-create"}}, metav1.CreateOptions{})
 	must(err)

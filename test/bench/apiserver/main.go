@@ -33,7 +33,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -316,8 +315,7 @@ func main() {
 	cs := kubernetes.NewForConfigOrDie(rc)
 	// The baseline is an ordinary etcd client (gRPC over the member's client URL), as etcdctl
 	// and any other program would use; the apiserver itself calls its embedded member in-process.
-	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.EtcdListenClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	must(err)
+	etcd := etcdClient(cfg.EtcdListenClientURL, filepath.Join(cfg.DataDir, "pki"))
 	defer etcd.Close()
 	ctx := context.Background()
 
@@ -429,7 +427,7 @@ func main() {
 		ctl, ctlCPU = controllerRows(ctx, with, without, pids, *n, true)
 		stopCtl() // one set of controllers at a time
 		if *ctlKubeFlag {
-			kw, ko, kpids, stopKube := kubeControllersServers(ctx, dir, with.etcdURL, without.etcdURL, *ctlNice)
+			kw, ko, kpids, stopKube := kubeControllersServers(ctx, dir, with, without, *ctlNice)
 			ctlKube, ctlKubeCPU = controllerRows(ctx, kw, ko, kpids, *n, false)
 			stopKube()
 		}
@@ -653,7 +651,7 @@ func processNumbers(binary string) {
 	}
 	secure := strings.TrimPrefix(port(), "http://127.0.0.1:")
 	args := []string{"--data-dir", filepath.Join(dir, "data"), "--secure-port", secure,
-		"--etcd-listen-client-url", port(), "--etcd-listen-peer-urls", port(), "--shutdown-delay", "0s", "--log-level", "error"}
+		"--etcd-listen-client-url", strings.Replace(port(), "http://", "https://", 1), "--etcd-listen-peer-urls", port(), "--shutdown-delay", "0s", "--log-level", "error"}
 	var readies []time.Duration
 	var rss string
 	for attempt := range 6 {

@@ -23,8 +23,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +56,7 @@ type cacheServer struct {
 	cmd        *exec.Cmd
 	cs         kubernetes.Interface
 	kubeconfig string
+	pki        string // its cert dir, with the etcd client certificate
 }
 
 func startCacheServer(dir, exe, name string, fsync, cache bool) *cacheServer {
@@ -69,7 +68,7 @@ func startCacheServer(dir, exe, name string, fsync, cache bool) *cacheServer {
 	rc, err := clientcmd.BuildConfigFromFlags("", kc)
 	must(err)
 	rc.QPS, rc.Burst = 1e6, 1e6
-	return &cacheServer{name: name, cmd: cmd, cs: kubernetes.NewForConfigOrDie(rc), kubeconfig: kc}
+	return &cacheServer{name: name, cmd: cmd, cs: kubernetes.NewForConfigOrDie(rc), kubeconfig: kc, pki: filepath.Join(cfg.DataDir, "pki")}
 }
 
 func (s *cacheServer) stop() {
@@ -361,8 +360,7 @@ func fanoutClientMain() {
 // live heap compared once the configmaps' cache holds every object.
 func cacheMemory(ctx context.Context, s *cacheServer) {
 	url := etcdURLOf(s)
-	client, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	must(err)
+	client := etcdClient(url, s.pki)
 	defer client.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	heap := func() uint64 {

@@ -26,7 +26,7 @@ func Config(dir string) (*server.Config, error) {
 	cfg.EtcdUnsafeNoFsync = true
 	cfg.EtcdAutoCompactionRetention = "0"
 	var err error
-	if cfg.EtcdListenClientURL, err = embedetcd.FreeLocalURL(); err != nil {
+	if cfg.EtcdListenClientURL, err = embedetcd.FreeLocalHTTPSURL(); err != nil {
 		return nil, err
 	}
 	if cfg.EtcdListenPeerURL, err = embedetcd.FreeLocalURL(); err != nil {
