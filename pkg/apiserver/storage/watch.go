@@ -95,7 +95,7 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 		}
 		for _, kv := range resp.Kvs {
 			obj := s.cfg.NewFunc()
-			if err := s.decode(kv.Value, kv.ModRevision, obj); err != nil {
+			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
 				w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 				return
 			}
@@ -158,7 +158,7 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 				continue
 			}
 			for _, ev := range resp.Events {
-				out, ok := w.convert(ev, opts.Predicate)
+				out, ok := w.convert(ctx, ev, opts.Predicate)
 				if ev.Kv.ModRevision > lastRV {
 					lastRV = ev.Kv.ModRevision
 				}
@@ -186,19 +186,19 @@ func (w *etcdWatcher) bookmark(rev int64, initialEventsEnd bool) watch.Event {
 
 // convert maps one etcd event onto a watch event, applying the predicate the
 // upstream way: leaving the selection is DELETED, entering it is ADDED.
-func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (watch.Event, bool) {
+func (w *etcdWatcher) convert(ctx context.Context, ev *clientv3.Event, p Predicate) (watch.Event, bool) {
 	s := w.s
 	var cur, prev runtime.Object
 	if ev.Type == clientv3.EventTypePut {
 		cur = s.cfg.NewFunc()
-		if err := s.decode(ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
+		if err := s.decodeKV(ctx, ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
 			return watch.Event{}, false
 		}
 	}
 	if ev.PrevKv != nil {
 		prev = s.cfg.NewFunc()
 		// A deleted object carries the revision of its deletion.
-		if err := s.decode(ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
+		if err := s.decodeKV(ctx, ev.PrevKv.Key, ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
 			return watch.Event{}, false
 		}
 	}
