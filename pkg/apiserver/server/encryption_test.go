@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/internal/testkms"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
@@ -257,4 +259,87 @@ func statusCode(err error) int32 {
 		return s.Status().Code
 	}
 	return 0
+}
+
+// TestEncryptionKeyRotation follows upstream's key rotation on two apiservers sharing one
+// etcd, restarting one at a time: add key2 second (reads of either key work everywhere),
+// move key2 first (new writes use key2, key1's values still read), rewrite every Secret with
+// `kubectl get secrets -A -o json | kubectl replace -f -` (each value is then under key2,
+// unchanged objects included: they read as stale), and drop key1. After each restart every
+// Secret is read, by get and list, through both apiservers.
+func TestEncryptionKeyRotation(t *testing.T) {
+	testenv.RequireCommand(t, "kubectl")
+	etcd, ec := startEtcd(t)
+	ctx := context.Background()
+	key1, key2 := newKey(t, 32), newKey(t, 32)
+	steps := []struct {
+		name      string
+		providers string
+		writes    string // the key name new values are written with
+	}{
+		{"key1 alone", aesProvider("aescbc", "key1", key1), "key1"},
+		{"key2 added second", aesProvider("aescbc", "key1", key1, "key2", key2), "key1"},
+		{"key2 first", aesProvider("aescbc", "key2", key2, "key1", key1), "key2"},
+		{"key1 dropped", aesProvider("aescbc", "key2", key2), "key2"},
+	}
+	servers := make([]*server.Server, 2)
+	clients := make([]kubernetes.Interface, 2)
+	var names []string
+	for i, step := range steps {
+		path := writeEncryptionConfig(t, t.TempDir(), step.providers)
+		for j := range servers { // a rolling restart
+			if servers[j] != nil {
+				_ = servers[j].Shutdown()
+			}
+			servers[j], clients[j] = startEncrypted(t, etcd.ClientURL(), path, true)
+			for _, cs := range clients {
+				if cs != nil {
+					wantAllSecrets(t, cs, names)
+				}
+			}
+		}
+		name := fmt.Sprintf("s%d", i)
+		if _, err := clients[i%2].CoreV1().Secrets("default").Create(ctx, secretWith(name, "data of "+name), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: create %s: %v", step.name, name, err)
+		}
+		names = append(names, name)
+		if raw := rawGet(t, ec, "/registry/secrets/default/"+name); !bytes.HasPrefix(raw, []byte("k8s:enc:aescbc:v1:"+step.writes+":")) {
+			t.Fatalf("%s: new secret stored as %.30q, want it under %s", step.name, raw, step.writes)
+		}
+		if step.name == "key2 first" {
+			rewriteSecrets(t, servers[0].KubeconfigPath())
+			for _, n := range names {
+				if raw := rawGet(t, ec, "/registry/secrets/default/"+n); !bytes.HasPrefix(raw, []byte("k8s:enc:aescbc:v1:key2:")) {
+					t.Errorf("after the rewrite %s is stored as %.30q, want it under key2", n, raw)
+				}
+			}
+			wantAllSecrets(t, clients[1], names)
+		}
+	}
+}
+
+// wantAllSecrets reads every secret of names by get and by list.
+func wantAllSecrets(t *testing.T, cs kubernetes.Interface, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range names {
+		got, err := cs.CoreV1().Secrets("default").Get(ctx, n, metav1.GetOptions{})
+		if err != nil || string(got.Data["k"]) != "data of "+n {
+			t.Fatalf("get %s: %v %q", n, err, got.Data)
+		}
+	}
+	list, err := cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != len(names) {
+		t.Fatalf("list: %v, %d items, want %d", err, len(list.Items), len(names))
+	}
+}
+
+// rewriteSecrets runs upstream's rewrite step of a key rotation with kubectl.
+func rewriteSecrets(t *testing.T, kubeconfig string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "kubectl get secrets -A -o json | kubectl replace -f -")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl get | replace: %v\n%s", err, out)
+	}
 }
