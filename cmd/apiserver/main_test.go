@@ -72,6 +72,14 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(dir, "audit.log")
+	badEncryption := filepath.Join(dir, "encryption.yaml")
+	if err := os.WriteFile(badEncryption, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - {name: key1, secret: c2hvcnQ=}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typoEncryption := filepath.Join(dir, "typo-encryption.yaml")
+	if err := os.WriteFile(typoEncryption, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  provider:\n  - identity: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -105,6 +113,11 @@ func TestConfig(t *testing.T) {
 		{"unknown kubelet address type", []string{"--kubelet-preferred-address-types", "InternalIP,Nope", "--check-config"}, 2, []string{`flag --kubelet-preferred-address-types: "Nope" is not one of`}},
 		{"kubelet client key missing", []string{"--kubelet-client-certificate", caPEM, "--check-config"}, 2, []string{"flag --kubelet-client-certificate: kubelet-client-certificate and kubelet-client-key go together"}},
 		{"unreadable kubelet CA", []string{"--kubelet-certificate-authority", missing, "--check-config"}, 2, []string{"flag --kubelet-certificate-authority: read kubelet certificate authority: open " + missing}},
+		{"example encryption configuration is valid", []string{"--encryption-provider-config", "../../configs/encryption.yaml", "--check-config"}, 0, []string{"is valid"}},
+		{"bad encryption configuration names file, line and key", []string{"--encryption-provider-config", badEncryption, "--check-config"}, 2, []string{
+			"flag --encryption-provider-config: " + badEncryption + ":8: resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5, expected one of [16 24 32]"}},
+		{"unknown key in encryption configuration", []string{"--encryption-provider-config", typoEncryption, "--check-config"}, 2, []string{
+			"flag --encryption-provider-config: " + typoEncryption + ":5: provider: unknown field"}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

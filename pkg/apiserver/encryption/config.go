@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hacp/hacp/pkg/config"
@@ -42,7 +43,12 @@ func Load(path string) (*apiserverv1.EncryptionConfiguration, error) {
 func Parse(name string, data []byte) (*apiserverv1.EncryptionConfiguration, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &config.Error{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		e := &config.Error{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		if m := yamlLineRe.FindStringSubmatch(e.Msg); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Msg = m[2]
+		}
+		return nil, e
 	}
 	js, err := sigsyaml.YAMLToJSON(data)
 	if err != nil {
@@ -69,6 +75,8 @@ func Parse(name string, data []byte) (*apiserverv1.EncryptionConfiguration, erro
 	}
 	return &c, nil
 }
+
+var yamlLineRe = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 var unknownFieldRe = regexp.MustCompile(`unknown field "([^"]*)"`)
 
