@@ -225,3 +225,18 @@ func TestKMSv2(t *testing.T) {
 		t.Fatalf("read back %q: %v", back, err)
 	}
 }
+
+// TestKMSv2PluginDown: a KMS v2 plugin that does not answer at start does not stop the
+// apiserver (kube-apiserver waits for it too), but its health check fails and writes of its
+// resources fail with an error naming it, until it answers.
+func TestKMSv2PluginDown(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	tr := build(t, head+"resources:\n- resources: [secrets]\n  providers:\n  - kms: {apiVersion: v2, name: absent, endpoint: unix://"+sock+", timeout: 200ms}\n")
+	if !tr.HasKMS() || tr.KMSHealthy() == nil {
+		t.Fatalf("HasKMS %v, KMSHealthy %v: want a failing check", tr.HasKMS(), tr.KMSHealthy())
+	}
+	_, err := tr.For(schema.GroupResource{Resource: "secrets"}).TransformToStorage(context.Background(), []byte("x"), value.DefaultContext("/k"))
+	if err == nil || !strings.Contains(err.Error(), "absent") {
+		t.Fatalf("write without the plugin: %v, want an error naming it", err)
+	}
+}

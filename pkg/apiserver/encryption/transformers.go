@@ -78,6 +78,19 @@ func (t *Transformers) For(gr schema.GroupResource) value.Transformer {
 	return nil
 }
 
+// HasKMS reports whether a KMS plugin is configured.
+func (t *Transformers) HasKMS() bool { return t != nil && len(t.kms) > 0 }
+
+// KMSHealthy returns the errors of the KMS plugins' last status checks (made every minute,
+// every 10s after a failure), nil when every plugin answered well.
+func (t *Transformers) KMSHealthy() error {
+	var errs []error
+	for _, k := range t.kms {
+		errs = append(errs, k.healthy())
+	}
+	return errors.Join(errs...)
+}
+
 // Close stops the KMS plugins' status checks and closes their connections.
 func (t *Transformers) Close() {
 	if t == nil {

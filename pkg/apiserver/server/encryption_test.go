@@ -141,6 +141,12 @@ func TestEncryptionAtRest(t *testing.T) {
 				path := writeEncryptionConfig(t, t.TempDir(), tc.providers(t)+"  - identity: {}\n")
 				_, cs := startEncrypted(t, etcd.ClientURL(), path, cached)
 				checkEncryptedSecrets(t, cs, ec, tc.prefix)
+				if strings.HasPrefix(tc.prefix, "k8s:enc:kms:") { // the plugin's health is the server's, as upstream
+					out, err := cs.CoreV1().RESTClient().Get().AbsPath("/readyz").Param("verbose", "").DoRaw(context.Background())
+					if err != nil || !strings.Contains(string(out), "[+]kms-providers ok") {
+						t.Errorf("/readyz?verbose: %v\n%s", err, out)
+					}
+				}
 			})
 		}
 	}
