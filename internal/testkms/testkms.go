@@ -10,12 +10,15 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	kmsapi "k8s.io/kms/apis/v2"
 	kmsservice "k8s.io/kms/pkg/service"
 )
 
@@ -45,11 +48,17 @@ func Start(t testing.TB, keyID string) *Plugin {
 	if err := p.Rotate(keyID); err != nil {
 		t.Fatal(err)
 	}
-	srv := kmsservice.NewGRPCService(sock, 5*time.Second, p)
+	// The socket listens before Start returns, so the apiserver's first status call finds it.
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	kmsapi.RegisterKeyManagementServiceServer(gs, kmsservice.NewGRPCService(sock, 5*time.Second, p))
 	served := make(chan error, 1)
-	go func() { served <- srv.ListenAndServe() }()
+	go func() { served <- gs.Serve(ln) }()
 	t.Cleanup(func() {
-		srv.Close()
+		gs.Stop()
 		<-served
 	})
 	return p

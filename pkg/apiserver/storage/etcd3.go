@@ -265,8 +265,8 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 }
 
 // createOnce is one attempt of Create; it returns the revision of the object it wrote.
-// data is the value as stored (after the transformer). since is a revision from before the first attempt; retried says an earlier attempt may
-// have been applied.
+// data is the value as stored (after the transformer). since is a revision from before the
+// first attempt; retried says an earlier attempt may have been applied.
 func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, since int64, retried bool) (int64, error) {
 	k := s.fullKey(key)
 	if retried {
