@@ -76,6 +76,14 @@ func TestConfig(t *testing.T) {
 	if err := os.WriteFile(plainEtcd, []byte("etcd-name: m1\netcd-listen-client-url: http://127.0.0.1:2379\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badEncryption := filepath.Join(dir, "encryption.yaml")
+	if err := os.WriteFile(badEncryption, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - {name: key1, secret: c2hvcnQ=}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	typoEncryption := filepath.Join(dir, "typo-encryption.yaml")
+	if err := os.WriteFile(typoEncryption, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  provider:\n  - identity: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -124,6 +132,11 @@ func TestConfig(t *testing.T) {
 			"--etcd-certfile", missing, "--etcd-keyfile", missing, "--check-config"}, 2, []string{
 			"flag --etcd-cert-file: load certificate and key: open " + missing, "flag --etcd-certfile: load certificate and key: open " + missing,
 			"flag --etcd-trusted-ca-file: " + caPEM + ": no PEM certificate"}},
+		{"example encryption configuration is valid", []string{"--encryption-provider-config", "../../configs/encryption.yaml", "--check-config"}, 0, []string{"is valid"}},
+		{"bad encryption configuration names file, line and key", []string{"--encryption-provider-config", badEncryption, "--check-config"}, 2, []string{
+			"flag --encryption-provider-config: " + badEncryption + ":8: resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": secret is not of the expected length, got 5, expected one of [16 24 32]"}},
+		{"unknown key in encryption configuration", []string{"--encryption-provider-config", typoEncryption, "--check-config"}, 2, []string{
+			"flag --encryption-provider-config: " + typoEncryption + ":5: provider: unknown field"}},
 		{"LAN etcd timers", []string{"--etcd-heartbeat-interval", "50ms", "--etcd-election-timeout", "500ms", "--check-config"}, 0, []string{"is valid"}},
 	}
 	for _, tc := range tests {

@@ -466,7 +466,8 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 	}
 	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, served: k.GVK().GroupVersion().String(),
 		defaults: k.defaults, webhook: r.newWebhookConverter(crd)}
-	etcd := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout})
+	etcd := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout,
+		Transformer: r.cfg.transformer(k.GroupResource())})
 	var st storage.Interface = etcd
 	// A conversion webhook is called on every read: its failures stay the reader's, as
 	// before, rather than the cache's (no cache for such versions).

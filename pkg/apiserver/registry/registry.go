@@ -101,6 +101,18 @@ type Config struct {
 	// kube-apiserver), StorageJSON or StorageYAML. Every encoding is always read. An unknown
 	// type (callers check it with CheckStorageMediaType) is logged and the default used.
 	StorageMediaType string
+	// Transformers, when set, gives the value transformer (encryption at rest, as
+	// --encryption-provider-config configures it) of each resource's store by its group and
+	// resource; nil for a resource stores its values as encoded.
+	Transformers func(schema.GroupResource) storage.Transformer
+}
+
+// transformer returns the value transformer of gr's store, or nil.
+func (c *Config) transformer(gr schema.GroupResource) storage.Transformer {
+	if c.Transformers == nil {
+		return nil
+	}
+	return c.Transformers(gr)
 }
 
 // Kinds returns the definitions of every built-in kind, in discovery order.
@@ -150,7 +162,8 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 		if sc, ok := codec.(*storageCodec); ok && k.StorageOf == nil {
 			sc.defaults = k.Strategy.Default // defaults on read, as kube-apiserver
 		}
-		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout})
+		var st storage.Interface = storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: codec, NewFunc: newFunc, BookmarkInterval: cfg.BookmarkInterval, AttemptTimeout: cfg.AttemptTimeout,
+			Transformer: cfg.transformer(k.GroupResource())})
 		if c := r.newCacher(st.(*storage.Etcd3), k, gvk); c != nil {
 			st = c
 			r.cachers = append(r.cachers, c)
@@ -191,8 +204,11 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	newRange := func() runtime.Object { return &corev1.RangeAllocation{} }
 	ipCodec, _ := newStorageCodec(cfg.StorageMediaType, networkingv1.SchemeGroupVersion.WithKind("IPAddress"), newIP)
 	rangeCodec, _ := newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("RangeAllocation"), newRange)
-	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: ipCodec, NewFunc: newIP, AttemptTimeout: cfg.AttemptTimeout})
-	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: rangeCodec, NewFunc: newRange, AttemptTimeout: cfg.AttemptTimeout})
+	// As upstream, the allocators' stores take the transformers of their resources.
+	ips := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: ipCodec, NewFunc: newIP, AttemptTimeout: cfg.AttemptTimeout,
+		Transformer: cfg.transformer(schema.GroupResource{Group: networkingv1.GroupName, Resource: "ipaddresses"})})
+	ports := storage.New(client, storage.Config{Prefix: cfg.Prefix, Codec: rangeCodec, NewFunc: newRange, AttemptTimeout: cfg.AttemptTimeout,
+		Transformer: cfg.transformer(schema.GroupResource{Resource: "servicenodeportallocations"})})
 	//lint:ignore SA1019 the masterleases values are core/v1 Endpoints, as upstream writes them
 	r.endpointsCodec, _ = newStorageCodec(cfg.StorageMediaType, corev1.SchemeGroupVersion.WithKind("Endpoints"), func() runtime.Object { return &corev1.Endpoints{} })
 	alloc, err := newServiceAllocator(ips, ports, "ipaddresses", "services/nodeports", ranges, r.log)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
+	"github.com/hacp/hacp/pkg/apiserver/encryption"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"github.com/hacp/hacp/pkg/config"
@@ -40,6 +41,9 @@ type Config struct {
 	EtcdPrefix   string   `yaml:"etcd-prefix"`
 	// StorageMediaType is how objects are written to etcd (kube-apiserver's flag).
 	StorageMediaType string `yaml:"storage-media-type"`
+	// EncryptionProviderConfig is an EncryptionConfiguration file (kube-apiserver's flag):
+	// which resources are encrypted at rest, by which providers and keys.
+	EncryptionProviderConfig string `yaml:"encryption-provider-config"`
 
 	EtcdName                    string        `yaml:"etcd-name"`
 	EtcdListenClientURL         string        `yaml:"etcd-listen-client-url"`
@@ -186,6 +190,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.EtcdKeyFile, "etcd-keyfile", c.EtcdKeyFile, "key `file` of --etcd-certfile")
 	fs.StringVar(&c.EtcdPrefix, "etcd-prefix", c.EtcdPrefix, "key `prefix` of every object in etcd")
 	fs.StringVar(&c.StorageMediaType, "storage-media-type", c.StorageMediaType, "media `type` objects are written to etcd in: "+strings.Join(registry.StorageMediaTypes, ", ")+" (kube-apiserver's flag; protobuf is what kube-apiserver writes). Values in any of them are always read, so the setting can change on a running cluster")
+	fs.StringVar(&c.EncryptionProviderConfig, "encryption-provider-config", c.EncryptionProviderConfig, "EncryptionConfiguration `file` (apiserver.config.k8s.io/v1, kube-apiserver's format and flag): the providers (identity, aescbc, aesgcm, secretbox, KMS v2) and keys that encrypt each resource's values in etcd; the first provider writes, all read")
 
 	fs.StringVar(&c.EtcdName, "etcd-name", c.EtcdName, "embedded etcd member `name`")
 	fs.StringVar(&c.EtcdListenClientURL, "etcd-listen-client-url", c.EtcdListenClientURL, "embedded etcd client `URL` (keep it on 127.0.0.1; etcdctl uses it): https with client certificates required; http:// only with --etcd-allow-insecure-client")
@@ -287,6 +292,11 @@ func (c *Config) Validate() error {
 	}
 	if err := registry.CheckStorageMediaType(c.StorageMediaType); c.StorageMediaType != "" && err != nil {
 		errs = append(errs, config.FieldErrorf("storage-media-type", "%v", err))
+	}
+	if c.EncryptionProviderConfig != "" {
+		if _, err := encryption.Load(c.EncryptionProviderConfig); err != nil {
+			errs = append(errs, config.FieldErrorf("encryption-provider-config", "%v", err))
+		}
 	}
 	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
 		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))

@@ -291,6 +291,11 @@ func (s *Server) healthHandlers() http.Handler {
 		"/readyz":  {ping, etcd, shutdown},
 		"/healthz": {ping, etcd, shutdown},
 	}
+	if s.encryption.HasKMS() { // as kube-apiserver: a KMS plugin that fails its status check
+		kms := check{"kms-providers", func(context.Context) error { return s.encryption.KMSHealthy() }}
+		sets["/readyz"] = append(sets["/readyz"], kms)
+		sets["/healthz"] = append(sets["/healthz"], kms)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		base, only, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 		checks := sets["/"+base]

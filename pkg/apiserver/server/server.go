@@ -25,6 +25,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
+	"github.com/hacp/hacp/pkg/apiserver/encryption"
 	"github.com/hacp/hacp/pkg/apiserver/proxy"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -75,6 +76,9 @@ type Server struct {
 	once               sync.Once
 	started            time.Time
 	connector          *proxy.Connector // serves the proxy-type subresources
+
+	// encryption transforms the stored values (nil without --encryption-provider-config).
+	encryption *encryption.Transformers
 }
 
 // New checks cfg and prepares a server; Start brings it up.
@@ -110,8 +114,14 @@ func (s *Server) Start(ctx context.Context) error {
 		compaction = s.cfg.EtcdCompactionInterval
 	}
 	cacheSizes, _ := ParseWatchCacheSizes(s.cfg.WatchCacheSizes) // checked by Validate
+	if err := s.startEncryption(regCtx); err != nil {
+		cancel()
+		s.closeEtcd()
+		return err
+	}
 	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
-		WatchCache: s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
+		Transformers: s.encryption.For,
+		WatchCache:   s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
 		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
 		ServiceRanges: registry.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	if err := s.registry.Start(regCtx); err != nil {
@@ -367,6 +377,24 @@ func (s *Server) closeEtcd() {
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
+	s.encryption.Close() // the KMS plugins' connections serve the storage alone
+}
+
+// startEncryption builds the value transformers of --encryption-provider-config (checked by
+// Validate) and dials its KMS plugins; they live until ctx ends or closeEtcd.
+func (s *Server) startEncryption(ctx context.Context) error {
+	if s.cfg.EncryptionProviderConfig == "" {
+		return nil
+	}
+	c, err := encryption.Load(s.cfg.EncryptionProviderConfig)
+	if err != nil {
+		return fmt.Errorf("apiserver: --encryption-provider-config: %w", err)
+	}
+	if s.encryption, err = encryption.Build(ctx, c, s.log); err != nil {
+		return fmt.Errorf("apiserver: --encryption-provider-config %s: %w", s.cfg.EncryptionProviderConfig, err)
+	}
+	s.log.Info("encryption at rest on", "config", s.cfg.EncryptionProviderConfig, "resources", len(c.Resources))
+	return nil
 }
 
 func (s *Server) startTLS() error {

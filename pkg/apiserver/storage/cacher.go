@@ -295,7 +295,7 @@ func (c *Cacher) sync(ctx context.Context) (synced bool, err error) {
 	}
 	tree := newTree()
 	for _, kv := range resp.Kvs {
-		obj, err := c.decode(kv.Value, kv.ModRevision)
+		obj, err := c.decode(ctx, kv.Key, kv.Value, kv.ModRevision)
 		if err != nil {
 			return false, fmt.Errorf("decode %s: %w", kv.Key, err)
 		}
@@ -351,10 +351,10 @@ func (c *Cacher) sync(ctx context.Context) (synced bool, err error) {
 	}
 }
 
-// decode decodes one stored value for sharing.
-func (c *Cacher) decode(data []byte, rev int64) (runtime.Object, error) {
+// decode decodes one value as stored at the full key k, for sharing.
+func (c *Cacher) decode(ctx context.Context, k, data []byte, rev int64) (runtime.Object, error) {
 	obj := c.inner.cfg.NewFunc()
-	if err := c.inner.decode(data, rev, obj); err != nil {
+	if err := c.inner.decodeKV(ctx, k, data, rev, obj); err != nil {
 		return nil, err
 	}
 	if c.cfg.Prepare != nil {
@@ -385,7 +385,7 @@ func (c *Cacher) apply(evs []*clientv3.Event) error {
 	for i, ev := range evs {
 		ds[i].ev = ev
 		if ev.Type == clientv3.EventTypePut {
-			obj, err := c.decode(ev.Kv.Value, ev.Kv.ModRevision)
+			obj, err := c.decode(context.Background(), ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision)
 			if err != nil {
 				return fmt.Errorf("decode %s: %w", ev.Kv.Key, err)
 			}
@@ -637,7 +637,7 @@ func (c *Cacher) getLatest(ctx context.Context, key string, opts GetOptions, out
 			return nil
 		}
 	}
-	return c.inner.decode(kv.Value, kv.ModRevision, out)
+	return c.inner.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, out)
 }
 
 // GetList serves lists from the cache: resourceVersion "0" at once, N once the cache has

@@ -39,6 +39,9 @@ type Config struct {
 	// KV, when set, serves the store's reads and writes in place of the client's (tests put
 	// faults between the store and etcd through it). Watches and history use the client.
 	KV clientv3.KV
+	// Transformer, when set, changes every value on its way to etcd and back (encryption at
+	// rest, chosen per resource by whoever builds the store); nil stores values as encoded.
+	Transformer Transformer
 }
 
 // Etcd3 implements Interface on an etcd v3 client.
@@ -237,6 +240,10 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return err
 	}
+	stored, err := s.toStorage(ctx, s.fullKey(key), data)
+	if err != nil {
+		return err
+	}
 	since := s.seen.Load()
 	if since == 0 && s.cfg.AttemptTimeout > 0 {
 		if since, err = s.Revision(ctx); err != nil {
@@ -245,7 +252,7 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 	}
 	var rev int64
 	err = s.write(ctx, key, func(ctx context.Context, retried bool) (err error) {
-		rev, err = s.createOnce(ctx, key, data, since, retried)
+		rev, err = s.createOnce(ctx, key, stored, since, retried)
 		return err
 	})
 	if err != nil {
@@ -258,8 +265,8 @@ func (s *Etcd3) Create(ctx context.Context, key string, obj, out runtime.Object)
 }
 
 // createOnce is one attempt of Create; it returns the revision of the object it wrote.
-// since is a revision from before the first attempt; retried says an earlier attempt may
-// have been applied.
+// data is the value as stored (after the transformer). since is a revision from before the
+// first attempt; retried says an earlier attempt may have been applied.
 func (s *Etcd3) createOnce(ctx context.Context, key string, data []byte, since int64, retried bool) (int64, error) {
 	k := s.fullKey(key)
 	if retried {
@@ -328,7 +335,7 @@ func (s *Etcd3) Get(ctx context.Context, key string, opts GetOptions, out runtim
 		}
 		return &Error{Code: ErrCodeNotFound, Key: key}
 	}
-	return s.decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision, out)
+	return s.decodeKV(ctx, resp.Kvs[0].Key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, out)
 }
 
 // continueToken is the upstream-compatible continue token.
@@ -485,7 +492,7 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 				break
 			}
 			obj := newItem()
-			if err := s.decode(kv.Value, kv.ModRevision, obj); err != nil {
+			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
 				return err
 			}
 			ok, err := opts.Predicate.Matches(obj)
@@ -553,14 +560,21 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 		}
 		s.saw(resp.Header.Revision)
 		current := s.cfg.NewFunc()
-		var modRev int64
+		var (
+			modRev int64
+			plain  []byte // the current value, transformed back
+			stale  bool   // written by another provider or key than the first: rewrite it
+		)
 		if len(resp.Kvs) == 0 {
 			if !ignoreNotFound {
 				return &Error{Code: ErrCodeNotFound, Key: key}
 			}
 		} else {
 			modRev = resp.Kvs[0].ModRevision
-			if err := s.decode(resp.Kvs[0].Value, modRev, current); err != nil {
+			if plain, stale, err = s.fromStorage(ctx, resp.Kvs[0].Key, resp.Kvs[0].Value); err != nil {
+				return err
+			}
+			if err := s.decode(plain, modRev, current); err != nil {
 				return err
 			}
 		}
@@ -577,14 +591,18 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 		if err != nil {
 			return err
 		}
-		if modRev != 0 && string(data) == string(resp.Kvs[0].Value) {
+		if modRev != 0 && !stale && string(data) == string(plain) {
 			// No change: no write, same resourceVersion, as upstream.
 			return s.decode(data, modRev, out)
+		}
+		stored, err := s.toStorage(ctx, k, data)
+		if err != nil {
+			return err
 		}
 		var rev int64
 		err = s.write(ctx, key, func(ctx context.Context, retried bool) error {
 			txn, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).
-				Then(clientv3.OpPut(k, string(data))).Commit()
+				Then(clientv3.OpPut(k, string(stored))).Commit()
 			switch {
 			case err != nil:
 				return err
@@ -596,12 +614,12 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 				if err != nil {
 					return err
 				}
-				if ev != nil && ev.Type == clientv3.EventTypePut && string(ev.Kv.Value) == string(data) {
+				if ev != nil && ev.Type == clientv3.EventTypePut && string(ev.Kv.Value) == string(stored) {
 					rev = ev.Kv.ModRevision
 				}
 			case retried:
 				// The key was missing: any put of our bytes since the read.
-				rev, err = s.putOf(ctx, k, data, resp.Header.Revision, txn.Header.Revision)
+				rev, err = s.putOf(ctx, k, stored, resp.Header.Revision, txn.Header.Revision)
 				return err
 			}
 			return nil
@@ -639,7 +657,11 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 		}
 		kv := resp.Kvs[0]
 		current := s.cfg.NewFunc()
-		if err := s.decode(kv.Value, kv.ModRevision, current); err != nil {
+		plain, _, err := s.fromStorage(ctx, kv.Key, kv.Value)
+		if err != nil {
+			return err
+		}
+		if err := s.decode(plain, kv.ModRevision, current); err != nil {
 			return err
 		}
 		if err := precond.check(key, current); err != nil {
@@ -678,7 +700,7 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 		}
 		s.saw(rev)
 		if out != nil {
-			return s.decode(kv.Value, rev, out)
+			return s.decode(plain, rev, out)
 		}
 		return nil
 	}

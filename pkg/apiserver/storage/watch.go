@@ -99,7 +99,7 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 		}
 		for _, kv := range resp.Kvs {
 			obj := s.cfg.NewFunc()
-			if err := s.decode(kv.Value, kv.ModRevision, obj); err != nil {
+			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
 				w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 				return
 			}
@@ -162,7 +162,7 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 				continue
 			}
 			for _, ev := range resp.Events {
-				out, ok, err := w.convert(ev, opts.Predicate)
+				out, ok, err := w.convert(ctx, ev, opts.Predicate)
 				if err != nil {
 					// As upstream's etcd3 watcher: an event that cannot be decoded ends the
 					// watch with an error, rather than leaving the client silently behind.
@@ -196,20 +196,20 @@ func (w *etcdWatcher) bookmark(rev int64, initialEventsEnd bool) watch.Event {
 
 // convert maps one etcd event onto a watch event, applying the predicate the
 // upstream way: leaving the selection is DELETED, entering it is ADDED. ok is false for
-// an event outside the selection; err reports a value that cannot be decoded.
-func (w *etcdWatcher) convert(ev *clientv3.Event, p Predicate) (out watch.Event, ok bool, err error) {
+// an event outside the selection; err reports a value that cannot be decrypted or decoded.
+func (w *etcdWatcher) convert(ctx context.Context, ev *clientv3.Event, p Predicate) (out watch.Event, ok bool, err error) {
 	s := w.s
 	var cur, prev runtime.Object
 	if ev.Type == clientv3.EventTypePut {
 		cur = s.cfg.NewFunc()
-		if err := s.decode(ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
+		if err := s.decodeKV(ctx, ev.Kv.Key, ev.Kv.Value, ev.Kv.ModRevision, cur); err != nil {
 			return watch.Event{}, false, err
 		}
 	}
 	if ev.PrevKv != nil {
 		prev = s.cfg.NewFunc()
 		// A deleted object carries the revision of its deletion.
-		if err := s.decode(ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
+		if err := s.decodeKV(ctx, ev.PrevKv.Key, ev.PrevKv.Value, ev.Kv.ModRevision, prev); err != nil {
 			if ev.Type == clientv3.EventTypePut && p.Empty() {
 				// As upstream: without a selection the previous state is not needed.
 				return watch.Event{Type: watch.Modified, Object: cur}, true, nil
