@@ -21,7 +21,7 @@ func startIdle(t *testing.T, idle time.Duration) *Server {
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.SecurePort, cfg.ShutdownDelay, cfg.EtcdUnsafeNoFsync = t.TempDir(), 0, 0, true
 	var err error
-	if cfg.EtcdListenClientURL, err = embedetcd.FreeLocalURL(); err != nil {
+	if cfg.EtcdListenClientURL, err = embedetcd.FreeLocalHTTPSURL(); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.EtcdListenPeerURL, err = embedetcd.FreeLocalURL(); err != nil {
