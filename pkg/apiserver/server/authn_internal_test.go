@@ -2,12 +2,9 @@ package server
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,24 +14,7 @@ import (
 // The extension-apiserver-authentication ConfigMap comes back with the CA after it is deleted
 // or edited, as upstream's controller restores it.
 func TestClientCAConfigMapResync(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DataDir, cfg.SecurePort, cfg.ShutdownDelay, cfg.EtcdUnsafeNoFsync = t.TempDir(), 0, 0, true
-	var err error
-	if cfg.EtcdListenClientURL, err = embedetcd.FreeLocalHTTPSURL(); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.EtcdListenPeerURL, err = embedetcd.FreeLocalURL(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.clientCAResync = 20 * time.Millisecond
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown() })
+	s := startInternal(t, func(s *Server) { s.clientCAResync = 20 * time.Millisecond })
 	ctx := context.Background()
 	cms := s.registry.Resource(schema.GroupResource{Resource: "configmaps"}).Store
 	ca := string(s.bundle.CAPEM)
@@ -47,7 +27,7 @@ func TestClientCAConfigMapResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the deleted ConfigMap back", published)
-	_, _, err = cms.Update(ctx, metav1.NamespaceSystem, AuthenticationConfigMap, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+	_, _, err := cms.Update(ctx, metav1.NamespaceSystem, AuthenticationConfigMap, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		cm := cur.(*corev1.ConfigMap)
 		cm.Data["client-ca-file"] = "edited"
 		return cm, nil

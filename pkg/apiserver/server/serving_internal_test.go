@@ -15,8 +15,9 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 )
 
-// startIdle starts a server that closes connections idle for idle.
-func startIdle(t *testing.T, idle time.Duration) *Server {
+// startInternal starts a server on an embedded member of its own, with tune applied to the
+// Server before Start (for the unexported knobs tests shorten), and shuts it down at cleanup.
+func startInternal(t *testing.T, tune func(*Server)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.SecurePort, cfg.ShutdownDelay, cfg.EtcdUnsafeNoFsync = t.TempDir(), 0, 0, true
@@ -31,12 +32,18 @@ func startIdle(t *testing.T, idle time.Duration) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.idleTimeout = idle
+	tune(s)
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Shutdown() })
 	return s
+}
+
+// startIdle starts a server that closes connections idle for idle.
+func startIdle(t *testing.T, idle time.Duration) *Server {
+	t.Helper()
+	return startInternal(t, func(s *Server) { s.idleTimeout = idle })
 }
 
 // closeWatch is a client connection that reports when a read fails: the server closed it.
