@@ -156,3 +156,65 @@ func (w *writer) result() writeStats {
 	defer w.mu.Unlock()
 	return w.stats
 }
+
+// readStats is what a background reader saw.
+type readStats struct {
+	OK, Failed int
+	FirstError string
+}
+
+// reader gets Secrets through the VIP in turn, every 50 ms, until ctx ends, and checks
+// each one's data. Failures (an error or wrong data) are counted, never retried.
+type reader struct {
+	mu    sync.Mutex
+	stats readStats
+	done  chan struct{}
+}
+
+func startReader(ctx context.Context, cs *kubernetes.Clientset, ns string, secrets []rotationSecret) *reader {
+	r := &reader{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			s := secrets[i%len(secrets)]
+			sent := time.Now()
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			got, err := cs.CoreV1().Secrets(ns).Get(rctx, s.name, metav1.GetOptions{})
+			cancel()
+			if err == nil && string(got.Data["token"]) != s.token {
+				err = fmt.Errorf("data.token %q, want %q", got.Data["token"], s.token)
+			}
+			r.record(s.name, sent, err)
+		}
+	}()
+	return r
+}
+
+// record counts one read.
+func (r *reader) record(name string, sent time.Time, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.stats.OK++
+		return
+	}
+	r.stats.Failed++
+	if r.stats.FirstError == "" {
+		r.stats.FirstError = fmt.Sprintf("%s at %s (sent %s): %v", name, time.Now().UTC().Format("15:04:05.000"), sent.UTC().Format("15:04:05.000"), err)
+	}
+}
+
+// result waits for the reader to end (ctx must be cancelled) and returns its stats.
+func (r *reader) result() readStats {
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}

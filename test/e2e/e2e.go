@@ -101,6 +101,7 @@ func (e *e2e) runSteps(ctx context.Context) error {
 		{"kubectl through the VIP, units, etcd members", e.checkCluster},
 		{"crash the VIP holder", e.failover},
 		{"rolling-restart.yml under a writer", e.rollingRestart},
+		{"rotate-encryption-key.yml under a writer", e.rotateEncryptionKey},
 		{"upgrade.yml", e.upgrade},
 		{"etcd-backup.yml, then etcd-restore.yml into a fresh cluster", e.backupRestore},
 		{"add-master.yml, then lose each master in turn", e.addMaster},

@@ -29,3 +29,18 @@ Monday 23 November 2026  12:53:10 +0000 (0:00:01.234)       0:11:09.100 *******
 		t.Error("lines before PLAY RECAP must not count")
 	}
 }
+
+func TestEncPrefix(t *testing.T) {
+	for _, tc := range []struct{ name, raw, want string }{
+		{"aescbc", "k8s:enc:aescbc:v1:key-20261128140000:\x01\x02:\x03", "k8s:enc:aescbc:v1:key-20261128140000:"},
+		{"kms v2", "k8s:enc:kms:v2:vault:\x00\x01", "k8s:enc:kms:v2:vault:"},
+		{"identity protobuf", "k8s\x00\n\x0c\n\x02v1\x12\x06Secret", "k8s\x00\n\x0c\n\x02v1\x12\x06Secr"},
+		{"short", "{}", "{}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := encPrefix(tc.raw); got != tc.want {
+				t.Errorf("encPrefix(%q) = %q, want %q", tc.raw, got, tc.want)
+			}
+		})
+	}
+}
