@@ -106,14 +106,16 @@ func (z *Authz) Start(ctx context.Context) error {
 		replace func([]runtime.Object)
 		apply   func(watch.EventType, runtime.Object)
 	}
+	replacePVs, applyPV := nameIndex(z.node, &z.node.pvClaims, pvClaim)
+	replaceVAs, applyVA := nameIndex(z.node, &z.node.vaNodes, vaNode)
 	kinds := []kind{
 		{grRoles, z.rbac.replaceRoles, z.rbac.applyRole},
 		{grClusterRoles, z.rbac.replaceClusterRoles, z.rbac.applyClusterRole},
 		{grRoleBindings, z.rbac.replaceRoleBindings, z.rbac.applyRoleBinding},
 		{grClusterRoleBindings, z.rbac.replaceClusterRoleBindings, z.rbac.applyClusterRoleBinding},
 		{grPods, z.node.replacePods, z.node.applyPod},
-		{grPVs, z.node.replacePVs, z.node.applyPV},
-		{grVAs, z.node.replaceVAs, z.node.applyVA},
+		{grPVs, replacePVs, applyPV},
+		{grVAs, replaceVAs, applyVA},
 	}
 	var synced []chan struct{}
 	for _, k := range kinds {

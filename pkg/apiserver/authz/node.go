@@ -177,63 +177,59 @@ func (n *Node) applyPod(t watch.EventType, o runtime.Object) {
 	if !ok {
 		return
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	key := nsName(p.Namespace, p.Name)
 	if t == watch.Deleted {
 		p = nil
 	}
-	n.setPodLocked(nsName(o.(*corev1.Pod).Namespace, o.(*corev1.Pod).Name), p)
-}
-
-// replacePVs and applyPV keep pvClaims.
-func (n *Node) replacePVs(items []runtime.Object) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.pvClaims = map[string]string{}
-	for _, o := range items {
-		if pv, ok := o.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
-			n.pvClaims[pv.Name] = nsName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
+	n.setPodLocked(key, p)
+}
+
+// nameIndex returns the replace and apply functions that keep *m, an object's name to
+// edge(obj), from a list of T and its watch; edge's ok is false for an object the graph
+// has no edge for (a PersistentVolume not bound to a claim).
+func nameIndex[T interface {
+	runtime.Object
+	GetName() string
+}](n *Node, m *map[string]string, edge func(T) (string, bool)) (func([]runtime.Object), func(watch.EventType, runtime.Object)) {
+	replace := func(items []runtime.Object) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		*m = map[string]string{}
+		for _, o := range items {
+			if obj, ok := o.(T); ok {
+				if v, ok := edge(obj); ok {
+					(*m)[obj.GetName()] = v
+				}
+			}
 		}
 	}
-}
-
-func (n *Node) applyPV(t watch.EventType, o runtime.Object) {
-	pv, ok := o.(*corev1.PersistentVolume)
-	if !ok {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.pvClaims, pv.Name)
-	if t != watch.Deleted && pv.Spec.ClaimRef != nil {
-		n.pvClaims[pv.Name] = nsName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
-	}
-}
-
-// replaceVAs and applyVA keep vaNodes.
-func (n *Node) replaceVAs(items []runtime.Object) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.vaNodes = map[string]string{}
-	for _, o := range items {
-		if va, ok := o.(*storagev1.VolumeAttachment); ok {
-			n.vaNodes[va.Name] = va.Spec.NodeName
+	apply := func(t watch.EventType, o runtime.Object) {
+		obj, ok := o.(T)
+		if !ok {
+			return
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(*m, obj.GetName())
+		if v, ok := edge(obj); ok && t != watch.Deleted {
+			(*m)[obj.GetName()] = v
 		}
 	}
+	return replace, apply
 }
 
-func (n *Node) applyVA(t watch.EventType, o runtime.Object) {
-	va, ok := o.(*storagev1.VolumeAttachment)
-	if !ok {
-		return
+// pvClaim is a PersistentVolume's edge: the namespace/name of the claim it is bound to.
+func pvClaim(pv *corev1.PersistentVolume) (string, bool) {
+	if pv.Spec.ClaimRef == nil {
+		return "", false
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.vaNodes, va.Name)
-	if t != watch.Deleted {
-		n.vaNodes[va.Name] = va.Spec.NodeName
-	}
+	return nsName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name), true
 }
+
+// vaNode is a VolumeAttachment's edge: the node it attaches a volume to.
+func vaNode(va *storagev1.VolumeAttachment) (string, bool) { return va.Spec.NodeName, true }
 
 // related reports whether the graph leads from the object (kind = its resource) to node.
 func (n *Node) related(node, kind, ns, name string) bool {

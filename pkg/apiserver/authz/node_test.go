@@ -27,13 +27,15 @@ func nodeGraph() *Node {
 	pv := func(name, claim string) runtime.Object {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: claim}}}
 	}
-	n.replacePVs([]runtime.Object{pv("pv1", "c1")})
-	n.applyPV(watch.Added, pv("pv2", "c2"))
+	replacePVs, applyPV := nameIndex(n, &n.pvClaims, pvClaim)
+	replacePVs([]runtime.Object{pv("pv1", "c1")})
+	applyPV(watch.Added, pv("pv2", "c2"))
 	va := func(name, node string) runtime.Object {
 		return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.VolumeAttachmentSpec{NodeName: node}}
 	}
-	n.replaceVAs([]runtime.Object{va("va1", "n1")})
-	n.applyVA(watch.Added, va("va2", "n2"))
+	replaceVAs, applyVA := nameIndex(n, &n.vaNodes, vaNode)
+	replaceVAs([]runtime.Object{va("va1", "n1")})
+	applyVA(watch.Added, va("va2", "n2"))
 	return n
 }
 
