@@ -67,7 +67,36 @@ func New(client *clientv3.Client, cfg Config) *Etcd3 {
 	if kv == nil {
 		kv = client.KV
 	}
-	return &Etcd3{client: client, kv: kv, cfg: cfg}
+	return &Etcd3{client: client, kv: retryReads{kv}, cfg: cfg}
+}
+
+// A read that failed because etcd lost or changed its leader is sent again after
+// readRetryWait (clientv3's own pause), for at most readRetryFor: about as long as clientv3's
+// gRPC interceptor retries, and several of etcd's election timeouts.
+const (
+	readRetryWait = 25 * time.Millisecond
+	readRetryFor  = 3 * time.Second
+)
+
+// retryReads makes the retries of a KV's reads that etcd's gRPC client makes in its
+// interceptor. The embedded member's local KV (embedetcd.LocalClient) calls into the member
+// with no gRPC in between, so without this a linearizable read that met an election failed at
+// once with "etcdserver: leader changed". Reads are always safe to send again.
+type retryReads struct{ clientv3.KV }
+
+func (r retryReads) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	giveUp := time.Now().Add(readRetryFor)
+	for {
+		resp, err := r.KV.Get(ctx, key, opts...)
+		if err == nil || !retryable(ctx, err) || time.Now().After(giveUp) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(readRetryWait):
+		}
+	}
 }
 
 // saw records a revision etcd reported.
