@@ -145,7 +145,7 @@ func (c *cluster) startBackends() error {
 	x := c.ext
 	listen := func(addr string) (net.Listener, error) {
 		var l net.Listener
-		err := c.d.client.do(func() error {
+		err := c.d.client.Do(func() error {
 			var err error
 			l, err = net.Listen("tcp", addr)
 			return err
@@ -200,7 +200,7 @@ func (c *cluster) startSampleEtcd() error {
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"
 	var e *embed.Etcd
-	if err := c.d.client.do(func() error {
+	if err := c.d.client.Do(func() error {
 		var err error
 		e, err = embed.StartEtcd(ec)
 		return err
@@ -242,8 +242,8 @@ func (c *cluster) startSampleAPIServer(ctx context.Context) error {
 	c.ext.sample = p
 	hc := healthClient(b, c.d.client, 2*time.Second)
 	u := fmt.Sprintf("https://%s:%d/readyz", c.d.client.Addr, samplePort)
-	if err := poll(ctx, 2*time.Minute, func() bool { return !p.exited() && healthy(ctx, hc, u) }); err != nil {
-		return fmt.Errorf("sample-apiserver not ready: %w\n%s", err, p.tail(2000))
+	if err := poll(ctx, 2*time.Minute, func() bool { return !p.Exited() && healthy(ctx, hc, u) }); err != nil {
+		return fmt.Errorf("sample-apiserver not ready: %w\n%s", err, p.Tail(2000))
 	}
 	return nil
 }
@@ -605,7 +605,7 @@ func (c *cluster) checkProxyPaths(ctx context.Context) []pathResult {
 					port = m[1]
 				}
 			}
-			conn, err := c.d.client.dialContext(ctx, "tcp", "127.0.0.1:"+port)
+			conn, err := c.d.client.DialContext(ctx, "tcp", "127.0.0.1:"+port)
 			if err != nil {
 				return err
 			}
@@ -799,8 +799,8 @@ func (x *extensions) stop() {
 		x.stopInformer()
 	}
 	if x.sample != nil {
-		x.sample.signal(syscall.SIGKILL)
-		<-x.sample.done
+		x.sample.Signal(syscall.SIGKILL)
+		<-x.sample.Done()
 	}
 	for _, s := range x.servers {
 		_ = s.Close()

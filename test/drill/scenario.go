@@ -89,7 +89,7 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 				// router sends it.
 				smp.Holders = c.routedTo()
 				for _, n := range smp.Holders {
-					if c.master(n).linkUp() {
+					if c.master(n).LinkUp() {
 						smp.Reachable = append(smp.Reachable, n)
 					}
 				}
@@ -111,7 +111,7 @@ func (c *cluster) record(ctx context.Context, run string) *session {
 				}
 				if held {
 					smp.Holders = append(smp.Holders, m.Name)
-					if m.linkUp() {
+					if m.LinkUp() {
 						smp.Reachable = append(smp.Reachable, m.Name)
 					}
 				}
@@ -305,7 +305,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.mu.Lock()
 		p := c.api["m1"]
 		c.mu.Unlock()
-		p.signal(9)
+		p.Signal(9)
 		c.down["m1"] = "apiserver"
 	case scGracefulMaster:
 		d.progress("%s %s: SIGTERM every process on m1", c.spec.Name, name)
@@ -319,7 +319,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.down["m1"] = "host-graceful"
 	case scPartitionMaster:
 		d.progress("%s %s: m1's bridge port down", c.spec.Name, name)
-		if err := m1.setLink(false); err != nil {
+		if err := m1.SwitchLink(false); err != nil {
 			return nil, err
 		}
 		isolated = c.startIsolatedProbe(ctx, m1)
@@ -352,7 +352,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		res.Metrics.IsolatedWrites = &n
 		d.progress("%s %s: heal after %v (m1's own apiserver acknowledged %d of %d writes tried while cut off)", c.spec.Name, name, w.Partition, n, isolated.tried)
 		heal := d.clk.now()
-		if err := m1.setLink(true); err != nil {
+		if err := m1.SwitchLink(true); err != nil {
 			return nil, err
 		}
 		s.waitRecovered(ctx, heal, w, func() bool { return c.settled(c.holders()) })
@@ -447,7 +447,7 @@ func (c *cluster) boot(m *host) error {
 	m.waitProcs(5 * time.Second)
 	_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
 	_ = runIP("-n", m.NS, "addr", "del", bgpVIPAddr+"/32", "dev", "lo")
-	if err := m.setLink(true); err != nil {
+	if err := m.SwitchLink(true); err != nil {
 		return err
 	}
 	// Services start once the network is up, as after network-online.target.
