@@ -132,6 +132,26 @@ func (c *Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, config.FieldErrorf(key, format, args...))
 	}
+	c.validateFrontAndBackends(bad)
+	c.validateChecks(bad)
+	c.validateTimeouts(bad)
+	c.validateLimits(bad)
+	c.validateSync(bad)
+	if c.StatusAddr != "" {
+		if _, _, err := net.SplitHostPort(c.StatusAddr); err != nil {
+			bad("status-addr", "want host:port, got %q", c.StatusAddr)
+		}
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// validateFrontAndBackends checks the listen address and the backends (each once).
+func (c *Config) validateFrontAndBackends(bad func(key, format string, args ...any)) {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "want host:port, got %q", c.Listen)
 	}
@@ -153,6 +173,10 @@ func (c *Config) Validate() error {
 		}
 		seen[b.Addr] = true
 	}
+}
+
+// validateChecks checks the balance algorithm and the health check's mode, path and CA.
+func (c *Config) validateChecks(bad func(key, format string, args ...any)) {
 	if c.Balance != "roundrobin" && c.Balance != "leastconn" {
 		bad("balance", "want roundrobin or leastconn, got %q", c.Balance)
 	}
@@ -171,6 +195,10 @@ func (c *Config) Validate() error {
 			bad("check-ca", "%s holds no PEM certificate", c.CheckCA)
 		}
 	}
+}
+
+// validateTimeouts checks the intervals and timeouts.
+func (c *Config) validateTimeouts(bad func(key, format string, args ...any)) {
 	positive := func(key string, d time.Duration) {
 		if d <= 0 {
 			bad(key, "must be positive, got %v", d)
@@ -196,6 +224,10 @@ func (c *Config) Validate() error {
 	if c.TCPUserTimeout > 0 && c.TCPUserTimeout < time.Millisecond {
 		bad("tcp-user-timeout", "must be at least 1ms, got %v", c.TCPUserTimeout)
 	}
+}
+
+// validateLimits checks rise and fall, retries and the connection and queue limits.
+func (c *Config) validateLimits(bad func(key, format string, args ...any)) {
 	if c.Rise < 1 {
 		bad("rise", "must be at least 1, got %d", c.Rise)
 	}
@@ -214,6 +246,10 @@ func (c *Config) Validate() error {
 	if c.MaxQueue < 0 {
 		bad("max-queue", "must not be negative, got %d", c.MaxQueue)
 	}
+}
+
+// validateSync checks the settings of the state sync between the masters' lbproxies.
+func (c *Config) validateSync(bad func(key, format string, args ...any)) {
 	if c.SyncListen != "" {
 		if ap, err := netip.ParseAddrPort(c.SyncListen); err != nil && !strings.HasPrefix(c.SyncListen, ":") {
 			bad("sync-listen", "want ip:port (this master's own address), got %q", c.SyncListen)
@@ -243,17 +279,6 @@ func (c *Config) Validate() error {
 	} else if c.SyncInterval > 0 && c.SyncHeartbeat > c.SyncInterval {
 		bad("sync-heartbeat", "must not be longer than sync-interval (%v), got %v", c.SyncInterval, c.SyncHeartbeat)
 	}
-	if c.StatusAddr != "" {
-		if _, _, err := net.SplitHostPort(c.StatusAddr); err != nil {
-			bad("status-addr", "want host:port, got %q", c.StatusAddr)
-		}
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log-level", "want debug, info, warn or error, got %q", c.LogLevel)
-	}
-	return errors.Join(errs...)
 }
 
 func unwrapPathError(err error) error {

@@ -309,8 +309,23 @@ func (c *Config) Resolve() ([]Resolved, error) {
 	return out, errors.Join(errs...)
 }
 
+// resolveOne checks one instance (at config path p, for the errors) with the defaults filled
+// in, and returns it resolved.
 func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
-	d := c.Instance
+	in = inheritDefaults(in, c.Instance)
+	var errs []error
+	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(p+key, format, args...)) }
+	r := Resolved{Name: in.Name, Iface: in.Iface, AuthPass: in.AuthPass, Label: in.Label, PreemptDelay: in.PreemptDelay, TrackIfaces: in.TrackIfaces}
+	r.Preempt = in.NoPreempt == nil || !*in.NoPreempt
+	resolveElection(&r, in, bad)
+	resolveVIPs(&r, in, bad)
+	resolveUnicast(&r, in, bad)
+	return r, errors.Join(errs...)
+}
+
+// inheritDefaults fills the fields an instance leaves unset from the defaults d (the
+// top-level settings and flags), and the advert interval from the VRRP version.
+func inheritDefaults(in, d Instance) Instance {
 	if in.Iface == "" {
 		in.Iface = d.Iface
 	}
@@ -359,11 +374,12 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 	if len(in.TrackIfaces) == 0 {
 		in.TrackIfaces = d.TrackIfaces
 	}
+	return in
+}
 
-	var errs []error
-	bad := func(key, format string, args ...any) { errs = append(errs, config.FieldErrorf(p+key, format, args...)) }
-	r := Resolved{Name: in.Name, Iface: in.Iface, AuthPass: in.AuthPass, Label: in.Label, PreemptDelay: in.PreemptDelay, TrackIfaces: in.TrackIfaces}
-	r.Preempt = in.NoPreempt == nil || !*in.NoPreempt
+// resolveElection checks and copies what the election runs on: the interface, VRID,
+// priority, version and advert interval, authentication, checksum and preemption delay.
+func resolveElection(r *Resolved, in Instance, bad func(key, format string, args ...any)) {
 	if in.Iface == "" {
 		bad("iface", "is required (the interface that carries the adverts)")
 	} else if len(in.Iface) > 15 || strings.ContainsAny(in.Iface, "/ ") {
@@ -409,6 +425,10 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 	if in.PreemptDelay < 0 {
 		bad("preempt-delay", "must not be negative")
 	}
+}
+
+// resolveVIPs parses the virtual addresses: the first one's family is the adverts' family.
+func resolveVIPs(r *Resolved, in Instance, bad func(key, format string, args ...any)) {
 	if len(in.VIPs) == 0 {
 		bad("vip", "at least one virtual address is required, e.g. --vip 10.0.0.100/24")
 	}
@@ -441,6 +461,10 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 	if len(r.VIPs) > 255 {
 		bad("vip", "at most 255 addresses of one family per instance")
 	}
+}
+
+// resolveUnicast parses the unicast source and peers, of the adverts' family.
+func resolveUnicast(r *Resolved, in Instance, bad func(key, format string, args ...any)) {
 	sameFamily := func(a netip.Addr) bool { return a.Is6() == r.IPv6 }
 	family := "IPv4"
 	if r.IPv6 {
@@ -461,7 +485,6 @@ func (c *Config) resolveOne(in Instance, p string) (Resolved, error) {
 		}
 		r.UnicastPeers = append(r.UnicastPeers, a)
 	}
-	return r, errors.Join(errs...)
 }
 
 // Validate checks every value that can be checked without touching the host; a missing
@@ -564,6 +587,16 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 	if len(c.Instances) > 0 {
 		bad("instances", "BGP mode has no VRRP instances; list the addresses with vip")
 	}
+	source := resolveSpeaker(&r, b, bad)
+	resolvePeers(&r, b, source, bad)
+	resolveAnnouncement(&r, b, bad)
+	r.VIPs = resolveHostRoutes(c.VIPs, bad)
+	return r, errors.Join(errs...)
+}
+
+// resolveSpeaker checks and copies the speaker's own settings (AS, router ID, timers, listen
+// port) and returns the source address peers are dialed from (invalid: the kernel's choice).
+func resolveSpeaker(r *ResolvedBGP, b BGPConfig, bad func(key, format string, args ...any)) netip.Addr {
 	if b.BGPAS == "" {
 		bad("bgp-as", "is required in BGP mode (this host's AS number, e.g. 65001)")
 	} else if as, err := bgp.ParseAS(b.BGPAS); err != nil {
@@ -603,6 +636,11 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		bad("bgp-listen-port", "must be a TCP port 0-65535 (0: do not listen), got %d", b.BGPListenPort)
 	}
 	r.Speaker.ListenPort = uint16(b.BGPListenPort)
+	return source
+}
+
+// resolvePeers parses the peers, each with the session settings.
+func resolvePeers(r *ResolvedBGP, b BGPConfig, source netip.Addr, bad func(key, format string, args ...any)) {
 	if len(b.BGPPeers) == 0 {
 		bad("bgp-peer", "at least one peer is required in BGP mode, e.g. --bgp-peer 10.0.0.1:65000")
 	}
@@ -624,6 +662,11 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		}
 		r.Speaker.Peers = append(r.Speaker.Peers, p)
 	}
+}
+
+// resolveAnnouncement checks and copies what is announced how: next hop, communities, the
+// announce mode (with the leader election), the interface and the stop grace.
+func resolveAnnouncement(r *ResolvedBGP, b BGPConfig, bad func(key, format string, args ...any)) {
 	if b.BGPNextHop != "" {
 		a, err := netip.ParseAddr(b.BGPNextHop)
 		if err != nil || a.Zone() != "" {
@@ -653,10 +696,15 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		bad("bgp-stop-grace", "must be 0 to 1m, got %s", b.BGPStopGrace)
 	}
 	r.StopGrace = b.BGPStopGrace
-	if len(c.VIPs) == 0 {
+}
+
+// resolveHostRoutes parses the addresses to announce into host routes.
+func resolveHostRoutes(vips []string, bad func(key, format string, args ...any)) []netip.Prefix {
+	var routes []netip.Prefix
+	if len(vips) == 0 {
 		bad("vip", "at least one address to announce is required, e.g. --vip 10.0.0.100/32")
 	}
-	for i, v := range c.VIPs {
+	for i, v := range vips {
 		a, err := netip.ParseAddr(v)
 		if err != nil {
 			var pfx netip.Prefix
@@ -670,9 +718,9 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 		}
 		// Whatever the prefix length given, what is announced and bound is the
 		// address's host route.
-		r.VIPs = append(r.VIPs, bgp.HostRoute(a))
+		routes = append(routes, bgp.HostRoute(a))
 	}
-	return r, errors.Join(errs...)
+	return routes
 }
 
 // resolveLeader checks the Lease settings of bgp-announce: leader.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -423,26 +421,7 @@ instances:
 
 func fetch(t *testing.T, h *netns.Host, path string) string {
 	t.Helper()
-	var body []byte
-	err := h.Do(func() error {
-		conn, err := net.DialTimeout("tcp", status, time.Second)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-		req, _ := http.NewRequest("GET", "http://"+status+path, nil)
-		if err := req.Write(conn); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err = io.ReadAll(resp.Body)
-		return err
-	})
+	body, err := h.Get(status, path, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

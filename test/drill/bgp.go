@@ -75,7 +75,7 @@ func (c *cluster) startFRR() ([]*proc, error) {
 		return nil, err
 	}
 	if err := pollFile(filepath.Join(dir, "zserv.api")); err != nil {
-		return []*proc{z}, fmt.Errorf("zebra did not create its socket: %w\n%s", err, z.tail(1500))
+		return []*proc{z}, fmt.Errorf("zebra did not create its socket: %w\n%s", err, z.Tail(1500))
 	}
 	bg, err := r.start(frrBGPd, append([]string{"-f", filepath.Join(dir, "bgpd.conf"), "-i", filepath.Join(dir, "bgpd.pid")}, common...)...)
 	if err != nil {
@@ -161,12 +161,12 @@ func (c *cluster) stopVipdFirst(m *host, grace time.Duration) {
 	c.mu.Unlock()
 	if n := len(procs); n > 0 {
 		vd := procs[n-1]
-		vd.signal(syscall.SIGTERM)
+		vd.Signal(syscall.SIGTERM)
 		select {
-		case <-vd.done:
+		case <-vd.Done():
 		case <-time.After(grace):
-			vd.signal(syscall.SIGKILL)
-			<-vd.done
+			vd.Signal(syscall.SIGKILL)
+			<-vd.Done()
 		}
 	}
 	m.stopGracefully(grace)

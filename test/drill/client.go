@@ -50,7 +50,7 @@ func restConfig(b *certs.Bundle, h *host, server string, timeout time.Duration) 
 			ContentType:        "application/json",
 			AcceptContentTypes: "application/json",
 		},
-		Dial:    h.dialContext,
+		Dial:    h.DialContext,
 		Timeout: timeout,
 		QPS:     1e6,
 		Burst:   1e6,
@@ -78,7 +78,7 @@ func connPerRequestConfig(b *certs.Bundle, h *host, server string) (*rest.Config
 	}
 	tlsCfg.NextProtos = []string{"http/1.1"}
 	tr := &http.Transport{
-		DialContext:         h.dialContext,
+		DialContext:         h.DialContext,
 		TLSClientConfig:     tlsCfg,
 		DisableKeepAlives:   true,
 		TLSHandshakeTimeout: requestTimeout,
@@ -299,7 +299,7 @@ func healthClient(b *certs.Bundle, h *host, timeout time.Duration) *http.Client 
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
-			DialContext:       h.dialContext,
+			DialContext:       h.DialContext,
 			TLSClientConfig:   b.ClientTLSConfig(),
 			DisableKeepAlives: true,
 		},
@@ -312,7 +312,7 @@ func healthClient(b *certs.Bundle, h *host, timeout time.Duration) *http.Client 
 func (d *drill) tlsAnswers(ctx context.Context, addr string, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	raw, err := d.client.dialContext(ctx, "tcp", addr)
+	raw, err := d.client.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
 	}

@@ -232,12 +232,12 @@ func (c *cluster) moveVIPToM1(ctx context.Context) error {
 	}
 	vd := procs[len(procs)-1]
 	c.d.progress("%s: moving the VIP from %s to m1 (restarting %s's vipd)", c.spec.Name, m.Name, m.Name)
-	vd.signal(syscall.SIGTERM)
+	vd.Signal(syscall.SIGTERM)
 	select {
-	case <-vd.done:
+	case <-vd.Done():
 	case <-time.After(20 * time.Second):
-		vd.signal(syscall.SIGKILL)
-		<-vd.done
+		vd.Signal(syscall.SIGKILL)
+		<-vd.Done()
 	}
 	nvd, err := c.startVipd(m)
 	if err != nil {
@@ -337,19 +337,19 @@ func (c *cluster) stop() {
 	}
 	c.ext.stop()
 	if c.kwok != nil {
-		c.kwok.signal(syscall.SIGKILL)
-		<-c.kwok.done
+		c.kwok.Signal(syscall.SIGKILL)
+		<-c.kwok.Done()
 	}
 	for _, m := range c.d.masters {
 		m.killAll()
 		m.waitProcs(5 * time.Second)
-		_ = m.setLink(true)
+		_ = m.SwitchLink(true)
 		_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
 		_ = runIP("-n", m.NS, "addr", "del", bgpVIPAddr+"/32", "dev", "lo")
 	}
 	for _, p := range c.frr {
-		p.signal(syscall.SIGKILL)
-		<-p.done
+		p.Signal(syscall.SIGKILL)
+		<-p.Done()
 	}
 	if c.frrDir != "" {
 		os.RemoveAll(c.frrDir)
@@ -453,11 +453,8 @@ func (c *cluster) settleRun() string {
 func (c *cluster) procTails() string {
 	var b strings.Builder
 	for _, m := range c.d.masters {
-		m.mu.Lock()
-		procs := slices.Clone(m.procs)
-		m.mu.Unlock()
-		for _, p := range procs {
-			fmt.Fprintf(&b, "\n--- %s %s (%s):\n%s", m.Name, p.Name, p.Log, p.tail(1500))
+		for _, p := range m.Procs() {
+			fmt.Fprintf(&b, "\n--- %s %s (%s):\n%s", m.Name, p.Name, p.Log, p.Tail(1500))
 		}
 	}
 	return b.String()
@@ -513,7 +510,7 @@ func (c *cluster) etcdLeader(ctx context.Context) string {
 		DialTimeout: time.Second,
 		TLS:         tlsCfg,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return m.dialContext(ctx, "tcp", addr)
+			return m.DialContext(ctx, "tcp", addr)
 		})},
 		Logger: zap.NewNop(),
 	})

@@ -153,11 +153,69 @@ func parseList(s string, known []string, aliases map[string]string) ([]string, e
 }
 
 func (d *drill) run(ctx context.Context) (code int, err error) {
+	bgp, err := d.checkTools()
+	if err != nil {
+		return 2, err
+	}
+	if d.dir, err = os.MkdirTemp("", "hacp-drill-"); err != nil {
+		return 1, err
+	}
+	defer func() {
+		if d.opts.keep {
+			d.progress("kept %s", d.dir)
+			return
+		}
+		os.RemoveAll(d.dir)
+	}()
+	if code, err := d.prepareBinaries(ctx); err != nil {
+		return code, err
+	}
+
+	d.progress("building hosts %s{br,m1,m2,m3,client} on %s.0/24, VIP %s", nsPrefix, subnet, vipAddr)
+	if d.topo, err = newTopology(d.dir, nsPrefix); err != nil {
+		return 1, err
+	}
+	// Everything the drill started dies with it: on return, on a panic, on Ctrl-C.
+	defer func() {
+		if r := recover(); r != nil {
+			d.topo.destroy()
+			panic(r)
+		}
+		d.progress("tearing down hosts")
+		d.topo.destroy()
+	}()
+	if err := d.buildHosts(bgp); err != nil {
+		return 1, err
+	}
+
+	rep, tl, failures, stackErrs := d.runStacks(ctx)
+	rep.ProxyPaths = d.proxyPaths
+	failures = append(failures, proxyPathFailures(d.proxyPaths)...)
+	if err := d.writeOutputs(rep, tl, failures, stackErrs); err != nil {
+		return 1, err
+	}
+	for _, f := range failures {
+		fmt.Fprintf(os.Stderr, "drill: FAIL: %s\n", f)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 130, errors.New("interrupted")
+	case len(stackErrs) > 0:
+		return 1, errors.Join(stackErrs...)
+	case len(failures) > 0:
+		return 1, nil
+	}
+	d.progress("done: %s", filepath.Join(d.opts.out, "report.md"))
+	return 0, nil
+}
+
+// checkTools checks that the drill runs as root and that the programs the chosen stacks
+// need are on PATH, and reports whether a stack needs the BGP router.
+func (d *drill) checkTools() (bgp bool, err error) {
 	if os.Geteuid() != 0 {
-		return 2, errors.New("must run as root (network namespaces, VRRP raw sockets)")
+		return false, errors.New("must run as root (network namespaces, VRRP raw sockets)")
 	}
 	need := []string{"ip", "nsenter"}
-	bgp := false
 	for _, s := range d.opts.stacks {
 		switch s {
 		case stackHACP:
@@ -173,19 +231,15 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 	}
 	for _, c := range need {
 		if _, err := exec.LookPath(c); err != nil {
-			return 2, fmt.Errorf("%s not found on PATH", c)
+			return bgp, fmt.Errorf("%s not found on PATH", c)
 		}
 	}
-	if d.dir, err = os.MkdirTemp("", "hacp-drill-"); err != nil {
-		return 1, err
-	}
-	defer func() {
-		if d.opts.keep {
-			d.progress("kept %s", d.dir)
-			return
-		}
-		os.RemoveAll(d.dir)
-	}()
+	return bgp, nil
+}
+
+// prepareBinaries finds or builds the programs the drill runs, and returns the exit code
+// that goes with an error.
+func (d *drill) prepareBinaries(ctx context.Context) (code int, err error) {
 	if err := d.findBinaries(ctx); err != nil {
 		return 1, err
 	}
@@ -202,37 +256,30 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 			return 1, err
 		}
 	}
+	return 0, nil
+}
 
-	d.progress("building hosts %s{br,m1,m2,m3,client} on %s.0/24, VIP %s", nsPrefix, subnet, vipAddr)
-	if d.topo, err = newTopology(d.dir, nsPrefix); err != nil {
-		return 1, err
-	}
-	// Everything the drill started dies with it: on return, on a panic, on Ctrl-C.
-	defer func() {
-		if r := recover(); r != nil {
-			d.topo.destroy()
-			panic(r)
-		}
-		d.progress("tearing down hosts")
-		d.topo.destroy()
-	}()
+// buildHosts adds the masters, the client and (for a BGP stack) the router to the
+// topology, and makes the certificates for the addresses they serve on.
+func (d *drill) buildHosts(bgp bool) error {
+	var err error
 	for i, name := range []string{"m1", "m2", "m3"} {
 		m, err := d.topo.addHost(name, 11+i)
 		if err != nil {
-			return 1, err
+			return err
 		}
 		d.masters = append(d.masters, m)
 	}
 	if d.client, err = d.topo.addHost("client", 10); err != nil {
-		return 1, err
+		return err
 	}
 	if bgp {
 		if d.router, err = d.topo.addRouter(d.client); err != nil {
-			return 1, err
+			return err
 		}
 		if d.opts.pin {
 			if err := d.router.pinConnections(d.masters, d.client); err != nil {
-				return 1, err
+				return err
 			}
 		}
 	}
@@ -246,18 +293,21 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		hosts = append(hosts, d.client.Addr.String(), sampleServerName)
 	}
 	if d.bundle, err = certs.Ensure(filepath.Join(d.dir, "pki"), certs.Options{Hosts: hosts}); err != nil {
-		return 1, err
+		return err
 	}
 	if d.opts.proxyPaths {
 		if err := d.writeKubeletClientCert(); err != nil {
-			return 1, err
+			return err
 		}
 	}
+	return nil
+}
 
-	rep := newReport()
-	tl := timeline{}
-	var failures []string
-	var stackErrs []error
+// runStacks runs every chosen stack's scenarios in turn and gathers the report, the
+// timeline, the failed judgements and the stacks' errors.
+func (d *drill) runStacks(ctx context.Context) (rep *report, tl timeline, failures []string, stackErrs []error) {
+	rep = newReport()
+	tl = timeline{}
 	for _, name := range d.opts.stacks {
 		if ctx.Err() != nil {
 			break
@@ -283,24 +333,7 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 			stackErrs = append(stackErrs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	rep.ProxyPaths = d.proxyPaths
-	failures = append(failures, proxyPathFailures(d.proxyPaths)...)
-	if err := d.writeOutputs(rep, tl, failures, stackErrs); err != nil {
-		return 1, err
-	}
-	for _, f := range failures {
-		fmt.Fprintf(os.Stderr, "drill: FAIL: %s\n", f)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return 130, errors.New("interrupted")
-	case len(stackErrs) > 0:
-		return 1, errors.Join(stackErrs...)
-	case len(failures) > 0:
-		return 1, nil
-	}
-	d.progress("done: %s", filepath.Join(d.opts.out, "report.md"))
-	return 0, nil
+	return rep, tl, failures, stackErrs
 }
 
 // judge returns the drill's hard failures for one scenario's metrics.

@@ -145,7 +145,7 @@ func (c *cluster) startBackends() error {
 	x := c.ext
 	listen := func(addr string) (net.Listener, error) {
 		var l net.Listener
-		err := c.d.client.do(func() error {
+		err := c.d.client.Do(func() error {
 			var err error
 			l, err = net.Listen("tcp", addr)
 			return err
@@ -200,7 +200,7 @@ func (c *cluster) startSampleEtcd() error {
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"
 	var e *embed.Etcd
-	if err := c.d.client.do(func() error {
+	if err := c.d.client.Do(func() error {
 		var err error
 		e, err = embed.StartEtcd(ec)
 		return err
@@ -242,8 +242,8 @@ func (c *cluster) startSampleAPIServer(ctx context.Context) error {
 	c.ext.sample = p
 	hc := healthClient(b, c.d.client, 2*time.Second)
 	u := fmt.Sprintf("https://%s:%d/readyz", c.d.client.Addr, samplePort)
-	if err := poll(ctx, 2*time.Minute, func() bool { return !p.exited() && healthy(ctx, hc, u) }); err != nil {
-		return fmt.Errorf("sample-apiserver not ready: %w\n%s", err, p.tail(2000))
+	if err := poll(ctx, 2*time.Minute, func() bool { return !p.Exited() && healthy(ctx, hc, u) }); err != nil {
+		return fmt.Errorf("sample-apiserver not ready: %w\n%s", err, p.Tail(2000))
 	}
 	return nil
 }
@@ -471,10 +471,10 @@ func (c *cluster) appendLog(i int, text string) error {
 	return err
 }
 
-// proxyCheck is one path of issue 22's proof.
+// proxyCheck is one path of issue 22's proof: run uses it with the name of a running pod.
 type proxyCheck struct {
 	path string
-	run  func(ctx context.Context) error
+	run  func(ctx context.Context, pod string) error
 }
 
 // setUpProxyPaths starts what the checks use: the backends, the backend pod, and
@@ -508,136 +508,24 @@ func (c *cluster) checkProxyPaths(ctx context.Context) []pathResult {
 	if err != nil {
 		return []pathResult{{Path: "setup", Error: err.Error(), Attempts: 1}}
 	}
-	pod := ""
 	checks := []proxyCheck{
-		{"aggregated API (APIService, flunders create + list)", func(ctx context.Context) error {
-			if sampleErr != nil {
-				return sampleErr
-			}
-			// The aggregator checks a new APIService at once; wait for its verdict.
-			var s, r string
-			if err := poll(ctx, 30*time.Second, func() bool { s, r = c.apiServiceAvailable(ctx); return s == "True" }); err != nil {
-				return fmt.Errorf("APIService %s Available=%s (%s): %w", apiServiceName, s, r, err)
-			}
-			name := fmt.Sprintf("through-the-vip-%d", time.Now().UnixNano()%1e6)
-			if _, err := c.kubectl(ctx, fmt.Sprintf(`{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":%q,"namespace":%q}}`, name, wardleNS), "create", "-f", "-"); err != nil {
-				return err
-			}
-			out, err := c.kubectl(ctx, "", "get", "flunders", "-n", wardleNS, "-o", "name")
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(out, "flunder.wardle.example.com/"+name) {
-				return fmt.Errorf("kubectl get flunders does not list %s: %q", name, out)
-			}
-			return nil
-		}},
-		{"pods/log (follow)", func(ctx context.Context) error {
-			s, err := c.kubectlStart(ctx, "logs", "-f", pod)
-			if err != nil {
-				return err
-			}
-			defer s.stop()
-			if err := s.expect("first line", 20*time.Second); err != nil {
-				return err
-			}
-			want := fmt.Sprintf("appended while following %d", time.Now().UnixNano())
-			if err := c.appendLog(3, want); err != nil {
-				return err
-			}
-			return s.expect(want, 20*time.Second)
-		}},
-		{"pods/exec", func(ctx context.Context) error {
-			out, err := c.kubectl(ctx, "", "exec", pod, "--", "sh", "-c", "echo $KWOK_EXEC")
-			if err != nil {
-				return err
-			}
-			if out != "through-the-vip\n" {
-				return fmt.Errorf("kubectl exec printed %q, want %q", out, "through-the-vip\n")
-			}
-			return nil
-		}},
-		{"pods/exec (stdin)", func(ctx context.Context) error {
-			// head: kwok's local exec does not close the command's stdin at the stream's end.
-			out, err := c.kubectl(ctx, "stdin goes through\nnot this one\n", "exec", "-i", pod, "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
-			if err != nil {
-				return err
-			}
-			if out != "STDIN GOES THROUGH\n" {
-				return fmt.Errorf("kubectl exec -i printed %q, want %q", out, "STDIN GOES THROUGH\n")
-			}
-			return nil
-		}},
-		{"pods/attach", func(ctx context.Context) error {
-			s, err := c.kubectlStart(ctx, "attach", pod)
-			if err != nil {
-				return err
-			}
-			defer s.stop()
-			// kwok attaches to the file from its end: append until a line arrives.
-			deadline := time.Now().Add(30 * time.Second)
-			for i := 0; ; i++ {
-				want := fmt.Sprintf("attached line %d", i)
-				if err := c.appendLog(10+i, want); err != nil {
-					return err
-				}
-				if err := s.expect("attached line ", 300*time.Millisecond); err == nil {
-					return nil
-				} else if time.Now().After(deadline) {
-					return err
-				}
-			}
-		}},
-		{"pods/portforward (bytes both ways)", func(ctx context.Context) error {
-			s, err := c.kubectlStart(ctx, "port-forward", "pod/"+pod, ":80")
-			if err != nil {
-				return err
-			}
-			defer s.stop()
-			re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
-			var port string
-			for port == "" {
-				l, err := s.next(20 * time.Second)
-				if err != nil {
-					return err
-				}
-				if m := re.FindStringSubmatch(l); m != nil {
-					port = m[1]
-				}
-			}
-			conn, err := c.d.client.dialContext(ctx, "tcp", "127.0.0.1:"+port)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-			msg := make([]byte, 64<<10)
-			_, _ = rand.Read(msg)
-			werr := make(chan error, 1)
-			go func() { _, err := conn.Write(msg); werr <- err }()
-			got := make([]byte, len(msg))
-			if _, err := io.ReadFull(conn, got); err != nil {
-				return fmt.Errorf("read back through port-forward: %w", err)
-			}
-			if err := <-werr; err != nil {
-				return fmt.Errorf("write through port-forward: %w", err)
-			}
-			if !bytes.Equal(got, msg) {
-				return errors.New("port-forward echoed other bytes than were sent")
-			}
-			return nil
-		}},
-		{"pods/proxy", func(ctx context.Context) error {
+		{"aggregated API (APIService, flunders create + list)", func(ctx context.Context, _ string) error { return c.checkAggregatedAPI(ctx, sampleErr) }},
+		{"pods/log (follow)", c.checkPodLog},
+		{"pods/exec", c.checkPodExec},
+		{"pods/exec (stdin)", c.checkPodExecStdin},
+		{"pods/attach", c.checkPodAttach},
+		{"pods/portforward (bytes both ways)", c.checkPortForward},
+		{"pods/proxy", func(ctx context.Context, _ string) error {
 			return c.rawGet(ctx, fmt.Sprintf("/api/v1/namespaces/default/pods/%s:%d/proxy/pod?x=1", backendPod, backendPort), backendPod+" GET /pod?x=1")
 		}},
-		{"nodes/proxy", func(ctx context.Context) error {
+		{"nodes/proxy", func(ctx context.Context, _ string) error {
 			return c.rawGet(ctx, "/api/v1/nodes/drill-node-0/proxy/healthz", "ok")
 		}},
-		{"services/proxy", func(ctx context.Context) error {
+		{"services/proxy", func(ctx context.Context, _ string) error {
 			return c.rawGet(ctx, "/api/v1/namespaces/default/services/"+backendPod+":http/proxy/svc", backendPod+" GET /svc")
 		}},
 	}
-	pod = c.runningPodName(ctx)
+	pod := c.runningPodName(ctx)
 	var out []pathResult
 	for _, ch := range checks {
 		r := pathResult{Path: ch.path}
@@ -650,7 +538,7 @@ func (c *cluster) checkProxyPaths(ctx context.Context) []pathResult {
 			if pod == "" {
 				pod = c.runningPodName(ctx)
 			}
-			last = ch.run(actx)
+			last = ch.run(actx, pod)
 			return last == nil
 		})
 		r.Seconds = seconds(time.Since(start))
@@ -665,6 +553,136 @@ func (c *cluster) checkProxyPaths(ctx context.Context) []pathResult {
 		}
 	}
 	return out
+}
+
+// checkAggregatedAPI creates a flunder through the VIP and lists it, once the APIService
+// is available (sampleErr: sample-apiserver did not start).
+func (c *cluster) checkAggregatedAPI(ctx context.Context, sampleErr error) error {
+	if sampleErr != nil {
+		return sampleErr
+	}
+	// The aggregator checks a new APIService at once; wait for its verdict.
+	var s, r string
+	if err := poll(ctx, 30*time.Second, func() bool { s, r = c.apiServiceAvailable(ctx); return s == "True" }); err != nil {
+		return fmt.Errorf("APIService %s Available=%s (%s): %w", apiServiceName, s, r, err)
+	}
+	name := fmt.Sprintf("through-the-vip-%d", time.Now().UnixNano()%1e6)
+	if _, err := c.kubectl(ctx, fmt.Sprintf(`{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":%q,"namespace":%q}}`, name, wardleNS), "create", "-f", "-"); err != nil {
+		return err
+	}
+	out, err := c.kubectl(ctx, "", "get", "flunders", "-n", wardleNS, "-o", "name")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, "flunder.wardle.example.com/"+name) {
+		return fmt.Errorf("kubectl get flunders does not list %s: %q", name, out)
+	}
+	return nil
+}
+
+// checkPodLog follows the pod's log and sees a line appended meanwhile.
+func (c *cluster) checkPodLog(ctx context.Context, pod string) error {
+	s, err := c.kubectlStart(ctx, "logs", "-f", pod)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if err := s.expect("first line", 20*time.Second); err != nil {
+		return err
+	}
+	want := fmt.Sprintf("appended while following %d", time.Now().UnixNano())
+	if err := c.appendLog(3, want); err != nil {
+		return err
+	}
+	return s.expect(want, 20*time.Second)
+}
+
+// checkPodExec runs a command in the pod.
+func (c *cluster) checkPodExec(ctx context.Context, pod string) error {
+	out, err := c.kubectl(ctx, "", "exec", pod, "--", "sh", "-c", "echo $KWOK_EXEC")
+	if err != nil {
+		return err
+	}
+	if out != "through-the-vip\n" {
+		return fmt.Errorf("kubectl exec printed %q, want %q", out, "through-the-vip\n")
+	}
+	return nil
+}
+
+// checkPodExecStdin runs a command in the pod that reads its stdin.
+func (c *cluster) checkPodExecStdin(ctx context.Context, pod string) error {
+	// head: kwok's local exec does not close the command's stdin at the stream's end.
+	out, err := c.kubectl(ctx, "stdin goes through\nnot this one\n", "exec", "-i", pod, "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
+	if err != nil {
+		return err
+	}
+	if out != "STDIN GOES THROUGH\n" {
+		return fmt.Errorf("kubectl exec -i printed %q, want %q", out, "STDIN GOES THROUGH\n")
+	}
+	return nil
+}
+
+// checkPodAttach attaches to the pod and sees a line appended meanwhile.
+func (c *cluster) checkPodAttach(ctx context.Context, pod string) error {
+	s, err := c.kubectlStart(ctx, "attach", pod)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	// kwok attaches to the file from its end: append until a line arrives.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		want := fmt.Sprintf("attached line %d", i)
+		if err := c.appendLog(10+i, want); err != nil {
+			return err
+		}
+		if err := s.expect("attached line ", 300*time.Millisecond); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// checkPortForward forwards a local port to the pod's echo port and sends 64 KiB through.
+func (c *cluster) checkPortForward(ctx context.Context, pod string) error {
+	s, err := c.kubectlStart(ctx, "port-forward", "pod/"+pod, ":80")
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 80`)
+	var port string
+	for port == "" {
+		l, err := s.next(20 * time.Second)
+		if err != nil {
+			return err
+		}
+		if m := re.FindStringSubmatch(l); m != nil {
+			port = m[1]
+		}
+	}
+	conn, err := c.d.client.DialContext(ctx, "tcp", "127.0.0.1:"+port)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	msg := make([]byte, 64<<10)
+	_, _ = rand.Read(msg)
+	werr := make(chan error, 1)
+	go func() { _, err := conn.Write(msg); werr <- err }()
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(conn, got); err != nil {
+		return fmt.Errorf("read back through port-forward: %w", err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("write through port-forward: %w", err)
+	}
+	if !bytes.Equal(got, msg) {
+		return errors.New("port-forward echoed other bytes than were sent")
+	}
+	return nil
 }
 
 // expect reads lines until one contains want.
@@ -799,8 +817,8 @@ func (x *extensions) stop() {
 		x.stopInformer()
 	}
 	if x.sample != nil {
-		x.sample.signal(syscall.SIGKILL)
-		<-x.sample.done
+		x.sample.Signal(syscall.SIGKILL)
+		<-x.sample.Done()
 	}
 	for _, s := range x.servers {
 		_ = s.Close()

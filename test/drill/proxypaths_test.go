@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	hnetns "github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 )
 
@@ -125,8 +126,7 @@ func TestReportProxyPaths(t *testing.T) {
 
 func TestKwokNodeConfig(t *testing.T) {
 	c := &cluster{dir: t.TempDir(), ext: &extensions{}, d: &drill{}}
-	c.d.client = &host{Name: "client"}
-	c.d.client.Addr = netip.MustParseAddr(subnet + ".10")
+	c.d.client = &host{Host: &hnetns.Host{Name: "client", Addr: netip.MustParseAddr(subnet + ".10")}}
 	b, err := certs.Ensure(filepath.Join(c.dir, "pki"), certs.Options{Hosts: []string{c.d.client.Addr.String(), sampleServerName}})
 	if err != nil {
 		t.Fatal(err)

@@ -183,89 +183,102 @@ func (r *report) markdown(header string) string {
 	}
 	b.WriteString(r.proxyPathsMarkdown(stacks))
 	for _, sc := range allScenarios {
-		present := false
-		for _, s := range stacks {
-			if _, ok := r.Stacks[s][sc]; ok {
-				present = true
+		r.writeScenario(&b, sc, stacks)
+	}
+	return b.String()
+}
+
+// writeScenario writes the table of one scenario: a column per stack and per hacp / other
+// ratio, a row per metric that some stack has, and the etcd leader before the fault.
+func (r *report) writeScenario(b *strings.Builder, sc string, stacks []string) {
+	present := false
+	for _, s := range stacks {
+		if _, ok := r.Stacks[s][sc]; ok {
+			present = true
+		}
+	}
+	if !present {
+		return
+	}
+	fmt.Fprintf(b, "## %s\n\n| metric |", sc)
+	for _, s := range stacks {
+		fmt.Fprintf(b, " %s |", s)
+	}
+	ratioCols := []string{}
+	if slices.Contains(stacks, stackHACP) {
+		for _, s := range stacks[1:] {
+			if s != stackHACP && s != stackHACPBGP {
+				ratioCols = append(ratioCols, s)
 			}
 		}
-		if !present {
+	}
+	for _, s := range ratioCols {
+		fmt.Fprintf(b, " hacp / %s |", s)
+	}
+	b.WriteString("\n|---|")
+	for range len(stacks) + len(ratioCols) {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, row := range reportRows {
+		vals := map[string]float64{}
+		found := false
+		for _, s := range stacks {
+			m, ok := r.Stacks[s][sc]
+			if !ok {
+				continue
+			}
+			if v, ok := row.get(m); ok {
+				vals[s] = v
+				found = true
+			}
+		}
+		if !found {
 			continue
 		}
-		fmt.Fprintf(&b, "## %s\n\n| metric |", sc)
+		fmt.Fprintf(b, "| %s |", row.name)
 		for _, s := range stacks {
-			fmt.Fprintf(&b, " %s |", s)
-		}
-		ratioCols := []string{}
-		if slices.Contains(stacks, stackHACP) {
-			for _, s := range stacks[1:] {
-				if s != stackHACP && s != stackHACPBGP {
-					ratioCols = append(ratioCols, s)
-				}
+			if v, ok := vals[s]; ok {
+				fmt.Fprintf(b, " %s |", formatValue(v))
+			} else {
+				b.WriteString(" |")
 			}
 		}
 		for _, s := range ratioCols {
-			fmt.Fprintf(&b, " hacp / %s |", s)
-		}
-		b.WriteString("\n|---|")
-		for range len(stacks) + len(ratioCols) {
-			b.WriteString("---:|")
-		}
-		b.WriteString("\n")
-		for _, row := range reportRows {
-			vals := map[string]float64{}
-			found := false
-			for _, s := range stacks {
-				m, ok := r.Stacks[s][sc]
-				if !ok {
-					continue
-				}
-				if v, ok := row.get(m); ok {
-					vals[s] = v
-					found = true
-				}
-			}
-			if !found {
-				continue
-			}
-			fmt.Fprintf(&b, "| %s |", row.name)
-			for _, s := range stacks {
-				if v, ok := vals[s]; ok {
-					fmt.Fprintf(&b, " %s |", formatValue(v))
-				} else {
-					b.WriteString(" |")
-				}
-			}
-			for _, s := range ratioCols {
-				h, hok := vals[stackHACP]
-				a, aok := vals[s]
-				if row.ratio && hok && aok {
-					fmt.Fprintf(&b, " %s |", ratio(h, a))
-				} else {
-					b.WriteString(" |")
-				}
-			}
-			b.WriteString("\n")
-		}
-		if leaders := r.Leaders; len(leaders) > 0 {
-			var row strings.Builder
-			found := false
-			for _, s := range stacks {
-				l := leaders[s][sc]
-				found = found || l != ""
-				if l == "" {
-					row.WriteString(" |")
-				} else {
-					fmt.Fprintf(&row, " %s |", l)
-				}
-			}
-			if found {
-				fmt.Fprintf(&b, "| etcd leader before the fault |%s%s\n", row.String(), strings.Repeat(" |", len(ratioCols)))
+			h, hok := vals[stackHACP]
+			a, aok := vals[s]
+			if row.ratio && hok && aok {
+				fmt.Fprintf(b, " %s |", ratio(h, a))
+			} else {
+				b.WriteString(" |")
 			}
 		}
 		b.WriteString("\n")
 	}
-	return b.String()
+	r.writeLeaderRow(b, sc, stacks, len(ratioCols))
+	b.WriteString("\n")
+}
+
+// writeLeaderRow writes the row of the etcd leaders before the fault, if any stack has one.
+func (r *report) writeLeaderRow(b *strings.Builder, sc string, stacks []string, ratioCols int) {
+	leaders := r.Leaders
+	if len(leaders) == 0 {
+		return
+	}
+	var row strings.Builder
+	found := false
+	for _, s := range stacks {
+		l := leaders[s][sc]
+		found = found || l != ""
+		if l == "" {
+			row.WriteString(" |")
+		} else {
+			fmt.Fprintf(&row, " %s |", l)
+		}
+	}
+	if found {
+		fmt.Fprintf(b, "| etcd leader before the fault |%s%s\n", row.String(), strings.Repeat(" |", ratioCols))
+	}
 }
 
 // proxyPathsMarkdown renders the proxy-path checks as one table, a row per path and a

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	hnetns "github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/testenv"
 )
 
@@ -148,9 +149,10 @@ func TestJudge(t *testing.T) {
 
 func TestRenderAnchor(t *testing.T) {
 	dir := t.TempDir()
-	ms := []*host{{Name: "m1", Iface: "eth0"}, {Name: "m2", Iface: "eth0"}, {Name: "m3", Iface: "eth0"}}
-	for i := range ms {
-		ms[i].Addr = netip.MustParseAddr(subnet + "." + []string{"11", "12", "13"}[i])
+	var ms []*host
+	for i, name := range []string{"m1", "m2", "m3"} {
+		addr := netip.MustParseAddr(subnet + "." + []string{"11", "12", "13"}[i])
+		ms = append(ms, &host{Host: &hnetns.Host{Name: name, Iface: "eth0", Addr: addr}})
 	}
 	for _, spec := range []stackSpec{guideStack(), tunedStack(100 * time.Millisecond)} {
 		t.Run(spec.Name, func(t *testing.T) {

@@ -44,121 +44,129 @@ type session struct {
 	mu       sync.Mutex
 }
 
+// record starts a session: the writer (and, with the aggregated API, the flunder writer)
+// through the VIP, the VIP sampler and the TLS probes of the VIP.
 func (c *cluster) record(ctx context.Context, run string) *session {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{c: c, run: run, cancel: cancel}
-	clk := c.d.clk
 	if c.ext.flunders {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			flunderWriter(ctx, clk, c.ext.dyn, run, 100*time.Millisecond, func(q request) {
-				s.rec.mu.Lock()
-				s.rec.flunders = append(s.rec.flunders, q)
-				s.rec.mu.Unlock()
-			})
-		}()
+		s.wg.Go(func() { s.writeFlunders(ctx) })
 	}
-	s.wg.Add(3)
-	go func() {
-		defer s.wg.Done()
-		writer(ctx, clk, c.writes, run, c.d.opts.writeInterval, func(q request) {
-			s.rec.addRequest(q)
-			s.mu.Lock()
-			if q.OK {
-				s.lastAck = q.End
-			} else {
-				s.lastFail = q.End
+	s.wg.Go(func() { s.write(ctx) })
+	s.wg.Go(func() { s.sampleVIP(ctx) })
+	s.wg.Go(func() { s.probeVIP(ctx) })
+	return s
+}
+
+// writeFlunders creates flunders through the VIP every 100 ms until ctx ends.
+func (s *session) writeFlunders(ctx context.Context) {
+	c := s.c
+	flunderWriter(ctx, c.d.clk, c.ext.dyn, s.run, 100*time.Millisecond, func(q request) {
+		s.rec.mu.Lock()
+		s.rec.flunders = append(s.rec.flunders, q)
+		s.rec.mu.Unlock()
+	})
+}
+
+// write runs the client's writer through the VIP until ctx ends, keeping the times of the
+// last acknowledged and the last failed write.
+func (s *session) write(ctx context.Context) {
+	c := s.c
+	writer(ctx, c.d.clk, c.writes, s.run, c.d.opts.writeInterval, func(q request) {
+		s.rec.addRequest(q)
+		s.mu.Lock()
+		if q.OK {
+			s.lastAck = q.End
+		} else {
+			s.lastFail = q.End
+		}
+		s.mu.Unlock()
+	}, func(q request) {
+		s.rec.mu.Lock()
+		s.rec.cutOff = append(s.rec.cutOff, q)
+		s.rec.mu.Unlock()
+	})
+}
+
+// sampleVIP records every 10 ms where the VIP is, until ctx ends.
+func (s *session) sampleVIP(ctx context.Context) {
+	vip := netip.MustParseAddr(s.c.vip())
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		smp := s.c.locateVIP(vip)
+		s.rec.mu.Lock()
+		s.rec.vip = append(s.rec.vip, smp)
+		s.rec.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// locateVIP says now which masters hold vip, which of them are reachable, which are handing
+// it over, and whose MAC the client's neighbour table has for it.
+func (c *cluster) locateVIP(vip netip.Addr) vipSample {
+	smp := vipSample{At: c.d.clk.now()}
+	if c.spec.BGP {
+		// Every healthy master holds the VIP; where it is "on" is where the
+		// router sends it.
+		smp.Holders = c.routedTo()
+		for _, n := range smp.Holders {
+			if c.master(n).LinkUp() {
+				smp.Reachable = append(smp.Reachable, n)
 			}
-			s.mu.Unlock()
-		}, func(q request) {
+		}
+		return smp
+	}
+	mac := c.d.client.neighbourMAC(vip)
+	for _, m := range c.d.masters {
+		held, leaving := m.addrState(vip)
+		if leaving {
+			smp.Leaving = append(smp.Leaving, m.Name)
+		}
+		if held {
+			smp.Holders = append(smp.Holders, m.Name)
+			if m.LinkUp() {
+				smp.Reachable = append(smp.Reachable, m.Name)
+			}
+		}
+		if mac != "" && mac == m.MAC {
+			smp.ClientARP = m.Name
+		}
+	}
+	return smp
+}
+
+// probeVIP starts a TLS probe of the VIP every 50 ms until ctx ends, each with the client's
+// patience, so that one that waits on a dead backend does not hide the next one that would
+// have succeeded.
+func (s *session) probeVIP(ctx context.Context) {
+	c, clk := s.c, s.c.d.clk
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var probes sync.WaitGroup
+	defer probes.Wait()
+	for {
+		probes.Go(func() {
+			p := probe{Start: clk.now()}
+			p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", c.vip(), lbPort), requestTimeout)
+			p.End = clk.now()
+			if ctx.Err() != nil {
+				return
+			}
 			s.rec.mu.Lock()
-			s.rec.cutOff = append(s.rec.cutOff, q)
+			s.rec.probes = append(s.rec.probes, p)
 			s.rec.mu.Unlock()
 		})
-	}()
-	go func() {
-		defer s.wg.Done()
-		vip := netip.MustParseAddr(c.vip())
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			smp := vipSample{At: clk.now()}
-			if c.spec.BGP {
-				// Every healthy master holds the VIP; where it is "on" is where the
-				// router sends it.
-				smp.Holders = c.routedTo()
-				for _, n := range smp.Holders {
-					if c.master(n).linkUp() {
-						smp.Reachable = append(smp.Reachable, n)
-					}
-				}
-				s.rec.mu.Lock()
-				s.rec.vip = append(s.rec.vip, smp)
-				s.rec.mu.Unlock()
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-				continue
-			}
-			mac := c.d.client.neighbourMAC(vip)
-			for _, m := range c.d.masters {
-				held, leaving := m.addrState(vip)
-				if leaving {
-					smp.Leaving = append(smp.Leaving, m.Name)
-				}
-				if held {
-					smp.Holders = append(smp.Holders, m.Name)
-					if m.linkUp() {
-						smp.Reachable = append(smp.Reachable, m.Name)
-					}
-				}
-				if mac != "" && mac == m.MAC {
-					smp.ClientARP = m.Name
-				}
-			}
-			s.rec.mu.Lock()
-			s.rec.vip = append(s.rec.vip, smp)
-			s.rec.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-	}()
-	go func() {
-		defer s.wg.Done()
-		// A probe starts every 50 ms, each with the client's patience, so that one that
-		// waits on a dead backend does not hide the next one that would have succeeded.
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		var probes sync.WaitGroup
-		defer probes.Wait()
-		for {
-			probes.Add(1)
-			go func() {
-				defer probes.Done()
-				p := probe{Start: clk.now()}
-				p.OK = c.d.tlsAnswers(ctx, fmt.Sprintf("%s:%d", c.vip(), lbPort), requestTimeout)
-				p.End = clk.now()
-				if ctx.Err() != nil {
-					return
-				}
-				s.rec.mu.Lock()
-				s.rec.probes = append(s.rec.probes, p)
-				s.rec.mu.Unlock()
-			}()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
+	}
 }
 
 // waitRecovered returns once the window after fault is over: at least MinAfter, then until
@@ -258,22 +266,9 @@ type scenarioResult struct {
 func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult, error) {
 	d := c.d
 	w := d.win
-	if name == scRejoin {
-		if c.down["m1"] != "host" {
-			// rejoin needs a killed master: kill it without measuring.
-			d.progress("%s %s: killing m1 first (not measured)", c.spec.Name, name)
-			if err := c.master("m1").crash(); err != nil {
-				return nil, err
-			}
-			c.down["m1"] = "host"
-		}
-		if err := c.waitServing(ctx, 60*time.Second); err != nil {
-			return nil, err
-		}
-	} else if err := c.restore(ctx); err != nil {
+	if err := c.prepareScenario(ctx, name); err != nil {
 		return nil, err
 	}
-	m1 := c.master("m1")
 	run := shortName(c.spec.Name) + "-" + name
 	d.progress("%s %s: recording", c.spec.Name, name)
 	s := c.record(ctx, run)
@@ -282,7 +277,6 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 	if name != scRejoin {
 		res.Leader = c.etcdLeader(ctx)
 	}
-	var isolated *isolatedProbe
 	var leasesBefore map[string]string
 	if name == scKillMaster && c.withControlPlane() {
 		var err error
@@ -292,12 +286,54 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 	}
 	faultAt := time.Now()
 	fault := d.clk.now()
-	var extra func() bool
+	extra, isolated, err := c.injectFault(ctx, name, s)
+	if err != nil {
+		return nil, err
+	}
+	if name == scPartitionMaster {
+		return c.healPartition(ctx, name, run, fault, s, isolated, res)
+	}
+	s.waitRecovered(ctx, fault, w, extra)
+	l := s.stop()
+	res, err = c.finish(ctx, name, run, fault, l, res)
+	if err == nil && leasesBefore != nil {
+		err = c.controlPlaneAfterFault(ctx, leasesBefore, faultAt, &res.Metrics)
+	}
+	return res, err
+}
+
+// prepareScenario brings the cluster to where the scenario starts: for rejoin, m1 killed
+// and the rest serving; for the others, every master up and settled.
+func (c *cluster) prepareScenario(ctx context.Context, name string) error {
+	d := c.d
+	if name == scRejoin {
+		if c.down["m1"] != "host" {
+			// rejoin needs a killed master: kill it without measuring.
+			d.progress("%s %s: killing m1 first (not measured)", c.spec.Name, name)
+			if err := c.master("m1").crash(); err != nil {
+				return err
+			}
+			c.down["m1"] = "host"
+		}
+		if err := c.waitServing(ctx, 60*time.Second); err != nil {
+			return err
+		}
+	} else if err := c.restore(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// injectFault does the scenario's fault to m1. It returns what else recovery waits for
+// (rejoin: m1 placed and healthy), and for partition-master the probe of writes to the
+// cut-off master's own apiserver.
+func (c *cluster) injectFault(ctx context.Context, name string, s *session) (extra func() bool, isolated *isolatedProbe, err error) {
+	d, m1 := c.d, c.master("m1")
 	switch name {
 	case scKillMaster:
 		d.progress("%s %s: crash m1 (SIGSTOP+SIGKILL of every process, link down)", c.spec.Name, name)
 		if err := m1.crash(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.down["m1"] = "host"
 	case scKillAPIServer:
@@ -305,7 +341,7 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.mu.Lock()
 		p := c.api["m1"]
 		c.mu.Unlock()
-		p.signal(9)
+		p.Signal(9)
 		c.down["m1"] = "apiserver"
 	case scGracefulMaster:
 		d.progress("%s %s: SIGTERM every process on m1", c.spec.Name, name)
@@ -319,14 +355,14 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 		c.down["m1"] = "host-graceful"
 	case scPartitionMaster:
 		d.progress("%s %s: m1's bridge port down", c.spec.Name, name)
-		if err := m1.setLink(false); err != nil {
-			return nil, err
+		if err := m1.SwitchLink(false); err != nil {
+			return nil, nil, err
 		}
 		isolated = c.startIsolatedProbe(ctx, m1)
 	case scRejoin:
 		d.progress("%s %s: m1 boots: link up, apiserver and %s start", c.spec.Name, name, c.planeName())
 		if err := c.boot(m1); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s.probeHealth(ctx, m1)
 		hc := healthClient(d.bundle, d.client, 500*time.Millisecond)
@@ -339,34 +375,32 @@ func (c *cluster) runScenario(ctx context.Context, name string) (*scenarioResult
 			return placed && healthy(ctx, hc, apiURL(m1)+"/healthz")
 		}
 	}
-	if name == scPartitionMaster {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(w.Partition):
-		}
-		n := isolated.stop()
-		if isolated.tried == 0 {
-			return nil, fmt.Errorf("%s %s: the isolated-write check made no request: %v", c.spec.Name, name, isolated.err)
-		}
-		res.Metrics.IsolatedWrites = &n
-		d.progress("%s %s: heal after %v (m1's own apiserver acknowledged %d of %d writes tried while cut off)", c.spec.Name, name, w.Partition, n, isolated.tried)
-		heal := d.clk.now()
-		if err := m1.setLink(true); err != nil {
-			return nil, err
-		}
-		s.waitRecovered(ctx, heal, w, func() bool { return c.settled(c.holders()) })
-		l := s.stop()
-		l.Heal = heal
-		return c.finish(ctx, name, run, fault, l, res)
+	return extra, isolated, nil
+}
+
+// healPartition keeps m1 cut off for the partition window, then heals it and finishes the
+// recording once the cluster has recovered.
+func (c *cluster) healPartition(ctx context.Context, name, run string, fault time.Duration, s *session, isolated *isolatedProbe, res *scenarioResult) (*scenarioResult, error) {
+	d, w, m1 := c.d, c.d.win, c.master("m1")
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(w.Partition):
 	}
-	s.waitRecovered(ctx, fault, w, extra)
+	n := isolated.stop()
+	if isolated.tried == 0 {
+		return nil, fmt.Errorf("%s %s: the isolated-write check made no request: %v", c.spec.Name, name, isolated.err)
+	}
+	res.Metrics.IsolatedWrites = &n
+	d.progress("%s %s: heal after %v (m1's own apiserver acknowledged %d of %d writes tried while cut off)", c.spec.Name, name, w.Partition, n, isolated.tried)
+	heal := d.clk.now()
+	if err := m1.SwitchLink(true); err != nil {
+		return nil, err
+	}
+	s.waitRecovered(ctx, heal, w, func() bool { return c.settled(c.holders()) })
 	l := s.stop()
-	res, err := c.finish(ctx, name, run, fault, l, res)
-	if err == nil && leasesBefore != nil {
-		err = c.controlPlaneAfterFault(ctx, leasesBefore, faultAt, &res.Metrics)
-	}
-	return res, err
+	l.Heal = heal
+	return c.finish(ctx, name, run, fault, l, res)
 }
 
 // finish reads the run's objects back from a surviving master and computes the metrics.
@@ -447,7 +481,7 @@ func (c *cluster) boot(m *host) error {
 	m.waitProcs(5 * time.Second)
 	_ = runIP("-n", m.NS, "addr", "del", vipAddr+"/24", "dev", m.Iface)
 	_ = runIP("-n", m.NS, "addr", "del", bgpVIPAddr+"/32", "dev", "lo")
-	if err := m.setLink(true); err != nil {
+	if err := m.SwitchLink(true); err != nil {
 		return err
 	}
 	// Services start once the network is up, as after network-online.target.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,42 +34,28 @@ const (
 	bgpVIPAddr = "10.77.8.100"
 )
 
-// topology is the drill's own small version of internal/netns (which needs a testing.TB):
-// the same rules, for a main package that must clean up on errors and signals itself.
+// topology is the drill's network: an internal/netns network, and per host the netlink
+// handle the drill's checks read addresses, routes and neighbours with.
 type topology struct {
+	*hnetns.Net
 	dir    string // per-run temp dir: logs, configs, data dirs
 	prefix string // of every namespace name
-	bridge string // namespace holding the bridge br0: prefix + "br"
-	hosts  []*host
 
 	mu        sync.Mutex
+	hosts     []*host
 	destroyed sync.Once
 }
 
 // host is one network namespace on the bridge.
 type host struct {
-	topo       *topology
-	Name       string // "m1"
-	NS         string // "hd-m1"
-	Addr       netip.Addr
-	Iface      string // "eth0" inside the host
-	BridgePort string // "p-m1" in the bridge namespace
-
-	MAC string // of Iface
-
-	mu    sync.Mutex
-	procs []*proc
-	link  bool // bridge port up
-	nl    *netlink.Handle
+	*hnetns.Host
+	topo *topology
+	MAC  string // of Iface
+	nl   *netlink.Handle
 }
 
 // proc is a process started inside a host.
-type proc struct {
-	Name string
-	Cmd  *exec.Cmd
-	Log  string
-	done chan struct{}
-}
+type proc = hnetns.Proc
 
 func runIP(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
@@ -81,64 +65,27 @@ func runIP(args ...string) error {
 	return nil
 }
 
-// cleanupLeftovers deletes every namespace named with prefix, killing its processes by
-// PID first: what an interrupted earlier run (or this one) left behind.
-func cleanupLeftovers(prefix string) {
-	entries, _ := os.ReadDir("/run/netns")
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) {
-			hnetns.Delete(e.Name())
-		}
-	}
-}
-
 // newTopology deletes what an earlier run with the same prefix left behind and builds the
 // bridge namespace; dir receives logs and configs.
 func newTopology(dir, prefix string) (*topology, error) {
-	cleanupLeftovers(prefix)
-	t := &topology{dir: dir, prefix: prefix, bridge: prefix + "br"}
-	bridgeNS := t.bridge
-	for _, args := range [][]string{
-		{"netns", "add", bridgeNS},
-		{"-n", bridgeNS, "link", "set", "lo", "up"},
-		{"-n", bridgeNS, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0"},
-		{"-n", bridgeNS, "link", "set", "br0", "up"},
-	} {
-		if err := runIP(args...); err != nil {
-			t.destroy()
-			return nil, fmt.Errorf("topology: %w", err)
-		}
+	hnetns.DeleteAll(prefix)
+	n, err := hnetns.Create(prefix, subnet)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
 	}
-	return t, nil
+	return &topology{Net: n, dir: dir, prefix: prefix}, nil
 }
 
 // addHost creates namespace prefix+name with eth0 at subnet.octet/24 on the bridge.
 func (t *topology) addHost(name string, octet int) (*host, error) {
-	h := &host{
-		topo:       t,
-		Name:       name,
-		NS:         t.prefix + name,
-		Addr:       netip.MustParseAddr(fmt.Sprintf("%s.%d", subnet, octet)),
-		Iface:      "eth0",
-		BridgePort: "p-" + name,
-		link:       true,
+	nh, err := t.CreateHost(name, octet)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
 	}
+	h := &host{Host: nh, topo: t}
 	t.mu.Lock()
 	t.hosts = append(t.hosts, h)
 	t.mu.Unlock()
-	bridgeNS := t.bridge
-	for _, args := range [][]string{
-		{"netns", "add", h.NS},
-		{"-n", h.NS, "link", "set", "lo", "up"},
-		{"-n", bridgeNS, "link", "add", h.BridgePort, "type", "veth", "peer", "name", h.Iface, "netns", h.NS},
-		{"-n", bridgeNS, "link", "set", h.BridgePort, "master", "br0", "up"},
-		{"-n", h.NS, "addr", "add", h.Addr.String() + "/24", "dev", h.Iface},
-		{"-n", h.NS, "link", "set", h.Iface, "up"},
-	} {
-		if err := runIP(args...); err != nil {
-			return nil, fmt.Errorf("topology: host %s: %w", name, err)
-		}
-	}
 	nsh, err := netns.GetFromPath("/run/netns/" + h.NS)
 	if err != nil {
 		return nil, fmt.Errorf("topology: open %s: %w", h.NS, err)
@@ -169,8 +116,8 @@ func (t *topology) addRouter(client *host) (*host, error) {
 	// blackholing after that master dies).
 	for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv4.fib_multipath_hash_policy=1",
 		"net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0", "net.ipv4.conf." + r.Iface + ".send_redirects=0"} {
-		if out, err := exec.Command("nsenter", "--net=/run/netns/"+r.NS, "--", "sysctl", "-qw", kv).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("topology: router sysctl %s: %v: %s", kv, err, strings.TrimSpace(string(out)))
+		if out, err := r.Exec("sysctl", "-qw", kv); err != nil {
+			return nil, fmt.Errorf("topology: router sysctl %s: %v: %s", kv, err, strings.TrimSpace(out))
 		}
 	}
 	if err := runIP("-n", client.NS, "route", "add", strings.TrimSuffix(bgpVIPAddr, ".100")+".0/24", "via", routerAddr); err != nil {
@@ -223,7 +170,7 @@ func (r *host) pinConnections(masters []*host, client *host) error {
 	}
 }
 `, bgpVIPAddr, strings.Join(nh, ", "))
-	cmd := exec.Command("nsenter", "--net=/run/netns/"+r.NS, "--", "nft", "-f", "-")
+	cmd := r.Command(context.Background(), "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("topology: pin: nft: %v: %s", err, strings.TrimSpace(string(out)))
@@ -262,84 +209,25 @@ func (t *topology) teardown() {
 	hosts := t.hosts
 	t.mu.Unlock()
 	for _, h := range hosts {
-		h.killAll()
 		if h.nl != nil {
 			h.nl.Close()
 		}
-		hnetns.Delete(h.NS)
 	}
-	hnetns.Delete(t.bridge)
-	cleanupLeftovers(t.prefix)
+	t.Destroy()
+	hnetns.DeleteAll(t.prefix)
 }
 
 // start runs a long-lived program inside the host, with output to a log file in the run's
 // directory. It runs in its own process group so that a Ctrl-C on the terminal reaches the
 // drill only, which then kills everything by PID.
 func (h *host) start(name string, args ...string) (*proc, error) {
-	logPath := filepath.Join(h.topo.dir, "logs", fmt.Sprintf("%s-%s-%d.log", h.Name, filepath.Base(name), time.Now().UnixNano()))
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + h.NS, "--", name}, args...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: start %s: %w", h.Name, name, err)
-	}
-	p := &proc{Name: filepath.Base(name), Cmd: cmd, Log: logPath, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	h.mu.Lock()
-	h.procs = append(h.procs, p)
-	h.mu.Unlock()
-	return p, nil
-}
-
-func (p *proc) signal(sig syscall.Signal) {
-	if p.Cmd.Process != nil {
-		_ = p.Cmd.Process.Signal(sig)
-	}
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// tail returns the last n bytes of the process's log.
-func (p *proc) tail(n int) string {
-	data, _ := os.ReadFile(p.Log)
-	if len(data) > n {
-		data = data[len(data)-n:]
-	}
-	return string(data)
-}
-
-// running returns the host's processes that have not exited.
-func (h *host) running() []*proc {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []*proc
-	for _, p := range h.procs {
-		if !p.exited() {
-			out = append(out, p)
-		}
-	}
-	return out
+	return h.Launch(filepath.Join(h.topo.dir, "logs", fmt.Sprintf("%s-%s-%d.log", h.Name, filepath.Base(name), time.Now().UnixNano())), name, args...)
 }
 
 // crash is a power cut: link down first so that nothing leaves the host, then every
 // process in the namespace stopped and killed.
 func (h *host) crash() error {
-	if err := h.setLink(false); err != nil {
+	if err := h.SwitchLink(false); err != nil {
 		return err
 	}
 	hnetns.KillAll(h.NS)
@@ -350,59 +238,38 @@ func (h *host) crash() error {
 // stopGracefully sends SIGTERM to every process of the host, as systemd does at shutdown,
 // and kills what has not exited after grace.
 func (h *host) stopGracefully(grace time.Duration) {
-	procs := h.running()
+	procs := h.Running()
 	for _, p := range procs {
-		p.signal(syscall.SIGTERM)
+		p.Signal(syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(grace)
 	for _, p := range procs {
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(time.Until(deadline)):
-			p.signal(syscall.SIGKILL)
-			<-p.done
+			p.Signal(syscall.SIGKILL)
+			<-p.Done()
 		}
 	}
 }
 
 // killAll kills the processes the drill started and anything else in the namespace.
 func (h *host) killAll() {
-	for _, p := range h.running() {
-		p.signal(syscall.SIGKILL)
+	for _, p := range h.Running() {
+		p.Signal(syscall.SIGKILL)
 	}
 	hnetns.KillAll(h.NS)
 }
 
 func (h *host) waitProcs(d time.Duration) {
 	deadline := time.After(d)
-	for _, p := range h.running() {
+	for _, p := range h.Running() {
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-deadline:
 			return
 		}
 	}
-}
-
-// setLink sets the host's bridge port up or down.
-func (h *host) setLink(up bool) error {
-	state := "down"
-	if up {
-		state = "up"
-	}
-	if err := runIP("-n", h.topo.bridge, "link", "set", h.BridgePort, state); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.link = up
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *host) linkUp() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.link
 }
 
 // carrier reports whether the host's interface is up and running (has carrier).
@@ -450,52 +317,4 @@ func (h *host) addrState(addr netip.Addr) (held, deprecated bool) {
 		}
 	}
 	return false, false
-}
-
-// dialContext dials from inside the host's network namespace.
-func (h *host) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	var c net.Conn
-	err := h.do(func() error {
-		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, network, address)
-		return err
-	})
-	return c, err
-}
-
-// do runs fn on an OS thread switched into the host's network namespace. Sockets that fn
-// creates (the socket is made synchronously, on this thread) stay in that namespace and
-// may be used afterwards from any goroutine.
-func (h *host) do(fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := os.Open("/run/netns/" + h.NS)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("enter %s: %w", h.NS, err)
-			return
-		}
-		ferr := fn()
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays locked and is discarded by the runtime when this goroutine
-			// ends.
-			errc <- fmt.Errorf("leave %s: %w", h.NS, err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
 }

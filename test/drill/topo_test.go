@@ -64,7 +64,7 @@ func TestTopology(t *testing.T) {
 	}
 
 	var ln net.Listener
-	if err := b.do(func() (err error) { ln, err = net.Listen("tcp", b.Addr.String()+":7000"); return err }); err != nil {
+	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp", b.Addr.String()+":7000"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
@@ -80,7 +80,7 @@ func TestTopology(t *testing.T) {
 	dial := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		c, err := a.dialContext(ctx, "tcp", b.Addr.String()+":7000")
+		c, err := a.DialContext(ctx, "tcp", b.Addr.String()+":7000")
 		if err == nil {
 			c.Close()
 		}
@@ -92,7 +92,7 @@ func TestTopology(t *testing.T) {
 		t.Fatalf("dial from a to b: %v", dial())
 	}
 
-	if err := b.setLink(false); err != nil {
+	if err := b.SwitchLink(false); err != nil {
 		t.Fatal(err)
 	}
 	if err := poll(context.Background(), 20*time.Second, func() bool { return !b.carrier() }); err != nil {
@@ -101,7 +101,7 @@ func TestTopology(t *testing.T) {
 	if err := dial(); err == nil {
 		t.Error("dial from a to b succeeded with b's link down")
 	}
-	if err := b.setLink(true); err != nil {
+	if err := b.SwitchLink(true); err != nil {
 		t.Fatal(err)
 	}
 	if err := poll(context.Background(), 20*time.Second, func() bool { return dial() == nil }); err != nil {
@@ -121,8 +121,8 @@ func TestTopology(t *testing.T) {
 	if err := b.crash(); err != nil {
 		t.Fatal(err)
 	}
-	if !p.exited() || len(hnetns.PIDs(b.NS)) != 0 || b.linkUp() {
-		t.Errorf("after crash: exited=%v pids=%v linkUp=%v", p.exited(), hnetns.PIDs(b.NS), b.linkUp())
+	if !p.Exited() || len(hnetns.PIDs(b.NS)) != 0 || b.LinkUp() {
+		t.Errorf("after crash: exited=%v pids=%v linkUp=%v", p.Exited(), hnetns.PIDs(b.NS), b.LinkUp())
 	}
 
 	q, err := a.start("sleep", "600")
@@ -131,7 +131,7 @@ func TestTopology(t *testing.T) {
 	}
 	topo.destroy()
 	select {
-	case <-q.done:
+	case <-q.Done():
 	case <-time.After(30 * time.Second):
 		t.Error("a process survived destroy")
 	}

@@ -8,52 +8,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
-	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	hnetns "github.com/hacp/hacp/internal/netns"
 )
 
 // dialCtl dials from the control namespace: the socket is created on an OS thread
 // switched into it and stays there.
 func dialCtl(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer orig.Close()
-		target, err := netns.GetFromName(ctlNS)
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := netns.Set(target); err != nil {
-			ch <- result{err: err}
-			return
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread() // else the thread, stuck in the namespace, dies with us
-		}
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
+	return hnetns.DialContext(ctx, ctlNS, network, addr)
 }
 
 // newClient returns a clientset for https://VIP:8443 with the admin certificate, whose

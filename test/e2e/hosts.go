@@ -41,15 +41,7 @@ func ip(args ...string) error {
 
 // removeLeftovers deletes every he-* namespace (killing what runs in it) a previous run
 // left behind, e.g. with --keep or after a kill -9.
-func removeLeftovers() {
-	out, _ := exec.Command("ip", "netns", "list").Output()
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && strings.HasPrefix(f[0], prefix) {
-			hnetns.Delete(f[0])
-		}
-	}
-}
+func removeLeftovers() { hnetns.DeleteAll(prefix) }
 
 // network creates the bridge namespace and the control namespace.
 func (e *e2e) network() error {

@@ -269,17 +269,7 @@ func main() {
 		fanoutClientMain()
 		return
 	}
-	want := func(row string) bool {
-		if *rowList == "" {
-			return true
-		}
-		for _, r := range strings.Split(*rowList, ",") {
-			if strings.TrimSpace(r) == row {
-				return true
-			}
-		}
-		return false
-	}
+	want := rowFilter(*rowList)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		must(err)
@@ -295,19 +285,7 @@ func main() {
 	cfg.EtcdUnsafeNoFsync = !*fsync
 	cfg.WatchCache = *watchCache
 	watchCacheOn = *watchCache
-	var kubeconfig string
-	var stop func()
-	if *binary != "" {
-		proc := startProcess(*binary, cfg, fmt.Sprintf("--watch-cache=%v", *watchCache))
-		serverPID = proc.Process.Pid
-		kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
-		stop = func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
-	} else {
-		s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		must(err)
-		kubeconfig = s.KubeconfigPath()
-		stop = func() { _ = s.Shutdown() }
-	}
+	kubeconfig, stop := startMeasured(cfg, *binary, *watchCache)
 	defer stop()
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	must(err)
@@ -319,29 +297,123 @@ func main() {
 	defer etcd.Close()
 	ctx := context.Background()
 
-	sample, _ := json.Marshal(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "cm-00000", Namespace: "bench", UID: "0b0e2f6c-4b8b-4c4b-9a53-4f6f2a6b0f00", CreationTimestamp: metav1.Now()}, Data: map[string]string{"key": "value"}})
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{})
-	must(err)
+	sample := benchNamespace(ctx, cs)
+	rows := crudRows(ctx, cs, etcd, sample, *n, want)
 
-	// casRaw is the etcd baseline of a write the apiserver conditions on what it read: a
-	// read of k, then op(k) if k's revision is still the one read.
-	casRaw := func(k string, op func(string) clientv3.Op) error {
-		r, err := etcd.Get(ctx, k)
-		if err != nil {
-			return err
+	// Lists of 100 items in their own namespace.
+	if want("list") {
+		listRows(ctx, cs, etcd, sample, *n, &rows)
+	}
+	if want("watch") {
+		// Watch delivery: time from the start of a write to the event at a watcher.
+		for _, conc := range []int{1, 32} {
+			rows = append(rows, watchLatency(ctx, cs, etcd, sample, conc, *n))
 		}
-		if len(r.Kvs) == 0 {
-			return fmt.Errorf("%s: not found", k)
+	}
+	var apply []pair
+	if want("apply") {
+		apply = applyRows(ctx, cs, *n)
+	}
+	var rbac []cpuRow
+	if want("rbac") {
+		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
+	}
+	var crdJSON, crdProto, crdKubeRows []cpuRow
+	if want("crd") {
+		crdJSON, crdProto, crdKubeRows = crdRows(ctx, dir, *fsync, *binary, *n)
+	}
+	var ctl, ctlKube []cpuRow
+	var ctlCPU, ctlKubeCPU time.Duration
+	if want("controllers") {
+		ctl, ctlCPU, ctlKube, ctlKubeCPU = controllersBothWays(ctx, dir, *fsync, *binary, *ctlNice, *ctlKubeFlag, *n)
+	}
+	printRows(rows, *fsync, *binary)
+	if len(apply) > 0 {
+		printApplyRows(apply)
+	}
+	if len(rbac) > 0 {
+		printRBACRows(rbac)
+	}
+	if len(crdJSON) > 0 {
+		printCRDRows(crdJSON, crdProto, crdKubeRows)
+	}
+	if len(ctl) > 0 {
+		printControllerRows(ctl, ctlCPU, ctlKube, ctlKubeCPU, *ctlNice)
+	}
+	stop()
+	if want("cache") {
+		cacheRows(ctx, dir, *fsync, *binary, *n)
+	}
+	if want("process") {
+		fmt.Println()
+		processNumbers(*binary)
+	}
+}
+
+// rowFilter reports for a row name whether it is in the comma-separated list (all are, when
+// the list is empty).
+func rowFilter(list string) func(row string) bool {
+	return func(row string) bool {
+		if list == "" {
+			return true
 		}
-		_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(op(k)).Commit()
+		for _, r := range strings.Split(list, ",") {
+			if strings.TrimSpace(r) == row {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// startMeasured starts the apiserver measured: binary as a process, or the one built into
+// the bench; it returns its admin kubeconfig and how to stop it.
+func startMeasured(cfg *server.Config, binary string, watchCache bool) (kubeconfig string, stop func()) {
+	if binary != "" {
+		proc := startProcess(binary, cfg, fmt.Sprintf("--watch-cache=%v", watchCache))
+		serverPID = proc.Process.Pid
+		kubeconfig = filepath.Join(cfg.DataDir, "admin.kubeconfig")
+		stop = func() { _ = proc.Process.Signal(syscall.SIGTERM); _ = proc.Wait() }
+	} else {
+		s, err := servertest.Start(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		must(err)
+		kubeconfig = s.KubeconfigPath()
+		stop = func() { _ = s.Shutdown() }
+	}
+	return kubeconfig, stop
+}
+
+// benchNamespace creates the namespace bench and returns a ConfigMap as JSON, the value the
+// etcd baseline writes.
+func benchNamespace(ctx context.Context, cs *kubernetes.Clientset) (sample []byte) {
+	sample, _ = json.Marshal(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "cm-00000", Namespace: "bench", UID: "0b0e2f6c-4b8b-4c4b-9a53-4f6f2a6b0f00", CreationTimestamp: metav1.Now()}, Data: map[string]string{"key": "value"}})
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{})
+	must(err)
+	return sample
+}
+
+// casRaw is the etcd baseline of a write the apiserver conditions on what it read: a
+// read of k, then op(k) if k's revision is still the one read.
+func casRaw(ctx context.Context, etcd *clientv3.Client, k string, op func(string) clientv3.Op) error {
+	r, err := etcd.Get(ctx, k)
+	if err != nil {
 		return err
 	}
+	if len(r.Kvs) == 0 {
+		return fmt.Errorf("%s: not found", k)
+	}
+	_, err = etcd.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", r.Kvs[0].ModRevision)).Then(op(k)).Commit()
+	return err
+}
 
+// crudRows measures create, get, merge-patch, update and delete of ConfigMaps at
+// concurrency 1 and 32, each against its etcd baseline.
+func crudRows(ctx context.Context, cs *kubernetes.Clientset, etcd *clientv3.Client, sample []byte, n int, want func(string) bool) []pair {
 	var rows []pair
 	for _, conc := range []int{1, 32} {
-		ops := *n
+		ops := n
 		if conc > 1 {
-			ops = *n * 4
+			ops = n * 4
 		}
 		prefix := fmt.Sprintf("c%d-", conc)
 		cms := cs.CoreV1().ConfigMaps("bench")
@@ -376,7 +448,7 @@ func main() {
 				return err
 			}, func(i int) error {
 				// What a patch costs etcd: read, then compare-and-swap on the revision.
-				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
+				return casRaw(ctx, etcd, fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
 			}))
 		}
 		if want("update") {
@@ -385,7 +457,7 @@ func main() {
 				_, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%05d", prefix, i%ops)}, Data: map[string]string{"u": fmt.Sprint(i)}}, metav1.UpdateOptions{})
 				return err
 			}, func(i int) error {
-				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
+				return casRaw(ctx, etcd, fmt.Sprintf("/bench-raw/%s%05d", prefix, i%ops), func(k string) clientv3.Op { return clientv3.OpPut(k, string(sample)) })
 			}))
 		}
 		if want("delete") {
@@ -393,67 +465,26 @@ func main() {
 				return cms.Delete(ctx, fmt.Sprintf("%s%05d", prefix, i), metav1.DeleteOptions{})
 			}, func(i int) error {
 				// What a delete costs etcd: read, then a delete conditioned on the revision.
-				return casRaw(fmt.Sprintf("/bench-raw/%s%05d", prefix, i), func(k string) clientv3.Op { return clientv3.OpDelete(k) })
+				return casRaw(ctx, etcd, fmt.Sprintf("/bench-raw/%s%05d", prefix, i), func(k string) clientv3.Op { return clientv3.OpDelete(k) })
 			}))
 		}
 	}
+	return rows
+}
 
-	// Lists of 100 items in their own namespace.
-	if want("list") {
-		listRows(ctx, cs, etcd, sample, *n, &rows)
+// controllersBothWays measures the controllers rows on hacp and, with kube, on
+// kube-apiserver, one set of controllers at a time.
+func controllersBothWays(ctx context.Context, dir string, fsync bool, binary string, nice int, kube bool, n int) (ctl []cpuRow, ctlCPU time.Duration, ctlKube []cpuRow, ctlKubeCPU time.Duration) {
+	with, without, pids, stopCtl, stopServers := controllersServers(ctx, dir, fsync, binary, nice)
+	ctl, ctlCPU = controllerRows(ctx, with, without, pids, n, true)
+	stopCtl() // one set of controllers at a time
+	if kube {
+		kw, ko, kpids, stopKube := kubeControllersServers(ctx, dir, with, without, nice)
+		ctlKube, ctlKubeCPU = controllerRows(ctx, kw, ko, kpids, n, false)
+		stopKube()
 	}
-	if want("watch") {
-		// Watch delivery: time from the start of a write to the event at a watcher.
-		for _, conc := range []int{1, 32} {
-			rows = append(rows, watchLatency(ctx, cs, etcd, sample, conc, *n))
-		}
-	}
-	var apply []pair
-	if want("apply") {
-		apply = applyRows(ctx, cs, *n)
-	}
-	var rbac []cpuRow
-	if want("rbac") {
-		rbac = rbacRows(ctx, dir, *fsync, *binary, *n)
-	}
-	var crdJSON, crdProto, crdKubeRows []cpuRow
-	if want("crd") {
-		crdJSON, crdProto, crdKubeRows = crdRows(ctx, dir, *fsync, *binary, *n)
-	}
-	var ctl, ctlKube []cpuRow
-	var ctlCPU, ctlKubeCPU time.Duration
-	if want("controllers") {
-		with, without, pids, stopCtl, stopServers := controllersServers(ctx, dir, *fsync, *binary, *ctlNice)
-		ctl, ctlCPU = controllerRows(ctx, with, without, pids, *n, true)
-		stopCtl() // one set of controllers at a time
-		if *ctlKubeFlag {
-			kw, ko, kpids, stopKube := kubeControllersServers(ctx, dir, with, without, *ctlNice)
-			ctlKube, ctlKubeCPU = controllerRows(ctx, kw, ko, kpids, *n, false)
-			stopKube()
-		}
-		stopServers()
-	}
-	printRows(rows, *fsync, *binary)
-	if len(apply) > 0 {
-		printApplyRows(apply)
-	}
-	if len(rbac) > 0 {
-		printRBACRows(rbac)
-	}
-	if len(crdJSON) > 0 {
-		printCRDRows(crdJSON, crdProto, crdKubeRows)
-	}
-	if len(ctl) > 0 {
-		printControllerRows(ctl, ctlCPU, ctlKube, ctlKubeCPU, *ctlNice)
-	}
-	stop()
-	if want("cache") {
-		cacheRows(ctx, dir, *fsync, *binary, *n)
-	}
-	if want("process") {
-		fmt.Println()
-		processNumbers(*binary)
-	}
+	stopServers()
+	return ctl, ctlCPU, ctlKube, ctlKubeCPU
 }
 
 // listRows measures lists of 100 items, with resourceVersion 0 and unset.

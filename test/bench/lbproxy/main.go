@@ -88,43 +88,15 @@ func run() error {
 	}
 	defer os.RemoveAll(tmp)
 
-	var backends []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		go serveBackend(ln)
-		backends = append(backends, ln.Addr().String())
-	}
-
-	targets := []*target{{name: "direct", addrs: backends}}
-
-	if err := raiseNoFile(2*(*idleConns) + 1024); err != nil {
+	backends, closeBackends, err := startBackends(3)
+	if err != nil {
 		return err
 	}
-	haproxy, err := exec.LookPath("haproxy")
+	defer closeBackends()
+	targets := []*target{{name: "direct", addrs: backends}}
+	starters, proxies, err := proxyStarters(tmp, backends)
 	if err != nil {
-		return errors.New("haproxy not on PATH (apt-get install haproxy)")
-	}
-	bin := *lbBin
-	if bin == "" {
-		bin = filepath.Join(tmp, "lbproxy")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/lbproxy")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build lbproxy (run from the module root): %w", err)
-		}
-	}
-	starters := map[string]func() (*target, func(), error){
-		"haproxy": func() (*target, func(), error) { return startHaproxy(tmp, haproxy, backends) },
-		"lbproxy": func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy", bin, backends) },
-	}
-	proxies := []string{"haproxy", "lbproxy"}
-	if *baseBin != "" {
-		starters["lbproxy-base"] = func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy-base", *baseBin, backends) }
-		proxies = append(proxies, "lbproxy-base")
+		return err
 	}
 	for _, name := range proxies {
 		t, stop, err := starters[name]()
@@ -138,20 +110,100 @@ func run() error {
 	fmt.Printf("lbproxy bench: loopback, %d cores, %v per measurement, median of %d interleaved rounds; %d streams, %d connecting clients, %d round-trip connections\n\n",
 		numCPU(), *duration, *rounds, *streams, *connWorkers, *rttConns)
 	loadBefore := loadavg()
-	// Rounds interleave the targets so that load from elsewhere on the machine hits all
-	// of them alike; each figure is the median over the rounds.
-	type samples struct {
-		mbps, connRate, p50, p99, cpuBulk, cpuConn, cpuRTT []float64
-		// CPU time per unit of work: µs per MB, per connection, per round trip.
-		perMB, perConn, perRTT []float64
-	}
-	all := map[string]*samples{}
 	var measured []*target
 	for _, t := range targets {
 		if *only == "" || t.name == *only {
 			measured = append(measured, t)
-			all[t.name] = &samples{}
 		}
+	}
+	all := measureLoad(measured)
+	idle, err := measureIdle(tmp, proxies, starters)
+	if err != nil {
+		return err
+	}
+	results := medians(measured, all)
+	if *only != "" {
+		if r := results[*only]; r != nil {
+			fmt.Printf("%s: %+v\n", *only, *r)
+		}
+		for _, r := range idle[*only] {
+			fmt.Printf("%s idle: %+v\n", *only, r)
+		}
+		return nil
+	}
+	printTable(results, idle)
+	fmt.Printf("\nload average before and after: %s / %s (other work on the machine skews all targets alike, less so the medians)\n", loadBefore, loadavg())
+	fmt.Println("ratios: higher is better for throughput and connection rate, lower for the rest.")
+	fmt.Println("direct round trips run client and backend goroutines in one process with no proxy pacing them,")
+	fmt.Println("so their p99 is not a floor; compare the proxies' p99 with each other.")
+	return nil
+}
+
+// startBackends starts n backends on loopback; closeAll stops them.
+func startBackends(n int) (addrs []string, closeAll func(), err error) {
+	var lns []net.Listener
+	closeAll = func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		lns = append(lns, ln)
+		go serveBackend(ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, closeAll, nil
+}
+
+// proxyStarters raises the open-files limit, finds haproxy, builds lbproxy unless -lb-bin
+// names it, and returns how to start each proxy in front of backends, and their names.
+func proxyStarters(tmp string, backends []string) (map[string]func() (*target, func(), error), []string, error) {
+	if err := raiseNoFile(2*(*idleConns) + 1024); err != nil {
+		return nil, nil, err
+	}
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		return nil, nil, errors.New("haproxy not on PATH (apt-get install haproxy)")
+	}
+	bin := *lbBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "lbproxy")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/lbproxy")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, nil, fmt.Errorf("build lbproxy (run from the module root): %w", err)
+		}
+	}
+	starters := map[string]func() (*target, func(), error){
+		"haproxy": func() (*target, func(), error) { return startHaproxy(tmp, haproxy, backends) },
+		"lbproxy": func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy", bin, backends) },
+	}
+	proxies := []string{"haproxy", "lbproxy"}
+	if *baseBin != "" {
+		starters["lbproxy-base"] = func() (*target, func(), error) { return startLbproxy(tmp, "lbproxy-base", *baseBin, backends) }
+		proxies = append(proxies, "lbproxy-base")
+	}
+	return starters, proxies, nil
+}
+
+// samples are one target's figures, one per round.
+type samples struct {
+	mbps, connRate, p50, p99, cpuBulk, cpuConn, cpuRTT []float64
+	// CPU time per unit of work: µs per MB, per connection, per round trip.
+	perMB, perConn, perRTT []float64
+}
+
+// measureLoad runs the rounds of throughput, connection rate and round trips, interleaving
+// the targets so that load from elsewhere on the machine hits all of them alike.
+func measureLoad(measured []*target) map[string]*samples {
+	all := map[string]*samples{}
+	for _, t := range measured {
+		all[t.name] = &samples{}
 	}
 	for round := 1; *loadRows && round <= *rounds; round++ {
 		for _, t := range measured {
@@ -181,8 +233,12 @@ func run() error {
 		}
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", round, *rounds)
 	}
-	// The idle test starts fresh proxies each round, so that the memory a proxy held from
-	// the loads above does not hide what the idle connections take.
+	return all
+}
+
+// measureIdle runs the idle test. It starts fresh proxies each round, so that the memory a
+// proxy held from the loads does not hide what the idle connections take.
+func measureIdle(tmp string, proxies []string, starters map[string]func() (*target, func(), error)) (map[string][]idleResult, error) {
 	idle := map[string][]idleResult{}
 	for round := 1; *idleConns > 0 && round <= *rounds; round++ {
 		for _, name := range proxies {
@@ -191,12 +247,12 @@ func run() error {
 			}
 			t, stop, err := starters[name]()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r, err := idleTest(t, *idleConns, *idleActive, *duration)
 			stop()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if r.failed > 0 {
 				fmt.Fprintf(os.Stderr, "idle test: %s: %d of %d connections failed to open; its log ends:\n%s\n", name, r.failed, *idleConns, logTail(filepath.Join(tmp, name+".log"), 5))
@@ -205,14 +261,11 @@ func run() error {
 			idle[name] = append(idle[name], r)
 		}
 	}
-	idleMedian := func(name string, f func(idleResult) float64) float64 {
-		var v []float64
-		for _, r := range idle[name] {
-			v = append(v, f(r))
-		}
-		return median(v)
-	}
+	return idle, nil
+}
 
+// medians is each measured target's result: the medians over the rounds, and its RSS.
+func medians(measured []*target, all map[string]*samples) map[string]*result {
 	results := map[string]*result{}
 	for _, t := range measured {
 		s := all[t.name]
@@ -225,18 +278,19 @@ func run() error {
 		r.rssMB, r.rssPeakMB = rss(t.pid)
 		results[t.name] = r
 	}
+	return results
+}
 
-	if *only != "" {
-		if r := results[*only]; r != nil {
-			fmt.Printf("%s: %+v\n", *only, *r)
+// printTable prints a row per figure and a column per target, with the ratios of lbproxy
+// to haproxy and, with -base-bin, to the base build.
+func printTable(results map[string]*result, idle map[string][]idleResult) {
+	idleMedian := func(name string, f func(idleResult) float64) float64 {
+		var v []float64
+		for _, r := range idle[name] {
+			v = append(v, f(r))
 		}
-		for _, r := range idle[*only] {
-			fmt.Printf("%s idle: %+v\n", *only, r)
-		}
-		return nil
+		return median(v)
 	}
-	// Each row is one figure per target (direct only where it applies); the ratios are
-	// lbproxy against haproxy and, with -base-bin, against the base build.
 	type row struct {
 		name     string
 		noDirect bool
@@ -305,11 +359,6 @@ func run() error {
 		}
 		fmt.Println(line)
 	}
-	fmt.Printf("\nload average before and after: %s / %s (other work on the machine skews all targets alike, less so the medians)\n", loadBefore, loadavg())
-	fmt.Println("ratios: higher is better for throughput and connection rate, lower for the rest.")
-	fmt.Println("direct round trips run client and backend goroutines in one process with no proxy pacing them,")
-	fmt.Println("so their p99 is not a floor; compare the proxies' p99 with each other.")
-	return nil
 }
 
 // serveBackend serves each connection by its first byte: 'S' streams 64 KiB writes until

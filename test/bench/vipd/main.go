@@ -10,20 +10,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +31,8 @@ import (
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
+
+	hnetns "github.com/hacp/hacp/internal/netns"
 )
 
 const (
@@ -125,68 +123,44 @@ func ip(args ...string) error {
 	return nil
 }
 
-var cleanOnce sync.Mutex
+var (
+	cleanOnce  sync.Mutex
+	network    *hnetns.Net                 // the bridge and the hosts, once setup has made them
+	hostByName = map[string]*hnetns.Host{} // by the names in hosts
+)
 
 func cleanup() {
 	cleanOnce.Lock()
 	defer cleanOnce.Unlock()
-	deleteNamespaces()
+	if network != nil {
+		network.Destroy()
+	}
 	if workDir != "" {
 		os.RemoveAll(workDir)
 	}
 }
 
-func deleteNamespaces() {
-	for _, h := range append(hosts, "br") {
-		if _, err := os.Stat("/run/netns/" + ns(h)); err != nil {
-			continue
-		}
-		killAll(ns(h))
-		_ = exec.Command("ip", "netns", "del", ns(h)).Run()
-	}
-}
-
+// setup builds the bridge and the hosts, deleting what an interrupted run left behind.
 func setup() error {
-	deleteNamespaces()
-	br := ns("br")
-	steps := [][]string{{"netns", "add", br}, {"-n", br, "link", "set", "lo", "up"},
-		{"-n", br, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0"}, {"-n", br, "link", "set", "br0", "up"}}
-	for _, h := range hosts {
-		steps = append(steps,
-			[]string{"netns", "add", ns(h)}, []string{"-n", ns(h), "link", "set", "lo", "up"},
-			[]string{"-n", br, "link", "add", "p-" + h, "type", "veth", "peer", "name", "eth0", "netns", ns(h)},
-			[]string{"-n", br, "link", "set", "p-" + h, "master", "br0", "up"},
-			[]string{"-n", ns(h), "addr", "add", subnet + strconv.Itoa(octet(h)) + "/24", "dev", "eth0"},
-			[]string{"-n", ns(h), "link", "set", "eth0", "up"})
+	n, err := hnetns.Create(prefix, strings.TrimSuffix(subnet, "."))
+	if err != nil {
+		return err
 	}
-	for _, s := range steps {
-		if err := ip(s...); err != nil {
+	cleanOnce.Lock()
+	network = n
+	cleanOnce.Unlock()
+	for _, h := range hosts {
+		if hostByName[h], err = n.CreateHost(h, octet(h)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pidsIn lists the processes in a namespace.
-func pidsIn(name string) []int {
-	out, _ := exec.Command("ip", "netns", "pids", name).Output()
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if p, err := strconv.Atoi(f); err == nil && p != os.Getpid() {
-			pids = append(pids, p)
-		}
-	}
-	return pids
-}
-
+// killAll kills every process in the namespace and waits until they are gone.
 func killAll(name string) {
-	pids := pidsIn(name)
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGSTOP)
-	}
-	for _, p := range pids {
-		_ = syscall.Kill(p, syscall.SIGKILL)
-	}
+	pids := hnetns.PIDs(name)
+	hnetns.Kill(pids)
 	waitGone(pids)
 }
 
@@ -199,31 +173,10 @@ func waitGone(pids []int) {
 	}
 }
 
-// inNS runs fn on a thread inside the namespace; sockets it creates stay there. The thread
-// stays locked (and is discarded) so that nothing else runs in the wrong namespace.
-func inNS(name string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/run/netns/" + name)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
 // serve runs a TCP service on the host that answers every connection with the host's name.
 func serve(h string) error {
 	var ln net.Listener
-	if err := inNS(ns(h), func() (err error) { ln, err = net.Listen("tcp", "0.0.0.0:"+svcPort); return err }); err != nil {
+	if err := hostByName[h].Do(func() (err error) { ln, err = net.Listen("tcp", "0.0.0.0:"+svcPort); return err }); err != nil {
 		return err
 	}
 	go func() {
@@ -262,7 +215,7 @@ func (p *prober) run(ctx context.Context) error {
 	// connection attempt starts every 2 ms even while attempts to a dead host hang.
 	for i := range probers {
 		go func() {
-			_ = inNS(ns("c"), func() error {
+			_ = hostByName["c"].Do(func() error {
 				started <- nil
 				time.Sleep(time.Duration(i) * 2 * time.Millisecond)
 				d := net.Dialer{Timeout: 30 * time.Millisecond}
@@ -285,7 +238,7 @@ func (p *prober) run(ctx context.Context) error {
 		}()
 	}
 	go func() {
-		err := inNS(ns("c"), func() error {
+		err := hostByName["c"].Do(func() error {
 			ifi, err := net.InterfaceByName("eth0")
 			if err != nil {
 				return err
@@ -418,19 +371,11 @@ type impl interface {
 }
 
 func startIn(h, logName string, prog string, args ...string) (*exec.Cmd, error) {
-	f, err := os.Create(filepath.Join(workDir, logName))
+	p, err := hostByName[h].Launch(filepath.Join(workDir, logName), prog, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + ns(h), "--", prog}, args...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	err = cmd.Start()
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = cmd.Wait() }()
-	return cmd, nil
+	return p.Cmd, nil
 }
 
 type vipdImpl struct{}
@@ -463,24 +408,7 @@ type vipdStatusDoc struct {
 
 func vipdStatus(h string) (*vipdStatusDoc, error) {
 	var st vipdStatusDoc
-	err := inNS(ns(h), func() error {
-		c, err := net.DialTimeout("tcp", status, time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		req, _ := http.NewRequest("GET", "http://"+status+"/status", nil)
-		if err := req.Write(c); err != nil {
-			return err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		return json.NewDecoder(resp.Body).Decode(&st)
-	})
+	err := hostByName[h].GetJSON(status, "/status", 2*time.Second, &st)
 	return &st, err
 }
 
@@ -560,7 +488,7 @@ func once(im impl, m mode, hard bool, p *prober) (result, error) {
 
 	fault := time.Now()
 	if hard {
-		pids := pidsIn(ns("m1"))
+		pids := hnetns.PIDs(ns("m1"))
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGSTOP)
 		}
@@ -589,7 +517,7 @@ func once(im impl, m mode, hard bool, p *prober) (result, error) {
 
 func rssKB(h string) (vipd int, err error) {
 	total := 0
-	for _, pid := range pidsIn(ns(h)) {
+	for _, pid := range hnetns.PIDs(ns(h)) {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
 			continue
