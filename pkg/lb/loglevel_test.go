@@ -53,6 +53,9 @@ func TestBackendStateLogLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Listen(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
