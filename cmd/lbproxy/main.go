@@ -6,13 +6,11 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
+	"github.com/hacp/hacp/internal/cli"
 	"github.com/hacp/hacp/internal/version"
 	"github.com/hacp/hacp/pkg/config"
 	"github.com/hacp/hacp/pkg/lb"
@@ -32,6 +30,7 @@ connections; SIGTERM drains.`,
 	Version: version.Version,
 	Default: lb.DefaultConfig,
 	Flags:   func(fs *flag.FlagSet, c *lb.Config) { c.AddFlags(fs) },
+	Check:   (*lb.Config).CheckHost,
 }
 
 func main() {
@@ -47,54 +46,36 @@ func main() {
 // gcPercent is lbproxy's GOGC unless the environment sets one.
 const gcPercent = 50
 
-func run(args []string) int {
-	cfg, err := program.Parse(args)
-	if err != nil {
-		return config.Exit(program.Name, err)
-	}
-	log := config.NewLogger(os.Stderr, cfg.LogLevel)
-	p, err := lb.New(cfg, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "lbproxy: %v\n", err)
-		return 2
-	}
-	if err := p.Listen(); err != nil {
-		fmt.Fprintf(os.Stderr, "lbproxy: %v\n", err)
-		return 1
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			reload(p, args, log)
-		}
-	}()
-	if err := p.Run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "lbproxy: %v\n", err)
-		return 1
-	}
-	log.Info("lbproxy stopped")
-	return 0
+var lbproxyMain = cli.Main[lb.Config, proxy]{
+	Program:  program,
+	LogLevel: func(c *lb.Config) string { return c.LogLevel },
+	New: func(c *lb.Config, log *slog.Logger) (proxy, error) {
+		p, err := lb.New(c, log)
+		return proxy{p}, err
+	},
+	Reload:       reload,
+	ReloadFailed: "reload failed; keeping the current backends",
 }
 
-// reload parses the command line and config file again and applies the new backend list.
-func reload(p *lb.Proxy, args []string, log *slog.Logger) {
-	cfg, err := program.Parse(args)
-	if err == nil {
-		var specs []lb.BackendSpec
-		if specs, err = cfg.BackendSpecs(); err == nil {
-			err = p.Reload(specs)
-		}
-	}
+func run(args []string) int { return lbproxyMain.Run(args) }
+
+// proxy opens its listener before it runs, so that a port in use fails the start.
+type proxy struct{ *lb.Proxy }
+
+func (p proxy) Start(context.Context) error { return p.Listen() }
+
+// reload applies the backend list and the sync peers of a configuration parsed again.
+func reload(p proxy, cfg *lb.Config, log *slog.Logger) error {
+	specs, err := cfg.BackendSpecs()
 	if err != nil {
-		log.Error("reload failed; keeping the current backends", "err", err.Error())
-		return
+		return err
+	}
+	if err := p.Reload(specs); err != nil {
+		return err
 	}
 	if err := p.ReloadSync(cfg.SyncListen, cfg.SyncPeers); err != nil {
 		log.Error("reload: connection-table sync peers unchanged", "err", err.Error())
 	}
 	log.Info("reloaded", "backends", len(cfg.Backends), "sync_peers", len(cfg.SyncPeers))
+	return nil
 }

@@ -131,7 +131,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		"retries", "client-idle-timeout", "server-idle-timeout", "tcp-user-timeout", "tcp-keepalive", "maxconn",
 		"backend-maxconn", "max-queue", "queue-timeout", "slow-start", "drain-timeout", "status-addr", "log-level", "config",
 		"sync-listen", "sync-peer", "sync-interval", "sync-heartbeat"} {
-		if !strings.Contains(out, "  -"+f+" ") && !strings.Contains(out, "  -"+f+"\n") {
+		if !strings.Contains(out, "  --"+f+" ") && !strings.Contains(out, "  --"+f+"\n") {
 			t.Errorf("--help does not explain --%s", f)
 		}
 	}

@@ -5,11 +5,10 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/hacp/hacp/internal/cli"
 	"github.com/hacp/hacp/internal/version"
 	"github.com/hacp/hacp/pkg/config"
 	"github.com/hacp/hacp/pkg/vip"
@@ -49,43 +48,33 @@ Example: vipd --mode bgp --vip 10.0.0.100/32 --bgp-as 65100 --bgp-peer 10.0.1.1:
 	Version: version.Version,
 	Default: vip.DefaultConfig,
 	Flags:   func(fs *flag.FlagSet, c *vip.Config) { c.AddFlags(fs) },
+	Check:   (*vip.Config).CheckHost,
 }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	cfg, err := program.Parse(args)
-	if err != nil {
-		return config.Exit(program.Name, err)
-	}
-	log := config.NewLogger(os.Stderr, cfg.LogLevel)
-	d, err := vip.New(cfg, log)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "vipd: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			ncfg, err := program.Parse(args)
-			if err == nil {
-				err = d.Reload(ncfg)
-			}
-			if err != nil {
-				log.Error("reload failed; keeping the running configuration where it could not be applied", "err", err.Error())
-			}
-		}
-	}()
-	log.Info("vipd starting", "version", version.Version, "status", d.StatusAddr())
-	if err := d.Run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "vipd: %v\n", err)
-		return 1
-	}
-	log.Info("vipd stopped")
-	return 0
+var vipdMain = cli.Main[vip.Config, daemon]{
+	Program:  program,
+	LogLevel: func(c *vip.Config) string { return c.LogLevel },
+	New: func(c *vip.Config, log *slog.Logger) (daemon, error) {
+		d, err := vip.New(c, log)
+		return daemon{d, log}, err
+	},
+	Reload:       func(d daemon, c *vip.Config, _ *slog.Logger) error { return d.Reload(c) },
+	ReloadFailed: "reload failed; keeping the running configuration where it could not be applied",
+}
+
+func run(args []string) int { return vipdMain.Run(args) }
+
+// daemon logs where its status is served as it starts.
+type daemon struct {
+	*vip.Daemon
+	log *slog.Logger
+}
+
+func (d daemon) Run(ctx context.Context) error {
+	d.log.Info("vipd starting", "version", version.Version, "status", d.StatusAddr())
+	return d.Daemon.Run(ctx)
 }

@@ -35,6 +35,10 @@ type Program[T any] struct {
 	Default func() *T
 	// Flags binds the program's flags to the fields of c.
 	Flags func(fs *flag.FlagSet, c *T)
+	// Check, when set, runs after Validate with --check-config only: the checks of the
+	// host that need no start (an interface exists, a file is readable, a certificate
+	// matches its key). Like Validate it returns FieldErrors, tied to their flag or line.
+	Check func(c *T) error
 	// Output receives --help and --version text; os.Stdout when nil.
 	Output io.Writer
 }
@@ -108,15 +112,16 @@ func (p Program[T]) Parse(args []string) (*T, error) {
 	}
 	// First pass: find --config, --help and --version, and check the flags parse at all.
 	first := p.Default()
-	fs, meta := p.flagSet(first, out)
+	fs, meta := p.flagSet(first)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			p.usage(out, fs)
 			return nil, ErrHelp
 		}
-		return nil, &Error{Msg: err.Error() + " (see --help)"}
+		return nil, flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, &Error{Msg: fmt.Sprintf("unexpected argument %q (see --help)", fs.Arg(0))}
+		return nil, &Error{Msg: fmt.Sprintf("unexpected argument %q; see --help", fs.Arg(0))}
 	}
 	if meta.version {
 		fmt.Fprintf(out, "%s %s\n", p.Name, p.Version)
@@ -132,15 +137,20 @@ func (p Program[T]) Parse(args []string) (*T, error) {
 		}
 	}
 	// Second pass: flags given on the command line override the file.
-	fs, _ = p.flagSet(cfg, io.Discard)
+	fs, _ = p.flagSet(cfg)
 	if err := fs.Parse(args); err != nil {
-		return nil, &Error{Msg: err.Error()}
+		return nil, flagError(fs, err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	if v, ok := any(cfg).(Validator); ok {
 		if err := v.Validate(); err != nil {
+			return nil, locate(err, meta.file, doc, set)
+		}
+	}
+	if meta.check && p.Check != nil {
+		if err := p.Check(cfg); err != nil {
 			return nil, locate(err, meta.file, doc, set)
 		}
 	}
@@ -161,22 +171,17 @@ type metaFlags struct {
 	check   bool
 }
 
-func (p Program[T]) flagSet(c *T, out io.Writer) (*flag.FlagSet, *metaFlags) {
+// flagSet binds the flags to c. It prints nothing: Parse prints the usage for --help and
+// returns every other error as one *Error.
+func (p Program[T]) flagSet(c *T) (*flag.FlagSet, *metaFlags) {
 	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	m := &metaFlags{}
 	fs.StringVar(&m.file, "config", "", "YAML `file` with settings; its top-level keys are the flag names, and flags given on the command line override it")
 	fs.BoolVar(&m.version, "version", false, "print the version and exit")
 	fs.BoolVar(&m.check, "check-config", false, "load and validate the configuration (file and flags), report the result and exit: 0 when valid, 2 when not")
 	p.Flags(fs, c)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: %s [flags]\n\n", p.Name)
-		if p.Summary != "" {
-			fmt.Fprintf(out, "%s\n\n", strings.TrimSpace(p.Summary))
-		}
-		fmt.Fprintf(out, "Flags:\n")
-		fs.PrintDefaults()
-	}
 	return fs, m
 }
 
@@ -219,6 +224,8 @@ func unwrapPathError(err error) error {
 var (
 	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	unknownRe = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	// yamlDurationRe matches yaml.v3's error for a plain number given for a time.Duration.
+	yamlDurationRe = regexp.MustCompile("^cannot unmarshal !!(?:int|float) `([0-9.]+)` into time.Duration$")
 )
 
 // yamlError turns a yaml.v3 error into one *Error per problem, joined.
@@ -236,6 +243,9 @@ func yamlError(name string, err error, doc *yaml.Node, dst any) error {
 		if sm := lineRe.FindStringSubmatch(m); sm != nil {
 			e.Line, _ = strconv.Atoi(sm[1])
 			e.Msg = sm[2]
+		}
+		if dm := yamlDurationRe.FindStringSubmatch(e.Msg); dm != nil {
+			e.Msg += fmt.Sprintf(" (a duration needs a unit, e.g. %ss)", dm[1])
 		}
 		if um := unknownRe.FindStringSubmatch(e.Msg); um != nil {
 			e.Key = um[1]
@@ -350,9 +360,15 @@ func keyAtLine(n *yaml.Node, line int) string {
 
 // suggest returns the known key closest to an unknown one (a likely misspelling), or "".
 func suggest(dst any, unknown string) string {
+	return closest(unknown, yamlKeys(reflect.TypeOf(dst), map[reflect.Type]bool{}))
+}
+
+// closest returns the candidate within edit distance 2 of word that is nearest to it (the
+// first of equals), or "": the "did you mean" of unknown keys and unknown flags.
+func closest(word string, candidates []string) string {
 	best, bestDist := "", 3
-	for _, k := range yamlKeys(reflect.TypeOf(dst), map[reflect.Type]bool{}) {
-		if d := editDistance(unknown, k); d < bestDist {
+	for _, k := range candidates {
+		if d := editDistance(word, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}

@@ -107,8 +107,17 @@ func TestParseErrors(t *testing.T) {
 		{"nested out of range", "backends:\n  - addr: a\n    weight: 1\n  - addr: b\n    weight: -1\n", nil, "FILE:5: backends.1.weight: must not be negative"},
 		{"out of range by flag", "priority: 5\n", []string{"--priority", "0"}, "flag --priority: must be 1-255, got 0"},
 		{"bad yaml", "priority: [1\n", nil, "FILE:"},
-		{"unknown flag", "", []string{"--nope"}, "flag provided but not defined: -nope"},
-		{"stray argument", "", []string{"extra"}, `unexpected argument "extra"`},
+		{"duration without a unit in file", "interval: 2\n", nil, "FILE:1: interval: cannot unmarshal !!int `2` into time.Duration (a duration needs a unit, e.g. 2s)"},
+		{"unknown flag", "", []string{"--nope"}, "flag --nope: unknown flag; see --help"},
+		{"misspelt flag", "", []string{"--priorty", "3"}, "flag --priorty: unknown flag (did you mean --priority?); see --help"},
+		{"misspelt flag with one dash", "", []string{"-ifac=eth1"}, "flag --ifac: unknown flag (did you mean --iface?); see --help"},
+		{"duration without a unit", "", []string{"--interval", "2"}, `flag --interval: invalid value "2": a duration needs a unit, e.g. 2s`},
+		{"fraction without a unit", "", []string{"--interval=0.5"}, `flag --interval: invalid value "0.5": a duration needs a unit, e.g. 0.5s`},
+		{"bad duration", "", []string{"--interval", "soon"}, `flag --interval: invalid value "soon": want a duration such as 1.5s, 300ms or 2m`},
+		{"bad number", "", []string{"--priority", "high"}, `flag --priority: invalid value "high": not a valid int`},
+		{"flag without its value", "", []string{"--iface"}, "flag --iface: needs a value; see --help"},
+		{"bad boolean", "", []string{"--check-config=maybe"}, `flag --check-config: invalid value "maybe": want true or false (--check-config alone means true)`},
+		{"stray argument", "", []string{"extra"}, `unexpected argument "extra"; see --help`},
 		{"missing file", "", []string{"--config", "/nonexistent/x.yaml"}, "/nonexistent/x.yaml: cannot read config: no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -124,6 +133,9 @@ func TestParseErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 			want := strings.ReplaceAll(tt.want, "FILE", path)
+			if tt.file == "" && err.Error() != want {
+				t.Errorf("error %q, want exactly %q", err, want)
+			}
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not contain %q", err, want)
 			}
@@ -154,6 +166,57 @@ func TestHelpAndVersion(t *testing.T) {
 		if Exit("testd", err) != 0 {
 			t.Errorf("%v: exit code not 0", args)
 		}
+	}
+}
+
+func TestHelpWritesFlagsAsTheREADME(t *testing.T) {
+	var out strings.Builder
+	p := testProgram
+	p.Summary = "testd tests."
+	p.Output = &out
+	for _, args := range [][]string{{"--help"}, {"-help"}, {"-h"}} {
+		out.Reset()
+		if _, err := p.Parse(args); !errors.Is(err, ErrHelp) {
+			t.Fatalf("%v: err = %v, want ErrHelp", args, err)
+		}
+		for _, want := range []string{
+			"Usage: testd [flags]\n\ntestd tests.\n\nFlags:\n",
+			"\n  --iface string\n    \tinterface (default \"eth0\")\n",
+			"\n  --interval duration\n    \tinterval (default 1s)\n",
+			"\n  --priority int\n    \tpriority (default 100)\n",
+			"\n  --check-config\n    \tload and validate",
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: help does not contain %q:\n%s", args, want, out.String())
+			}
+		}
+		if strings.Contains(out.String(), "\n  -i") {
+			t.Errorf("%v: help writes a flag with one dash:\n%s", args, out.String())
+		}
+	}
+}
+
+// TestCheckHook: Program.Check runs with --check-config only, and its errors are tied to the
+// flag or file line that set the value, as Validate's are.
+func TestCheckHook(t *testing.T) {
+	p := testProgram
+	p.Check = func(c *testConfig) error {
+		return FieldErrorf("iface", "interface %q does not exist", c.Iface)
+	}
+	if _, err := p.Parse([]string{"--iface", "nosuch0"}); err != nil {
+		t.Errorf("without --check-config: err = %v, want none (Check does not run)", err)
+	}
+	_, err := p.Parse([]string{"--iface", "nosuch0", "--check-config"})
+	if want := `flag --iface: interface "nosuch0" does not exist`; err == nil || err.Error() != want {
+		t.Errorf("flag: err = %v, want %q", err, want)
+	}
+	file := writeFile(t, "priority: 3\niface: nosuch1\n")
+	_, err = p.Parse([]string{"--config", file, "--check-config"})
+	if want := file + `:2: iface: interface "nosuch1" does not exist`; err == nil || err.Error() != want {
+		t.Errorf("file: err = %v, want %q", err, want)
+	}
+	if Exit("testd", err) != 2 {
+		t.Errorf("exit code for %v is not 2", err)
 	}
 }
 

@@ -148,8 +148,11 @@ func (p *Proxy) onHealth(b *backend, up bool, reason error) {
 	}
 	if !up {
 		attrs = append(attrs, "closed_sessions", len(sessions), "closing_took", time.Since(start).Round(time.Microsecond))
+		p.log.Warn("backend state changed", attrs...)
+		return
 	}
-	p.log.Warn("backend state changed", attrs...)
+	// A backend coming UP is the normal course (start-up, a master back after an upgrade).
+	p.log.Info("backend state changed", attrs...)
 }
 
 // Listen opens the client listener; Run calls it when it was not called before. It is

@@ -66,7 +66,7 @@ func TestHelpAndVersion(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("--help exit %d: %s", code, out)
 			}
-			for _, want := range []string{"Usage: " + p, "-config", "-version"} {
+			for _, want := range []string{"Usage: " + p, "\n  --config file\n", "\n  --version\n", "\n  --check-config\n"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("--help output lacks %q:\n%s", want, out)
 				}
@@ -74,6 +74,22 @@ func TestHelpAndVersion(t *testing.T) {
 			out, code = run(t, p, "--version")
 			if code != 0 || !strings.HasPrefix(out, p+" ") {
 				t.Errorf("--version: exit %d, output %q", code, out)
+			}
+		})
+	}
+}
+
+// TestBadFlag: a bad flag is one line naming it, with the nearest flag when there is one.
+func TestBadFlag(t *testing.T) {
+	for _, p := range programs {
+		t.Run(p, func(t *testing.T) {
+			out, code := run(t, p, "--no-such-flag")
+			if want := p + ": flag --no-such-flag: unknown flag; see --help\n"; code != 2 || out != want {
+				t.Errorf("exit %d, output %q; want exit 2, %q", code, out, want)
+			}
+			out, code = run(t, p, "--log-levle", "debug")
+			if want := p + ": flag --log-levle: unknown flag (did you mean --log-level?); see --help\n"; code != 2 || out != want {
+				t.Errorf("exit %d, output %q; want exit 2, %q", code, out, want)
 			}
 		})
 	}
@@ -115,7 +131,9 @@ func TestExampleConfigsLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := map[string][]string{"lbproxy": {"--check-ca", pki.CACert}}
+	// --check-config also checks that vipd's interface exists on this host: the example's
+	// eth0 may not, so point it at lo.
+	extra := map[string][]string{"lbproxy": {"--check-ca", pki.CACert}, "vipd": {"--iface", "lo"}}
 	for _, p := range programs {
 		t.Run(p, func(t *testing.T) {
 			path := filepath.Join("..", "..", "configs", p+".yaml")
