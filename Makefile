@@ -28,7 +28,8 @@ run: build
 # nodes (built into _output/upstream on first use), so a Deployment gets Running pods; all in
 # the foreground, Ctrl-C stops them (internal/upstream/cluster; logs in $(DATA)/cluster).
 run-cluster: build
-	$(GO) run ./internal/upstream/cluster --apiserver bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
+	$(GO) build -o _output/run-cluster ./internal/upstream/cluster
+	_output/run-cluster --apiserver bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
 
 test:
 	$(GO) test -count=1 -timeout 30m ./...
