@@ -43,6 +43,8 @@ func TestQuickStart(t *testing.T) {
 		"--etcd-listen-client-url", "https://127.0.0.1:"+freePort(t),
 		"--etcd-listen-peer-urls", "http://127.0.0.1:"+freePort(t))
 	cmd.Stderr = os.Stderr
+	// Killed with the test binary should that die first; the program's own children follow it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

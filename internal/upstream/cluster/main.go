@@ -9,8 +9,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -60,6 +62,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return // Ctrl-C before everything was up: stopped, as asked
+		}
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
@@ -67,13 +72,13 @@ func main() {
 
 // run starts everything, reports on out when the cluster is ready and returns when ctx ends
 // (after stopping every program) or one program exits on its own (an error).
-func run(ctx context.Context, o options, out *os.File) error {
+func run(ctx context.Context, o options, out io.Writer) error {
 	dir := filepath.Join(o.dataDir, "cluster")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "cluster: building or finding kube-controller-manager, kube-scheduler and kwok in", upstream.Root(),
-		"(the first build takes long: minutes to an hour on 2 cores)")
+	fmt.Fprintln(out, "cluster: kube-controller-manager, kube-scheduler and kwok from", upstream.Root(),
+		"(built there on first use: minutes to an hour on 2 cores)")
 	bins := map[string]string{}
 	for _, name := range []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok} {
 		p, err := upstream.Build(ctx, upstream.Root(), name)
