@@ -1,5 +1,7 @@
 # hacp: apiserver, vipd and lbproxy. `make run` starts the apiserver with embedded etcd on
-# https://127.0.0.1:6443; `make test` runs every suite (root needed for the namespace ones).
+# https://127.0.0.1:6443; `make run-cluster` adds the upstream kube-controller-manager,
+# kube-scheduler and kwok with fake nodes; `make test` runs every suite (root needed for the
+# namespace ones).
 
 GO          ?= go
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -7,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools run test test-race test-stress lint lint-funclen lint-ansible bench drill upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools run run-cluster test test-race test-stress lint lint-funclen lint-ansible bench drill upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -21,6 +23,13 @@ etcd-tools:
 
 run: build
 	bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
+
+# `make run` plus the upstream kube-controller-manager, kube-scheduler and kwok with 3 fake
+# nodes (built into _output/upstream on first use), so a Deployment gets Running pods; all in
+# the foreground, Ctrl-C stops them (internal/upstream/cluster; logs in $(DATA)/cluster).
+run-cluster: build
+	$(GO) build -o _output/run-cluster ./internal/upstream/cluster
+	_output/run-cluster --apiserver bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
 
 test:
 	$(GO) test -count=1 -timeout 30m ./...
