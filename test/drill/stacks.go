@@ -102,7 +102,7 @@ func bgpStack() stackSpec {
 	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second,
 		// Anycast: every other master's lbproxy still sends m1's apiserver requests after
 		// m1's route is withdrawn, until its checks (fall 2 x 1 s) find /healthz failing;
-		// the apiserver must keep serving that long (see the README's hacp-bgp numbers),
+		// the apiserver must keep serving that long (see docs/drill.md's hacp-bgp numbers),
 		// and their lbproxies must let the requests in flight to it finish when their
 		// checks mark it DOWN instead of cutting them.
 		ShutdownDelay: 5 * time.Second, DownSessionGrace: 2 * time.Second}
