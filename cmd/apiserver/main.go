@@ -27,7 +27,7 @@ HTTPS on --bind-address:--secure-port, authenticates clients by certificate (CN 
 O = groups), static token (--token-auth-file) or ServiceAccount token (kubectl create
 token), generates a CA, serving and admin certificates and a ServiceAccount signing key in
 --data-dir/pki on first start and writes --data-dir/admin.kubeconfig. It runs no
-controller-manager, scheduler or kubelet: start those next to it (see the README).
+controller-manager, scheduler or kubelet: "make run-cluster" starts upstream's next to it.
 
 Example: apiserver --data-dir _data && kubectl --kubeconfig _data/admin.kubeconfig get ns`,
 	Version: version.Version,
