@@ -101,3 +101,24 @@ func DryRun(dryRun []string) bool {
 	}
 	return false
 }
+
+// View is a served resource with no storage of its own: bindings (writes pods),
+// componentstatuses (probes components) and events.k8s.io/v1 events (the core events in
+// another shape). Namespace cleanup skips views: what they show is stored elsewhere.
+type View struct {
+	Names        Names
+	Storage      Storage
+	Subresources map[string]Storage
+}
+
+// Resource is one served resource: its store and its subresources.
+type Resource struct {
+	Store        *Store
+	Subresources map[string]Storage // "status", "scale", "binding"
+}
+
+// Resources finds served resources by group and resource (a custom resource: its storage
+// version), nil for none; the controlplane's Registry is one.
+type Resources interface {
+	Resource(gr schema.GroupResource) *Resource
+}

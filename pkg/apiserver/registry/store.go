@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hacp/hacp/pkg/apiserver/request"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -114,7 +114,9 @@ type Kind struct {
 	// entries recorded at another version with them.
 	Versions  []*Kind
 	ConvertTo func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
-	defaults  *structuralschema.Structural // a custom resource's schema when it sets defaults, for defaulting on read
+	// SchemaDefaults is a custom resource's structural schema when it sets defaults, for
+	// defaulting on read.
+	SchemaDefaults *structuralschema.Structural
 }
 
 // Store is the generic store of one kind on top of storage.Interface.
@@ -126,7 +128,7 @@ type Store struct {
 	// afterDelete is told about real deletions (namespace cleanup uses it).
 	onTerminate func(ctx context.Context, obj runtime.Object)
 	// alloc reserves what objects take from cluster-wide pools (Service IPs and ports).
-	alloc allocator
+	alloc Allocator
 	// admit, when set, may refuse a validated create or update (SetAdmit).
 	admit AdmitFunc
 	// adm holds the admission chain (SetAdmission); empty runs none. Atomic: the server's
@@ -236,7 +238,7 @@ func (s *Store) Get(ctx context.Context, ns, name string, opts *metav1.GetOption
 		o.ResourceVersion = opts.ResourceVersion
 	}
 	if err := s.storage.Get(ctx, s.key(ns, name), o, obj); err != nil {
-		return nil, interpret(err, s.gr(), name)
+		return nil, Interpret(err, s.gr(), name)
 	}
 	s.setKind(obj)
 	return obj, nil
@@ -338,7 +340,7 @@ func (s *Store) List(ctx context.Context, ns string, opts *metav1.ListOptions) (
 	// the predicate filters.
 	list := s.kind.NewList()
 	if err := s.storage.GetList(ctx, s.prefix(ns), o, list); err != nil {
-		return nil, interpret(err, s.gr(), "")
+		return nil, Interpret(err, s.gr(), "")
 	}
 	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
 	items, _ := meta.ExtractList(list)
@@ -367,7 +369,7 @@ func (s *Store) ListItems(ctx context.Context, ns string, opts *metav1.ListOptio
 	list := s.kind.NewList()
 	items, shared, err := c.GetListItems(ctx, s.prefix(ns), o, list)
 	if err != nil {
-		return nil, nil, false, interpret(err, s.gr(), "")
+		return nil, nil, false, Interpret(err, s.gr(), "")
 	}
 	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
 	if !shared { // the cache's objects have their kind (its Prepare)
@@ -394,7 +396,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 	}
 	w, err := s.storage.Watch(ctx, key, o)
 	if err != nil {
-		return nil, interpret(err, s.gr(), "")
+		return nil, Interpret(err, s.gr(), "")
 	}
 	if _, ok := s.storage.(*storage.Cacher); ok {
 		// The cache's objects carry this kind already (the registry's Prepare), etcd's
@@ -447,7 +449,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		}
 		if s.namespaces != nil {
 			if err := s.namespaces(ctx, ns); err != nil {
-				var terminating *namespaceTerminatingError
+				var terminating *NamespaceTerminatingError
 				if errors.As(err, &terminating) {
 					// As upstream's NamespaceLifecycle: 403 for what is being created.
 					return nil, apierrors.NewForbidden(s.gr(), a.GetName(), err)
@@ -535,7 +537,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		if !storage.IsUnknownOutcome(err) {
 			undo() // not stored: give back what it reserved (an unknown outcome is left to repair)
 		}
-		err = interpret(err, s.gr(), a.GetName())
+		err = Interpret(err, s.gr(), a.GetName())
 		if apierrors.IsAlreadyExists(err) && a.GetGenerateName() != "" && a.GetName() != "" {
 			return nil, apierrors.NewServerTimeoutForKind(s.kind.GVK().GroupKind(), "POST", 0)
 		}
@@ -711,7 +713,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if !storage.IsUnknownOutcome(err) {
 			undo()
 		}
-		return nil, false, interpret(err, s.gr(), name)
+		return nil, false, Interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
 	if !statusOnly {
@@ -799,7 +801,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 	if opts != nil && DryRun(opts.DryRun) {
 		current := s.kind.New()
 		if err := s.storage.Get(ctx, s.key(ns, name), storage.GetOptions{}, current); err != nil {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		s.setKind(current)
 		if err := s.admitDelete(ctx, ns, name, current, opts, true); err != nil {
@@ -830,7 +832,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		return cur, nil
 	})
 	if err != nil {
-		return nil, false, interpret(err, s.gr(), name)
+		return nil, false, Interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
 	s.onTerminate(ctx, out)
@@ -864,7 +866,7 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 			return out, true, nil
 		}
 		if !errors.Is(err, errMustMark) {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		// Mark it: deletionTimestamp, grace period, the garbage collector's finalizers. An
 		// object already marked as asked is not written again.
@@ -890,7 +892,7 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 			continue
 		}
 		if err != nil {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		s.setKind(out)
 		return out, false, nil
@@ -1083,11 +1085,35 @@ func NewStore(k *Kind, s storage.Interface, namespaces func(ctx context.Context,
 	return &Store{kind: k, storage: s, namespaces: namespaces}
 }
 
-// keepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
+// KeepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
 // nothing but status (upstream resets all of metadata for them, managedFields aside).
-func keepObjectMeta(obj, old runtime.Object) {
+func KeepObjectMeta(obj, old runtime.Object) {
 	a, _ := meta.Accessor(obj)
 	managed := a.GetManagedFields()
 	copyField(obj, old, "ObjectMeta")
 	a.SetManagedFields(managed)
+}
+
+// AdmitFunc checks a create (old is nil) or update of obj by the caller in ctx, after
+// validation; a non-nil error refuses it (the RBAC escalation and bind checks).
+type AdmitFunc func(ctx context.Context, obj, old runtime.Object) error
+
+// NamespaceTerminatingError refuses new content in a namespace being deleted; the store
+// turns it into upstream's NamespaceLifecycle 403 for the object being created.
+type NamespaceTerminatingError struct{ Namespace string }
+
+func (e *NamespaceTerminatingError) Error() string {
+	return fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", e.Namespace)
+}
+
+// Allocator reserves what an object takes from a cluster-wide pool before the object is
+// stored, and gives it back when the object no longer holds it. The generic store calls it
+// around its writes; Services use it for their ClusterIPs and NodePorts.
+type Allocator interface {
+	// Allocate reserves what obj needs that old (nil on create) does not hold, writing the
+	// chosen values into obj. undo gives back exactly what this call reserved, for a write
+	// that did not happen. With dryRun nothing is reserved, but obj is filled the same way.
+	Allocate(ctx context.Context, obj, old runtime.Object, dryRun bool) (undo func(), err error)
+	// Release gives back what old holds and obj (nil once old is deleted) does not.
+	Release(ctx context.Context, obj, old runtime.Object)
 }
