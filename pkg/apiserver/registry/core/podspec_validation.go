@@ -59,6 +59,22 @@ func validatePodSpec(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) f
 	errs = append(errs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, vols, p.Child("ephemeralContainers"), spec.RestartPolicy, hostUsers)...)
 	errs = append(errs, validatePodHostNetworkDeps(spec, p, opts)...)
 
+	errs = append(errs, validateRestartAndDNSPolicy(spec, p)...)
+	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, p.Child("nodeSelector"))...)
+	errs = append(errs, validatePodSecurityContext(spec, p.Child("securityContext"))...)
+	errs = append(errs, validateAffinity(spec.Affinity, p.Child("affinity"))...)
+	errs = append(errs, validatePodDNSConfig(spec.DNSConfig, spec.DNSPolicy, p.Child("dnsConfig"))...)
+	errs = append(errs, validatePodGates(spec, p)...)
+	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, p.Child("topologySpreadConstraints"))...)
+	errs = append(errs, validateHostUsers(spec, p)...)
+	errs = append(errs, validatePodSpecSettings(spec, p)...)
+	errs = append(errs, validatePodOrTemplate(spec, p, opts)...)
+	return errs
+}
+
+// validateRestartAndDNSPolicy checks a pod spec's restartPolicy and dnsPolicy.
+func validateRestartAndDNSPolicy(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	switch spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	case "":
@@ -75,10 +91,12 @@ func validatePodSpec(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) f
 		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy,
 			[]corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}))
 	}
-	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, p.Child("nodeSelector"))...)
-	errs = append(errs, validatePodSecurityContext(spec, p.Child("securityContext"))...)
-	errs = append(errs, validateAffinity(spec.Affinity, p.Child("affinity"))...)
-	errs = append(errs, validatePodDNSConfig(spec.DNSConfig, spec.DNSPolicy, p.Child("dnsConfig"))...)
+	return errs
+}
+
+// validatePodGates checks a pod spec's readiness and scheduling gates.
+func validatePodGates(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	for i, g := range spec.ReadinessGates {
 		errs = append(errs, registry.ValidateQualifiedName(string(g.ConditionType), p.Child("readinessGates").Index(i).Child("conditionType"))...)
 	}
@@ -91,8 +109,14 @@ func validatePodSpec(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) f
 		}
 		gates.Insert(g.Name)
 	}
-	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, p.Child("topologySpreadConstraints"))...)
-	errs = append(errs, validateHostUsers(spec, p)...)
+	return errs
+}
+
+// validatePodSpecSettings checks the pod spec's names (service account, node, host,
+// priority and runtime class), deadline, tolerations, host aliases, preemption policy,
+// overhead and OS.
+func validatePodSpecSettings(spec *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if spec.ServiceAccountName != "" {
 		for _, msg := range apivalidation.ValidateServiceAccountName(spec.ServiceAccountName, false) {
 			errs = append(errs, field.Invalid(p.Child("serviceAccountName"), spec.ServiceAccountName, msg))
@@ -150,7 +174,13 @@ func validatePodSpec(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) f
 			errs = append(errs, field.NotSupported(p.Child("os"), os.Name, []corev1.OSName{corev1.Linux, corev1.Windows}))
 		}
 	}
+	return errs
+}
 
+// validatePodOrTemplate adds the checks of a pod's own spec (upstream's
+// validatePodMetadataAndSpec) or of a template's (ValidatePodTemplateSpec).
+func validatePodOrTemplate(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) field.ErrorList {
+	var errs field.ErrorList
 	if opts.resourceIsPod {
 		// validatePodMetadataAndSpec's checks for pods only
 		if spec.ServiceAccountName == "" {
@@ -226,42 +256,64 @@ func validateVolumes(volumes []corev1.Volume, p *field.Path) (map[string]corev1.
 // validateVolumeSource is upstream's: exactly one source, and each source's own rules (the
 // common ones in full; the in-tree cloud and network plugins for their required fields).
 func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	// one reports a further source as Forbidden, or counts it and runs its checks
-	one := func(set bool, name string, check func(*field.Path) field.ErrorList) {
-		if !set {
-			return
-		}
-		if n > 0 {
-			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 volume type"))
-			return
-		}
-		n++
-		if check != nil {
-			errs = append(errs, check(p.Child(name))...)
-		}
+	v := &volumeSources{p: p}
+	v.localAndCloudDisks(s)
+	v.networkAndProjected(s)
+	v.pluginsAndCSI(s)
+	if v.n == 0 {
+		v.errs = append(v.errs, field.Required(p, "must specify a volume type"))
 	}
-	required := func(fields ...string) func(vals ...string) func(*field.Path) field.ErrorList {
-		return func(vals ...string) func(*field.Path) field.ErrorList {
-			return func(fp *field.Path) field.ErrorList {
-				var errs field.ErrorList
-				for i, f := range fields {
-					if vals[i] == "" {
-						errs = append(errs, field.Required(fp.Child(f), ""))
-					}
+	return v.errs
+}
+
+// volumeSources walks the sources of one volume in upstream's order: the first set is
+// checked, any further one is reported as Forbidden.
+type volumeSources struct {
+	p    *field.Path
+	n    int // sources seen
+	errs field.ErrorList
+}
+
+// one reports a further source as Forbidden, or counts it and runs its checks.
+func (v *volumeSources) one(set bool, name string, check func(*field.Path) field.ErrorList) {
+	if !set {
+		return
+	}
+	if v.n > 0 {
+		v.errs = append(v.errs, field.Forbidden(v.p.Child(name), "may not specify more than 1 volume type"))
+		return
+	}
+	v.n++
+	if check != nil {
+		v.errs = append(v.errs, check(v.p.Child(name))...)
+	}
+}
+
+// requiredFields returns a check that each of fields, given their values, is set.
+func requiredFields(fields ...string) func(vals ...string) func(*field.Path) field.ErrorList {
+	return func(vals ...string) func(*field.Path) field.ErrorList {
+		return func(fp *field.Path) field.ErrorList {
+			var errs field.ErrorList
+			for i, f := range fields {
+				if vals[i] == "" {
+					errs = append(errs, field.Required(fp.Child(f), ""))
 				}
-				return errs
 			}
+			return errs
 		}
 	}
-	one(s.EmptyDir != nil, "emptyDir", func(fp *field.Path) field.ErrorList {
+}
+
+// localAndCloudDisks checks emptyDir, hostPath, gitRepo, the cloud disks, secret, nfs,
+// iscsi, glusterfs, flocker and persistentVolumeClaim.
+func (v *volumeSources) localAndCloudDisks(s *corev1.VolumeSource) {
+	v.one(s.EmptyDir != nil, "emptyDir", func(fp *field.Path) field.ErrorList {
 		if l := s.EmptyDir.SizeLimit; l != nil && l.Cmp(resource.Quantity{}) < 0 {
 			return field.ErrorList{field.Forbidden(fp.Child("sizeLimit"), "SizeLimit field must be a valid resource quantity")}
 		}
 		return nil
 	})
-	one(s.HostPath != nil, "hostPath", func(fp *field.Path) field.ErrorList {
+	v.one(s.HostPath != nil, "hostPath", func(fp *field.Path) field.ErrorList {
 		if s.HostPath.Path == "" {
 			return field.ErrorList{field.Required(fp.Child("path"), "")}
 		}
@@ -271,16 +323,16 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		}
 		return errs
 	})
-	one(s.GitRepo != nil, "gitRepo", func(fp *field.Path) field.ErrorList {
+	v.one(s.GitRepo != nil, "gitRepo", func(fp *field.Path) field.ErrorList {
 		var errs field.ErrorList
 		if s.GitRepo.Repository == "" {
 			errs = append(errs, field.Required(fp.Child("repository"), ""))
 		}
 		return append(errs, validateLocalDescendingPath(s.GitRepo.Directory, fp.Child("directory"))...)
 	})
-	one(s.GCEPersistentDisk != nil, "gcePersistentDisk", func(*field.Path) field.ErrorList {
+	v.one(s.GCEPersistentDisk != nil, "gcePersistentDisk", func(*field.Path) field.ErrorList {
 		// upstream reports these under "persistentDisk"
-		fp := p.Child("persistentDisk")
+		fp := v.p.Child("persistentDisk")
 		var errs field.ErrorList
 		if s.GCEPersistentDisk.PDName == "" {
 			errs = append(errs, field.Required(fp.Child("pdName"), ""))
@@ -291,20 +343,20 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		return errs
 	})
 	if s.AWSElasticBlockStore != nil {
-		one(true, "awsElasticBlockStore", func(fp *field.Path) field.ErrorList {
-			errs := required("volumeID")(s.AWSElasticBlockStore.VolumeID)(fp)
+		v.one(true, "awsElasticBlockStore", func(fp *field.Path) field.ErrorList {
+			errs := requiredFields("volumeID")(s.AWSElasticBlockStore.VolumeID)(fp)
 			if pt := s.AWSElasticBlockStore.Partition; pt < 0 || pt > 255 {
 				errs = append(errs, field.Invalid(fp.Child("partition"), pt, utilvalidation.InclusiveRangeError(1, 255)))
 			}
 			return errs
 		})
 	}
-	one(s.Secret != nil, "secret", func(fp *field.Path) field.ErrorList {
+	v.one(s.Secret != nil, "secret", func(fp *field.Path) field.ErrorList {
 		return validateKeyedVolume(fp, "secretName", s.Secret.SecretName, s.Secret.DefaultMode, s.Secret.Items)
 	})
 	if s.NFS != nil {
-		one(true, "nfs", func(fp *field.Path) field.ErrorList {
-			errs := required("server", "path")(s.NFS.Server, s.NFS.Path)(fp)
+		v.one(true, "nfs", func(fp *field.Path) field.ErrorList {
+			errs := requiredFields("server", "path")(s.NFS.Server, s.NFS.Path)(fp)
 			if !path.IsAbs(s.NFS.Path) {
 				errs = append(errs, field.Invalid(fp.Child("path"), s.NFS.Path, "must be an absolute path"))
 			}
@@ -312,84 +364,93 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		})
 	}
 	if s.ISCSI != nil {
-		one(true, "iscsi", func(fp *field.Path) field.ErrorList {
-			return required("targetPortal", "iqn")(s.ISCSI.TargetPortal, s.ISCSI.IQN)(fp)
+		v.one(true, "iscsi", func(fp *field.Path) field.ErrorList {
+			return requiredFields("targetPortal", "iqn")(s.ISCSI.TargetPortal, s.ISCSI.IQN)(fp)
 		})
 	}
 	if s.Glusterfs != nil {
-		one(true, "glusterfs", func(fp *field.Path) field.ErrorList {
-			return required("endpoints", "path")(s.Glusterfs.EndpointsName, s.Glusterfs.Path)(fp)
+		v.one(true, "glusterfs", func(fp *field.Path) field.ErrorList {
+			return requiredFields("endpoints", "path")(s.Glusterfs.EndpointsName, s.Glusterfs.Path)(fp)
 		})
 	}
-	one(s.Flocker != nil, "flocker", nil)
-	one(s.PersistentVolumeClaim != nil, "persistentVolumeClaim", func(fp *field.Path) field.ErrorList {
+	v.one(s.Flocker != nil, "flocker", nil)
+	v.one(s.PersistentVolumeClaim != nil, "persistentVolumeClaim", func(fp *field.Path) field.ErrorList {
 		if s.PersistentVolumeClaim.ClaimName == "" {
 			return field.ErrorList{field.Required(fp.Child("claimName"), "")}
 		}
 		return nil
 	})
+}
+
+// networkAndProjected checks rbd, cinder, cephFS, quobyte, downwardAPI.
+func (v *volumeSources) networkAndProjected(s *corev1.VolumeSource) {
 	if s.RBD != nil {
-		one(true, "rbd", func(fp *field.Path) field.ErrorList {
+		v.one(true, "rbd", func(fp *field.Path) field.ErrorList {
 			var errs field.ErrorList
 			if len(s.RBD.CephMonitors) == 0 {
 				errs = append(errs, field.Required(fp.Child("monitors"), ""))
 			}
-			return append(errs, required("image")(s.RBD.RBDImage)(fp)...)
+			return append(errs, requiredFields("image")(s.RBD.RBDImage)(fp)...)
 		})
 	}
 	if s.Cinder != nil {
-		one(true, "cinder", func(fp *field.Path) field.ErrorList { return required("volumeID")(s.Cinder.VolumeID)(fp) })
+		v.one(true, "cinder", func(fp *field.Path) field.ErrorList { return requiredFields("volumeID")(s.Cinder.VolumeID)(fp) })
 	}
 	if s.CephFS != nil {
-		one(true, "cephFS", func(*field.Path) field.ErrorList {
+		v.one(true, "cephFS", func(*field.Path) field.ErrorList {
 			if len(s.CephFS.Monitors) == 0 {
-				return field.ErrorList{field.Required(p.Child("cephfs", "monitors"), "")}
+				return field.ErrorList{field.Required(v.p.Child("cephfs", "monitors"), "")}
 			}
 			return nil
 		})
 	}
-	one(s.Quobyte != nil, "quobyte", nil)
+	v.one(s.Quobyte != nil, "quobyte", nil)
 	if s.DownwardAPI != nil {
 		// upstream's typo: a second source is reported under "downwarAPI"
-		if n > 0 {
-			errs = append(errs, field.Forbidden(p.Child("downwarAPI"), "may not specify more than 1 volume type"))
+		if v.n > 0 {
+			v.errs = append(v.errs, field.Forbidden(v.p.Child("downwarAPI"), "may not specify more than 1 volume type"))
 		} else {
-			n++
-			fp := p.Child("downwardAPI")
-			errs = append(errs, validateFileMode(s.DownwardAPI.DefaultMode, fp.Child("defaultMode"))...)
+			v.n++
+			fp := v.p.Child("downwardAPI")
+			v.errs = append(v.errs, validateFileMode(s.DownwardAPI.DefaultMode, fp.Child("defaultMode"))...)
 			for i := range s.DownwardAPI.Items {
-				errs = append(errs, validateDownwardAPIVolumeFile(&s.DownwardAPI.Items[i], fp)...)
+				v.errs = append(v.errs, validateDownwardAPIVolumeFile(&s.DownwardAPI.Items[i], fp)...)
 			}
 		}
 	}
-	one(s.FC != nil, "fc", nil)
+}
+
+// pluginsAndCSI checks fc, flexVolume, configMap, the Azure, vSphere, Photon, Portworx,
+// StorageOS and ScaleIO volumes, projected, csi, ephemeral and image.
+func (v *volumeSources) pluginsAndCSI(s *corev1.VolumeSource) {
+	v.one(s.FC != nil, "fc", nil)
 	if s.FlexVolume != nil {
-		one(true, "flexVolume", func(fp *field.Path) field.ErrorList { return required("driver")(s.FlexVolume.Driver)(fp) })
+		v.one(true, "flexVolume", func(fp *field.Path) field.ErrorList { return requiredFields("driver")(s.FlexVolume.Driver)(fp) })
 	}
-	one(s.ConfigMap != nil, "configMap", func(fp *field.Path) field.ErrorList {
+	v.one(s.ConfigMap != nil, "configMap", func(fp *field.Path) field.ErrorList {
 		return validateKeyedVolume(fp, "name", s.ConfigMap.Name, s.ConfigMap.DefaultMode, s.ConfigMap.Items)
 	})
 	if s.AzureFile != nil {
-		one(true, "azureFile", func(fp *field.Path) field.ErrorList {
-			return required("secretName", "shareName")(s.AzureFile.SecretName, s.AzureFile.ShareName)(fp)
+		v.one(true, "azureFile", func(fp *field.Path) field.ErrorList {
+			return requiredFields("secretName", "shareName")(s.AzureFile.SecretName, s.AzureFile.ShareName)(fp)
 		})
 	}
-	one(s.VsphereVolume != nil, "vsphereVolume", nil)
-	one(s.PhotonPersistentDisk != nil, "photonPersistentDisk", nil)
-	one(s.PortworxVolume != nil, "portworxVolume", nil)
+	v.one(s.VsphereVolume != nil, "vsphereVolume", nil)
+	v.one(s.PhotonPersistentDisk != nil, "photonPersistentDisk", nil)
+	v.one(s.PortworxVolume != nil, "portworxVolume", nil)
 	if s.AzureDisk != nil {
-		one(true, "azureDisk", func(fp *field.Path) field.ErrorList {
-			return required("diskName", "diskURI")(s.AzureDisk.DiskName, s.AzureDisk.DataDiskURI)(fp)
+		v.one(true, "azureDisk", func(fp *field.Path) field.ErrorList {
+			return requiredFields("diskName", "diskURI")(s.AzureDisk.DiskName, s.AzureDisk.DataDiskURI)(fp)
 		})
 	}
-	one(s.StorageOS != nil, "storageos", nil)
-	one(s.Projected != nil, "projected", func(fp *field.Path) field.ErrorList {
+	v.one(s.StorageOS != nil, "storageos", nil)
+	v.one(s.Projected != nil, "projected", func(fp *field.Path) field.ErrorList {
 		errs := validateFileMode(s.Projected.DefaultMode, fp.Child("defaultMode"))
 		return append(errs, validateProjectionSources(s.Projected, fp)...)
 	})
-	one(s.ScaleIO != nil, "scaleIO", nil)
+	v.one(s.ScaleIO != nil, "scaleIO", nil)
 	if s.CSI != nil {
-		one(true, "csi", func(fp *field.Path) field.ErrorList {
+		v.one(true, "csi", func(fp *field.Path) field.ErrorList {
 			if s.CSI.Driver == "" {
 				return field.ErrorList{field.Required(fp.Child("driver"), "")}
 			}
@@ -397,18 +458,14 @@ func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList
 		})
 	}
 	if s.Ephemeral != nil {
-		one(true, "ephemeral", func(fp *field.Path) field.ErrorList {
+		v.one(true, "ephemeral", func(fp *field.Path) field.ErrorList {
 			if s.Ephemeral.VolumeClaimTemplate == nil {
 				return field.ErrorList{field.Required(fp.Child("volumeClaimTemplate"), "")}
 			}
 			return nil
 		})
 	}
-	one(s.Image != nil, "image", nil)
-	if n == 0 {
-		errs = append(errs, field.Required(p, "must specify a volume type"))
-	}
-	return errs
+	v.one(s.Image != nil, "image", nil)
 }
 
 var supportedHostPathTypes = sets.New(corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
