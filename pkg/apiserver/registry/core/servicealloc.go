@@ -426,72 +426,24 @@ func (a *ServiceAllocator) allocatePorts(ctx context.Context, svc, old *corev1.S
 		svc.Spec.HealthCheckNodePort = 0
 	}
 	held := heldPorts(old)
-	type want struct {
-		path *field.Path
-		set  func(int32)
-		port int // 0: any free port
-	}
-	var wants []want
+	var wants []portWant
 	if needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
-			wants = append(wants, want{field.NewPath("spec", "ports").Index(i).Child("nodePort"), func(v int32) { p.NodePort = v }, int(p.NodePort)})
+			wants = append(wants, portWant{field.NewPath("spec", "ports").Index(i).Child("nodePort"), func(v int32) { p.NodePort = v }, int(p.NodePort)})
 		}
 	}
 	if needsHealthCheckNodePort(svc) {
-		wants = append(wants, want{field.NewPath("spec", "healthCheckNodePort"), func(v int32) { svc.Spec.HealthCheckNodePort = v }, int(svc.Spec.HealthCheckNodePort)})
+		wants = append(wants, portWant{field.NewPath("spec", "healthCheckNodePort"), func(v int32) { svc.Spec.HealthCheckNodePort = v }, int(svc.Spec.HealthCheckNodePort)})
 	}
 	if len(wants) == 0 {
 		return noop, nil
 	}
 	var taken []int // what this call set in the bitmap
 	apply := func(bits *big.Int) error {
-		taken = taken[:0]
-		var errs field.ErrorList
-		mine := map[int]bool{} // ports given to this Service in this call
-		for _, w := range wants {
-			if w.port == 0 {
-				continue
-			}
-			off := w.port - a.portBase
-			if off < 0 || off >= a.portSize {
-				errs = append(errs, field.Invalid(w.path, w.port, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portBase, a.portBase+a.portSize-1)))
-				continue
-			}
-			if held[w.port] || mine[w.port] {
-				continue // the Service has it already (two protocols may share a port)
-			}
-			if bits.Bit(off) == 1 {
-				errs = append(errs, field.Invalid(w.path, w.port, "provided port is already allocated"))
-				continue
-			}
-			bits.SetBit(bits, off, 1)
-			mine[w.port] = true
-			taken = append(taken, w.port)
-		}
-		if len(errs) > 0 {
-			return a.invalid(svc, errs)
-		}
-		for _, w := range wants {
-			if w.port != 0 {
-				continue
-			}
-			var got int
-			err := scanOrder(uint64(a.portSize), uint64(a.portBand()), func(off uint64) (bool, error) {
-				if bits.Bit(int(off-1)) == 0 {
-					got = int(off-1) + a.portBase
-					return true, nil
-				}
-				return false, nil
-			})
-			if err != nil {
-				return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
-			}
-			bits.SetBit(bits, got-a.portBase, 1)
-			taken = append(taken, got)
-			w.set(int32(got))
-		}
-		return nil
+		var err error
+		taken, err = a.takePorts(svc, wants, held, bits)
+		return err
 	}
 	// Fixed ports are set first; the chosen ones go into svc only once the bitmap accepted them.
 	for _, w := range wants {
@@ -515,6 +467,66 @@ func (a *ServiceAllocator) allocatePorts(ctx context.Context, svc, old *corev1.S
 	}
 	got := append([]int(nil), taken...)
 	return func() { a.releasePorts(ctx, got) }, nil
+}
+
+// portWant is one NodePort a Service asks for: where it goes in the spec, and which port
+// (0: any free one).
+type portWant struct {
+	path *field.Path
+	set  func(int32)
+	port int
+}
+
+// takePorts sets the ports of wants in the bitmap bits: the fixed ones (unless held, which
+// svc has already), then free ones for the others, which it sets in svc. It returns the
+// ports it set.
+func (a *ServiceAllocator) takePorts(svc *corev1.Service, wants []portWant, held map[int]bool, bits *big.Int) ([]int, error) {
+	var taken []int
+	var errs field.ErrorList
+	mine := map[int]bool{} // ports given to this Service in this call
+	for _, w := range wants {
+		if w.port == 0 {
+			continue
+		}
+		off := w.port - a.portBase
+		if off < 0 || off >= a.portSize {
+			errs = append(errs, field.Invalid(w.path, w.port, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portBase, a.portBase+a.portSize-1)))
+			continue
+		}
+		if held[w.port] || mine[w.port] {
+			continue // the Service has it already (two protocols may share a port)
+		}
+		if bits.Bit(off) == 1 {
+			errs = append(errs, field.Invalid(w.path, w.port, "provided port is already allocated"))
+			continue
+		}
+		bits.SetBit(bits, off, 1)
+		mine[w.port] = true
+		taken = append(taken, w.port)
+	}
+	if len(errs) > 0 {
+		return taken, a.invalid(svc, errs)
+	}
+	for _, w := range wants {
+		if w.port != 0 {
+			continue
+		}
+		var got int
+		err := scanOrder(uint64(a.portSize), uint64(a.portBand()), func(off uint64) (bool, error) {
+			if bits.Bit(int(off-1)) == 0 {
+				got = int(off-1) + a.portBase
+				return true, nil
+			}
+			return false, nil
+		})
+		if err != nil {
+			return taken, apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
+		}
+		bits.SetBit(bits, got-a.portBase, 1)
+		taken = append(taken, got)
+		w.set(int32(got))
+	}
+	return taken, nil
 }
 
 // updatePorts runs change on the current bitmap and stores the result, retrying on conflict
@@ -630,6 +642,15 @@ func (a *ServiceAllocator) Repair(ctx context.Context, services *registry.Store)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.repairIPs(ctx, ipList, usedIPs); err != nil {
+		return err
+	}
+	return a.repairPorts(ctx, ra, usedPorts)
+}
+
+// repairIPs deletes the IP reservations no Service in usedIPs holds, when the previous
+// pass found them too, and reserves the Services' IPs that have none. a.mu is held.
+func (a *ServiceAllocator) repairIPs(ctx context.Context, ipList *networkingv1.IPAddressList, usedIPs map[string]*corev1.Service) error {
 	ipLeaks := map[string]types.UID{}
 	reserved := map[string]bool{}
 	for i := range ipList.Items {
@@ -666,7 +687,12 @@ func (a *ServiceAllocator) Repair(ctx context.Context, services *registry.Store)
 			return fmt.Errorf("reserve %s for service %s/%s: %w", ip, svc.Namespace, svc.Name, err)
 		}
 	}
+	return nil
+}
 
+// repairPorts frees the NodePorts of the bitmap ra that no Service holds (usedPorts), when
+// the previous pass found them too, and sets those held. a.mu is held.
+func (a *ServiceAllocator) repairPorts(ctx context.Context, ra *corev1.RangeAllocation, usedPorts map[int]bool) error {
 	bits := new(big.Int).SetBytes(ra.Data)
 	portLeaks := map[int]bool{}
 	var free []int
@@ -684,7 +710,7 @@ func (a *ServiceAllocator) Repair(ctx context.Context, services *registry.Store)
 	// Only on the bitmap just read: a port released and given out again since then must not
 	// be freed. A conflict is retried by the next pass.
 	rv := ra.ResourceVersion
-	err = a.updatePorts(ctx, &storage.Preconditions{ResourceVersion: &rv}, func(cur *big.Int) error {
+	err := a.updatePorts(ctx, &storage.Preconditions{ResourceVersion: &rv}, func(cur *big.Int) error {
 		for p := range usedPorts {
 			if off := p - a.portBase; off >= 0 && off < a.portSize {
 				cur.SetBit(cur, off, 1)
