@@ -440,51 +440,10 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if s.kind.Namespaced {
-		if a.GetNamespace() == "" {
-			a.SetNamespace(ns)
-		}
-		if a.GetNamespace() != ns {
-			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-		}
-		if s.namespaces != nil {
-			if err := s.namespaces(ctx, ns); err != nil {
-				var terminating *NamespaceTerminatingError
-				if errors.As(err, &terminating) {
-					// As upstream's NamespaceLifecycle: 403 for what is being created.
-					return nil, apierrors.NewForbidden(s.gr(), a.GetName(), err)
-				}
-				return nil, err
-			}
-		}
-	} else {
-		a.SetNamespace("")
+	if err := s.placeInNamespace(ctx, ns, a); err != nil {
+		return nil, err
 	}
-	if a.GetName() == "" && a.GetGenerateName() != "" {
-		a.SetName(a.GetGenerateName() + utilrand.String(5))
-	}
-	a.SetUID(types.UID(uuid.NewUUID()))
-	a.SetCreationTimestamp(metav1.Now())
-	a.SetDeletionTimestamp(nil)
-	a.SetDeletionGracePeriodSeconds(nil)
-	a.SetResourceVersion("")
-	a.SetSelfLink("")
-	if s.kind.Strategy.GenerationOnSpec {
-		a.SetGeneration(1)
-	} else {
-		a.SetGeneration(0)
-	}
-	if s.kind.Strategy.PrepareForCreate != nil {
-		s.kind.Strategy.PrepareForCreate(obj)
-	}
-	if s.kind.Strategy.SetCreator != nil {
-		if u, ok := request.UserFrom(ctx); ok {
-			s.kind.Strategy.SetCreator(obj, u)
-		}
-	}
-	if s.kind.Strategy.Default != nil {
-		s.kind.Strategy.Default(obj)
-	}
+	s.prepareForCreate(ctx, obj, a)
 	dry := opts != nil && DryRun(opts.DryRun)
 	var createOpts runtime.Object
 	if opts != nil {
@@ -547,6 +506,63 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	return out, nil
 }
 
+// placeInNamespace sets a new object's namespace: the request's for a namespaced kind,
+// which must exist and accept new content, none for a cluster-scoped one.
+func (s *Store) placeInNamespace(ctx context.Context, ns string, a metav1.Object) error {
+	if s.kind.Namespaced {
+		if a.GetNamespace() == "" {
+			a.SetNamespace(ns)
+		}
+		if a.GetNamespace() != ns {
+			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if s.namespaces != nil {
+			if err := s.namespaces(ctx, ns); err != nil {
+				var terminating *NamespaceTerminatingError
+				if errors.As(err, &terminating) {
+					// As upstream's NamespaceLifecycle: 403 for what is being created.
+					return apierrors.NewForbidden(s.gr(), a.GetName(), err)
+				}
+				return err
+			}
+		}
+	} else {
+		a.SetNamespace("")
+	}
+	return nil
+}
+
+// prepareForCreate sets what the server owns in a new object's metadata (name from
+// generateName, UID, creation time, generation), then the kind's create preparation,
+// creator and defaults.
+func (s *Store) prepareForCreate(ctx context.Context, obj runtime.Object, a metav1.Object) {
+	if a.GetName() == "" && a.GetGenerateName() != "" {
+		a.SetName(a.GetGenerateName() + utilrand.String(5))
+	}
+	a.SetUID(types.UID(uuid.NewUUID()))
+	a.SetCreationTimestamp(metav1.Now())
+	a.SetDeletionTimestamp(nil)
+	a.SetDeletionGracePeriodSeconds(nil)
+	a.SetResourceVersion("")
+	a.SetSelfLink("")
+	if s.kind.Strategy.GenerationOnSpec {
+		a.SetGeneration(1)
+	} else {
+		a.SetGeneration(0)
+	}
+	if s.kind.Strategy.PrepareForCreate != nil {
+		s.kind.Strategy.PrepareForCreate(obj)
+	}
+	if s.kind.Strategy.SetCreator != nil {
+		if u, ok := request.UserFrom(ctx); ok {
+			s.kind.Strategy.SetCreator(obj, u)
+		}
+	}
+	if s.kind.Strategy.Default != nil {
+		s.kind.Strategy.Default(obj)
+	}
+}
+
 // Update replaces the object (spec side: status changes are dropped when the kind has a status subresource).
 func (s *Store) Update(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	return s.update(ctx, ns, name, transform, opts, false)
@@ -576,20 +592,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if err != nil {
 			return nil, err
 		}
-		na, err := meta.Accessor(newObj)
+		na, err := s.checkUpdateTarget(newObj, ns, name)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		if na.GetName() != name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", na.GetName(), name))
-		}
-		if s.kind.Namespaced {
-			if na.GetNamespace() == "" {
-				na.SetNamespace(ns)
-			}
-			if na.GetNamespace() != ns {
-				return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-			}
+			return nil, err
 		}
 		if !exists {
 			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
@@ -611,79 +616,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			//lint:ignore ST1005 upstream's exact message, which clients may match
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
 		}
-		if statusOnly {
-			// As upstream's status strategies: status and metadata come from the request
-			// (controllers record annotations such as a Deployment's revision through
-			// /status), every other field (spec) from the stored object.
-			merged := current.DeepCopyObject()
-			copyField(merged, newObj, "Status")
-			if _, custom := newObj.(*unstructured.Unstructured); !custom {
-				// A custom resource's /status keeps its metadata, as upstream's.
-				copyField(merged, newObj, "ObjectMeta")
-			}
-			managed := na.GetManagedFields() // the field manager's record of this write
-			newObj = merged
-			na, _ = meta.Accessor(newObj)
-			na.SetManagedFields(managed)
-		} else if s.kind.Status {
-			copyField(newObj, current, "Status")
-		}
-		// Fields the server owns.
-		na.SetUID(ca.GetUID())
-		na.SetCreationTimestamp(ca.GetCreationTimestamp())
-		na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
-		na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
-		na.SetGeneration(ca.GetGeneration())
-		if statusOnly {
-			if s.kind.Strategy.PrepareForStatusUpdate != nil {
-				s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
-			}
-		} else {
-			if s.kind.Strategy.PrepareForUpdate != nil {
-				s.kind.Strategy.PrepareForUpdate(newObj, current)
-			}
-			if s.kind.Strategy.Default != nil {
-				s.kind.Strategy.Default(newObj)
-			}
-			if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
-				na.SetGeneration(ca.GetGeneration() + 1)
-			}
-		}
-		na.SetResourceVersion(ca.GetResourceVersion())
-		na.SetSelfLink("")
-		var updateOpts runtime.Object
-		if opts != nil {
-			updateOpts = opts
-		}
-		adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
-		if adm != nil {
-			s.setKind(newObj)
-			s.setKind(current)
-			if err := s.admitMutating(ctx, adm); err != nil {
-				return nil, err
-			}
-			if s.kind.Strategy.Default != nil && !statusOnly {
-				s.kind.Strategy.Default(newObj)
-			}
-		}
-		errs := apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
-		errs = append(errs, s.validateCreate(newObj)...)
-		if s.kind.Strategy.ValidateUpdate != nil {
-			errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)
-		}
-		if len(errs) > 0 {
-			return nil, s.invalid(name, errs)
-		}
-		if s.admit != nil && !statusOnly {
-			if err := s.admit(ctx, newObj, current); err != nil {
-				return nil, err
-			}
-		}
-		s.setKind(newObj)
-		if adm != nil {
-			if err := s.admission().Validate(ctx, adm); err != nil {
-				return nil, err
-			}
+		newObj, na = s.prepareForUpdate(newObj, current, na, ca, statusOnly)
+		if err := s.admitUpdate(ctx, ns, name, newObj, current, na, ca, opts, dry, statusOnly); err != nil {
+			return nil, err
 		}
 		if s.alloc != nil && !statusOnly {
 			u, err := s.alloc.Allocate(ctx, newObj, current, dry)
@@ -722,6 +657,116 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 	}
 	return out, created, nil
+}
+
+// checkUpdateTarget checks that the object an update writes is the one the request names
+// (its namespace is filled in when empty) and returns its metadata.
+func (s *Store) checkUpdateTarget(newObj runtime.Object, ns, name string) (metav1.Object, error) {
+	na, err := meta.Accessor(newObj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if na.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", na.GetName(), name))
+	}
+	if s.kind.Namespaced {
+		if na.GetNamespace() == "" {
+			na.SetNamespace(ns)
+		}
+		if na.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	}
+	return na, nil
+}
+
+// prepareForUpdate carries over from current what the write may not change: the status
+// on the main resource of a kind with a status subresource, everything but status and
+// metadata on /status, the fields the server owns; then runs the kind's preparation and
+// defaults and bumps the generation on a spec change. It returns the object to write and
+// its metadata.
+func (s *Store) prepareForUpdate(newObj, current runtime.Object, na, ca metav1.Object, statusOnly bool) (runtime.Object, metav1.Object) {
+	if statusOnly {
+		// As upstream's status strategies: status and metadata come from the request
+		// (controllers record annotations such as a Deployment's revision through
+		// /status), every other field (spec) from the stored object.
+		merged := current.DeepCopyObject()
+		copyField(merged, newObj, "Status")
+		if _, custom := newObj.(*unstructured.Unstructured); !custom {
+			// A custom resource's /status keeps its metadata, as upstream's.
+			copyField(merged, newObj, "ObjectMeta")
+		}
+		managed := na.GetManagedFields() // the field manager's record of this write
+		newObj = merged
+		na, _ = meta.Accessor(newObj)
+		na.SetManagedFields(managed)
+	} else if s.kind.Status {
+		copyField(newObj, current, "Status")
+	}
+	// Fields the server owns.
+	na.SetUID(ca.GetUID())
+	na.SetCreationTimestamp(ca.GetCreationTimestamp())
+	na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
+	na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
+	na.SetGeneration(ca.GetGeneration())
+	if statusOnly {
+		if s.kind.Strategy.PrepareForStatusUpdate != nil {
+			s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
+		}
+	} else {
+		if s.kind.Strategy.PrepareForUpdate != nil {
+			s.kind.Strategy.PrepareForUpdate(newObj, current)
+		}
+		if s.kind.Strategy.Default != nil {
+			s.kind.Strategy.Default(newObj)
+		}
+		if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
+			na.SetGeneration(ca.GetGeneration() + 1)
+		}
+	}
+	na.SetResourceVersion(ca.GetResourceVersion())
+	na.SetSelfLink("")
+	return newObj, na
+}
+
+// admitUpdate runs mutating admission, validation, the kind's admit check and validating
+// admission on an update of current to newObj.
+func (s *Store) admitUpdate(ctx context.Context, ns, name string, newObj, current runtime.Object, na, ca metav1.Object, opts *metav1.UpdateOptions, dry, statusOnly bool) error {
+	var updateOpts runtime.Object
+	if opts != nil {
+		updateOpts = opts
+	}
+	adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
+	if adm != nil {
+		s.setKind(newObj)
+		s.setKind(current)
+		if err := s.admitMutating(ctx, adm); err != nil {
+			return err
+		}
+		if s.kind.Strategy.Default != nil && !statusOnly {
+			s.kind.Strategy.Default(newObj)
+		}
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
+	errs = append(errs, s.validateCreate(newObj)...)
+	if s.kind.Strategy.ValidateUpdate != nil {
+		errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)
+	}
+	if len(errs) > 0 {
+		return s.invalid(name, errs)
+	}
+	if s.admit != nil && !statusOnly {
+		if err := s.admit(ctx, newObj, current); err != nil {
+			return err
+		}
+	}
+	s.setKind(newObj)
+	if adm != nil {
+		if err := s.admission().Validate(ctx, adm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // released reports that nothing keeps obj, which is being deleted, any more: no
