@@ -603,20 +603,29 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 		return k, nil
 	}
+	if err := setSchemaRules(k, v); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// setSchemaRules adds what version v's openAPIV3Schema asks of kind k: pruning, defaults
+// and upstream's custom resource validation.
+func setSchemaRules(k *registry.Kind, v apiextensionsv1.CustomResourceDefinitionVersion) error {
 	internal, err := internalSchema(v.Schema.OpenAPIV3Schema)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if data, err := json.Marshal(v.Schema.OpenAPIV3Schema); err == nil {
 		_ = json.Unmarshal(data, &k.OpenAPISchema)
 	}
 	ss, err := structuralschema.NewStructural(internal)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	validator, openAPISchema, err := apiservervalidation.NewSchemaValidator(internal)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A create has nothing to ratchet against: it is validated by one validator built here
 	// rather than one built per call (what upstream does with ratcheting off).
@@ -624,7 +633,6 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	// An object a schema of types, properties and required keys certainly takes skips the
 	// validator (valid objects get no errors from it, ratcheted or not); any other goes to it.
 	quick, _ := newQuickSchema(openAPISchema)
-	schemaValid := func(obj map[string]any) bool { return quick != nil && quick.valid(obj) }
 	celValidator := cel.NewValidator(ss, true, celPerCallLimit)
 	if hasDefaults(ss) {
 		k.SchemaDefaults = ss
@@ -645,51 +653,72 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 	// list types, then the CEL rules unless a blocking error came first. An update ratchets:
 	// what is invalid but unchanged from the old object (by the schema's correlation) does
 	// not fail it, as CRDValidationRatcheting (on by default since 1.30) does.
-	validate := func(obj, old runtime.Object) field.ErrorList {
-		u := obj.(*unstructured.Unstructured)
-		var errs field.ErrorList
-		var oldObj map[string]any
-		var celOpts []cel.Option
-		valid := schemaValid(u.Object)
-		if old == nil {
-			if !valid {
-				errs = apiservervalidation.ValidateCustomResource(nil, u.Object, createValidator)
-			}
-		} else {
-			oldObj = old.(*unstructured.Unstructured).Object
-			correlated := common.NewCorrelatedObject(u.Object, oldObj, &celmodel.Structural{Structural: ss})
-			if !valid {
-				errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, validator, apiservervalidation.WithRatcheting(correlated))
-			}
-			celOpts = append(celOpts, cel.WithRatcheting(correlated))
-		}
-		if k.Scale != nil {
-			errs = append(errs, validateCustomScale(u.Object, v.Subresources.Scale)...)
-		}
-		if embedded {
-			errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, u.Object, ss, false)...)
-		}
-		if listSetsOrMaps && (oldObj == nil || len(listtype.ValidateListSetsAndMaps(nil, ss, oldObj)) == 0) {
-			errs = append(errs, listtype.ValidateListSetsAndMaps(nil, ss, u.Object)...)
-		}
-		if celValidator != nil {
-			if blocking := blockingError(errs); blocking != nil {
-				errs = append(errs, blocking)
-			} else {
-				var celOld any
-				if oldObj != nil {
-					celOld = oldObj
-				}
-				celErrs, _ := celValidator.Validate(context.Background(), nil, ss, u.Object, celOld, celCostBudget, celOpts...)
-				errs = append(errs, celErrs...)
-			}
-		}
-		return errs
+	c := &customValidator{ss: ss, create: createValidator, update: validator, quick: quick, cel: celValidator,
+		embedded: embedded, listSetsOrMaps: listSetsOrMaps}
+	if k.Scale != nil {
+		c.scale = v.Subresources.Scale
 	}
 	// Validate would run on updates too (without the old object): creates only.
-	k.Strategy.ValidateNew = func(obj runtime.Object) field.ErrorList { return validate(obj, nil) }
-	k.Strategy.ValidateUpdate = validate
-	return k, nil
+	k.Strategy.ValidateNew = func(obj runtime.Object) field.ErrorList { return c.validate(obj, nil) }
+	k.Strategy.ValidateUpdate = c.validate
+	return nil
+}
+
+// customValidator validates the objects of one version of a custom resource.
+type customValidator struct {
+	ss     *structuralschema.Structural
+	create schemaCreateValidator               // for creates: nothing to ratchet against
+	update apiservervalidation.SchemaValidator // for updates, with ratcheting
+	// quick, when set, takes the objects a schema of types, properties and required keys
+	// certainly takes, which then skip the validators.
+	quick          *quickSchema
+	scale          *apiextensionsv1.CustomResourceSubresourceScale // nil without the scale subresource
+	embedded       bool                                            // the schema has embedded resources
+	listSetsOrMaps bool                                            // the schema has list sets or maps
+	cel            *cel.Validator                                  // nil without CEL rules
+}
+
+// validate checks obj, a create when old is nil.
+func (c *customValidator) validate(obj, old runtime.Object) field.ErrorList {
+	u := obj.(*unstructured.Unstructured)
+	var errs field.ErrorList
+	var oldObj map[string]any
+	var celOpts []cel.Option
+	valid := c.quick != nil && c.quick.valid(u.Object)
+	if old == nil {
+		if !valid {
+			errs = apiservervalidation.ValidateCustomResource(nil, u.Object, c.create)
+		}
+	} else {
+		oldObj = old.(*unstructured.Unstructured).Object
+		correlated := common.NewCorrelatedObject(u.Object, oldObj, &celmodel.Structural{Structural: c.ss})
+		if !valid {
+			errs = apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, oldObj, c.update, apiservervalidation.WithRatcheting(correlated))
+		}
+		celOpts = append(celOpts, cel.WithRatcheting(correlated))
+	}
+	if c.scale != nil {
+		errs = append(errs, validateCustomScale(u.Object, c.scale)...)
+	}
+	if c.embedded {
+		errs = append(errs, schemaobjectmeta.Validate(context.Background(), nil, u.Object, c.ss, false)...)
+	}
+	if c.listSetsOrMaps && (oldObj == nil || len(listtype.ValidateListSetsAndMaps(nil, c.ss, oldObj)) == 0) {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, c.ss, u.Object)...)
+	}
+	if c.cel != nil {
+		if blocking := blockingError(errs); blocking != nil {
+			errs = append(errs, blocking)
+		} else {
+			var celOld any
+			if oldObj != nil {
+				celOld = oldObj
+			}
+			celErrs, _ := c.cel.Validate(context.Background(), nil, c.ss, u.Object, celOld, celCostBudget, celOpts...)
+			errs = append(errs, celErrs...)
+		}
+	}
+	return errs
 }
 
 // schemaCreateValidator validates a new custom object with a validator built once: kube-openapi's
