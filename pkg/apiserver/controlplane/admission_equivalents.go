@@ -3,11 +3,9 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 
 	"github.com/hacp/hacp/pkg/apiserver/registry"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,9 +34,7 @@ func (r *Registry) EquivalentResources(gvr schema.GroupVersionResource) []Equiva
 	if len(out) > 0 {
 		return out
 	}
-	r.custom.mu.RLock()
-	defer r.custom.mu.RUnlock()
-	for _, res := range r.custom.served[gvr.Resource+"."+gvr.Group] {
+	for _, res := range r.crd.Versions(gvr.GroupResource()) {
 		k := res.Store.Definition()
 		out = append(out, EquivalentResource{Resource: k.GroupVersion().WithResource(k.Plural), Kind: k.GVK()})
 	}
@@ -50,7 +46,7 @@ func (r *Registry) EquivalentResources(gvr schema.GroupVersionResource) []Equiva
 // definition's versions (conversion None: apiVersion only; Webhook: the conversion webhook).
 func (r *Registry) ConvertForAdmission(ctx context.Context, obj runtime.Object, to schema.GroupVersionKind) (runtime.Object, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return r.convertCustom(ctx, u, to)
+		return r.crd.Convert(ctx, u, to)
 	}
 	var from, target *registry.Kind
 	for _, res := range r.Resources {
@@ -83,30 +79,4 @@ func (r *Registry) ConvertForAdmission(ctx context.Context, obj runtime.Object, 
 	}
 	stored.GetObjectKind().SetGroupVersionKind(to)
 	return stored, nil
-}
-
-func (r *Registry) convertCustom(ctx context.Context, u *unstructured.Unstructured, to schema.GroupVersionKind) (runtime.Object, error) {
-	var def *apiextensionsv1.CustomResourceDefinition
-	r.custom.mu.RLock()
-	for _, d := range r.custom.defs {
-		if d.Spec.Group == to.Group && d.Spec.Names.Kind == to.Kind {
-			def = d
-		}
-	}
-	r.custom.mu.RUnlock()
-	if def == nil {
-		return nil, fmt.Errorf("cannot convert to %s: no such custom resource", to)
-	}
-	apiVersion := to.GroupVersion().String()
-	if c := r.newWebhookConverter(def); c != nil {
-		m, err := c.convert(ctx, u.Object, apiVersion)
-		if err != nil {
-			return nil, err
-		}
-		return &unstructured.Unstructured{Object: m}, nil
-	}
-	out := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
-	out = out.DeepCopy()
-	out.SetAPIVersion(apiVersion)
-	return out, nil
 }

@@ -8,15 +8,7 @@ import (
 // on the subresources whose body is an object of its own. Call it before serving, after every
 // subresource is added.
 func (r *Registry) SetAdmission(chain admission.Interface) {
-	// Custom resources: those served already, and (through r.admission) those served later.
-	r.custom.mu.Lock()
-	r.admission.Store(&chain)
-	for _, list := range r.custom.served {
-		for _, res := range list {
-			res.Store.SetAdmission(chain)
-		}
-	}
-	r.custom.mu.Unlock()
+	r.crd.SetAdmission(chain) // custom resources: those served already and those served later
 	for _, res := range r.Resources {
 		res.SetAdmission(chain)
 	}

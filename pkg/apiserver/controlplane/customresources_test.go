@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
-	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/registry/customresources"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -160,7 +160,7 @@ func TestCustomResourceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if crd := got.(*apiextensionsv1.CustomResourceDefinition); !slices.Contains(crd.Finalizers, controlplane.CRDCleanupFinalizer) {
+	if crd := got.(*apiextensionsv1.CustomResourceDefinition); !slices.Contains(crd.Finalizers, customresources.CRDCleanupFinalizer) {
 		t.Fatalf("finalizers %v", crd.Finalizers)
 	}
 	if _, _, err := s.Update(ctx, "default", "held", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {

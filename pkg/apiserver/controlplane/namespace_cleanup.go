@@ -208,7 +208,7 @@ func (r *Registry) finalizeNamespaceCleanup(ctx context.Context, ns string) erro
 // there, waiting for a graceful deletion to be confirmed (a pod's node agent).
 func (r *Registry) deleteNamespaceContent(ctx context.Context, ns string) (found int, pending map[schema.GroupResource]int, err error) {
 	pending = map[schema.GroupResource]int{}
-	for _, res := range append(slices.Clip(r.Resources), r.customStorageResources()...) {
+	for _, res := range append(slices.Clip(r.Resources), r.crd.StorageResources()...) {
 		if !res.Store.Definition().Namespaced {
 			continue
 		}

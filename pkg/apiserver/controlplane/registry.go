@@ -7,11 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
+	"github.com/hacp/hacp/pkg/apiserver/registry/customresources"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
-	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	corev1 "k8s.io/api/core/v1"
@@ -49,15 +48,12 @@ type Registry struct {
 	sessMu sync.Mutex
 	sess   *concurrency.Session // holds this process's namespace cleanup locks
 
-	custom customResources // served for CustomResourceDefinitions
+	crd *customresources.Manager // serves the custom resources of CustomResourceDefinitions
 
-	admission atomic.Pointer[admission.Interface]  // SetAdmission's, for stores made later (custom resources)
-	connect   atomic.Pointer[registry.ConnectFunc] // SetConnect's: serves the proxy-type subresources
+	connect atomic.Pointer[registry.ConnectFunc] // SetConnect's: serves the proxy-type subresources
 
 	cachers []*storage.Cacher // the built-in resources' watch caches
 
-	convOnce    sync.Once
-	convClients *webhookclient.Clients // of CRDs' conversion webhooks
 }
 
 // Config configures the registry.
@@ -121,6 +117,9 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	}
 	r := &Registry{byGR: map[schema.GroupResource]*registry.Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
 		client: client, cfg: cfg}
+	r.crd = customresources.NewManager(customresources.Config{Client: client, Prefix: cfg.Prefix, BookmarkInterval: cfg.BookmarkInterval,
+		AttemptTimeout: cfg.AttemptTimeout, Transformer: cfg.Transformers, NewCacher: r.newCacher, NamespaceCheck: r.namespaceAccepts,
+		Builtin: func(gr schema.GroupResource) *registry.Resource { return r.byGR[gr] }, ServesBuiltin: r.servesBuiltin, Logger: cfg.Logger})
 	if err := registry.CheckStorageMediaType(cfg.StorageMediaType); cfg.StorageMediaType != "" && err != nil {
 		cfg.Logger.Error("registry: unknown storage media type, writing protobuf", "err", err)
 		cfg.StorageMediaType = registry.StorageProtobuf
@@ -203,13 +202,6 @@ func (r *Registry) newCacher(st *storage.Etcd3, k *registry.Kind, gvk schema.Gro
 		Prepare: func(obj runtime.Object) { obj.GetObjectKind().SetGroupVersionKind(gvk) }})
 }
 
-// stopCache stops the watch cache under res's store, if it has one.
-func stopCache(res *registry.Resource) {
-	if c, ok := res.Store.Storage().(*storage.Cacher); ok {
-		c.Stop()
-	}
-}
-
 // RepairServices runs one pass of the Service IP and NodePort repair (Start runs it every
 // few minutes): reservations no Service holds are freed when two passes in a row found them.
 func (r *Registry) RepairServices(ctx context.Context) error {
@@ -221,7 +213,7 @@ func (r *Registry) Resource(gr schema.GroupResource) *registry.Resource {
 	if res := r.byGR[gr]; res != nil {
 		return res
 	}
-	return r.customResource(gr)
+	return r.crd.Resource(gr)
 }
 
 func (r *Registry) namespaces() *registry.Store {
@@ -264,10 +256,10 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.wg.Add(4)
+	r.crd.Start(ctx)
+	r.wg.Add(3)
 	go r.watchNamespaces(ctx)
 	go r.keepSystemNamespaces(ctx)
-	go r.watchCRDs(ctx)
 	go func() {
 		defer r.wg.Done()
 		<-ctx.Done()
@@ -275,7 +267,7 @@ func (r *Registry) Start(ctx context.Context) error {
 			c.Stop()
 		}
 		for _, res := range r.CustomResources() {
-			stopCache(res)
+			res.StopCache()
 		}
 		r.sessMu.Lock()
 		defer r.sessMu.Unlock()
@@ -370,7 +362,35 @@ func (r *Registry) watchNamespaces(ctx context.Context) {
 }
 
 // Wait waits for background namespace cleanups to end.
-func (r *Registry) Wait() { r.wg.Wait() }
+func (r *Registry) Wait() {
+	r.wg.Wait()
+	r.crd.Wait()
+}
+
+// OnCustomResourcesChange registers fn, called (serially) after the set of served custom
+// resources changed. Call it before Start.
+func (r *Registry) OnCustomResourcesChange(fn func()) { r.crd.OnCustomResourcesChange(fn) }
+
+// CustomResources returns the resources served for CustomResourceDefinitions now, sorted by
+// group, resource and version (the storage version of each first).
+func (r *Registry) CustomResources() []*registry.Resource { return r.crd.CustomResources() }
+
+// servesBuiltin reports whether a built-in resource or view is served at group, version
+// and plural.
+func (r *Registry) servesBuiltin(group, version, plural string) bool {
+	same := func(n registry.Names) bool { return n.Group == group && n.Version == version && n.Plural == plural }
+	for _, res := range r.Resources {
+		if same(res.Store.Definition().Names) {
+			return true
+		}
+	}
+	for _, v := range r.Views {
+		if same(v.Names) {
+			return true
+		}
+	}
+	return false
+}
 
 // servicesGR is where Services are served.
 var servicesGR = schema.GroupResource{Resource: "services"}

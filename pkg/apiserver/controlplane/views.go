@@ -5,6 +5,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry/admissionregistration"
 	"github.com/hacp/hacp/pkg/apiserver/registry/cluster"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
+	"github.com/hacp/hacp/pkg/apiserver/registry/customresources"
 	"github.com/hacp/hacp/pkg/apiserver/registry/networking"
 	"github.com/hacp/hacp/pkg/apiserver/registry/rbac"
 	"github.com/hacp/hacp/pkg/apiserver/registry/storagekinds"
@@ -23,7 +24,7 @@ func Kinds() []*registry.Kind {
 		workloads.JobsKind(), workloads.CronJobsKind(), workloads.HorizontalPodAutoscalersKind(), workloads.HorizontalPodAutoscalersV1Kind(),
 		workloads.PodDisruptionBudgetsKind(), core.ReplicationControllersKind(), core.PodTemplatesKind(),
 		rbac.RolesKind(), rbac.RoleBindingsKind(), rbac.ClusterRolesKind(), rbac.ClusterRoleBindingsKind(),
-		customResourceDefinitionsKind(), cluster.APIServicesKind(),
+		customresources.CustomResourceDefinitionsKind(), cluster.APIServicesKind(),
 
 		core.LimitRangesKind(), core.PersistentVolumeClaimsKind(), core.PersistentVolumesKind(), core.ResourceQuotasKind(),
 		networking.IngressesKind(), networking.IngressClassesKind(), networking.NetworkPoliciesKind(), networking.IPAddressesKind(), networking.ServiceCIDRsKind(),

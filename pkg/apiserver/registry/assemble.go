@@ -133,3 +133,10 @@ func (s *Store) Released(obj runtime.Object) bool { return s.released(obj) }
 func (s *Store) DeleteIfReleased(ctx context.Context, ns, name string, obj runtime.Object) (runtime.Object, bool) {
 	return s.deleteIfReleased(ctx, ns, name, obj)
 }
+
+// StopCache stops the watch cache under res's store, if it has one.
+func (res *Resource) StopCache() {
+	if c, ok := res.Store.storage.(*storage.Cacher); ok {
+		c.Stop()
+	}
+}

@@ -1,4 +1,4 @@
-package controlplane
+package customresources
 
 import (
 	"context"
@@ -59,7 +59,7 @@ type customResources struct {
 
 // OnCustomResourcesChange registers fn, called (serially) after the set of served custom
 // resources changed. Call it before Start.
-func (r *Registry) OnCustomResourcesChange(fn func()) {
+func (r *Manager) OnCustomResourcesChange(fn func()) {
 	r.custom.mu.Lock()
 	defer r.custom.mu.Unlock()
 	r.custom.onChange = append(r.custom.onChange, fn)
@@ -67,7 +67,7 @@ func (r *Registry) OnCustomResourcesChange(fn func()) {
 
 // CustomResources returns the resources served for CustomResourceDefinitions now, sorted by
 // group, resource and version (the storage version of each first).
-func (r *Registry) CustomResources() []*registry.Resource {
+func (r *Manager) CustomResources() []*registry.Resource {
 	r.custom.mu.RLock()
 	defer r.custom.mu.RUnlock()
 	names := slices.Sorted(maps.Keys(r.custom.served))
@@ -79,24 +79,24 @@ func (r *Registry) CustomResources() []*registry.Resource {
 }
 
 // customStorageResources returns the storage version of every served custom resource.
-func (r *Registry) customStorageResources() []*registry.Resource {
+func (r *Manager) customStorageResources() []*registry.Resource {
 	r.custom.mu.RLock()
 	defer r.custom.mu.RUnlock()
 	return slices.Collect(maps.Values(r.custom.byGR))
 }
 
-func (r *Registry) customResource(gr schema.GroupResource) *registry.Resource {
+func (r *Manager) customResource(gr schema.GroupResource) *registry.Resource {
 	r.custom.mu.RLock()
 	defer r.custom.mu.RUnlock()
 	return r.custom.byGR[gr]
 }
 
-func (r *Registry) crds() *registry.Store { return r.byGR[crdGR].Store }
+func (r *Manager) crds() *registry.Store { return r.cfg.Builtin(crdGR).Store }
 
 // watchCRDs keeps the served custom resources in step with the definitions in etcd, sets
 // their status (names accepted, established) and removes the custom objects of a
 // definition being deleted, until ctx ends.
-func (r *Registry) watchCRDs(ctx context.Context) {
+func (r *Manager) watchCRDs(ctx context.Context) {
 	defer r.wg.Done()
 	for ctx.Err() == nil {
 		if err := r.followCRDs(ctx); err != nil && ctx.Err() == nil {
@@ -109,7 +109,7 @@ func (r *Registry) watchCRDs(ctx context.Context) {
 	}
 }
 
-func (r *Registry) followCRDs(ctx context.Context) error {
+func (r *Manager) followCRDs(ctx context.Context) error {
 	list, err := r.crds().List(ctx, "", &metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func (r *Registry) followCRDs(ctx context.Context) error {
 
 // replaceCRDs makes defs the definitions known, serves the established ones, and sets
 // status or cleans up where a definition needs it.
-func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
+func (r *Manager) replaceCRDs(ctx context.Context, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
 	r.custom.mu.Lock()
 	old := r.custom.defs
 	r.custom.defs = defs
@@ -191,7 +191,7 @@ func (r *Registry) replaceCRDs(ctx context.Context, defs map[string]*apiextensio
 	hooks := slices.Clone(r.custom.onChange)
 	r.custom.mu.Unlock()
 	for _, res := range retired {
-		stopCache(res)
+		res.StopCache()
 	}
 	for _, crd := range defs {
 		if crd.DeletionTimestamp != nil {
@@ -292,7 +292,7 @@ func crdStatus(crd *apiextensionsv1.CustomResourceDefinition, defs map[string]*a
 }
 
 // setCRDStatus writes the status crdStatus computes, on the current object.
-func (r *Registry) setCRDStatus(ctx context.Context, name string, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
+func (r *Manager) setCRDStatus(ctx context.Context, name string, defs map[string]*apiextensionsv1.CustomResourceDefinition) {
 	_, _, err := r.crds().UpdateStatus(ctx, "", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(crdGR, name)
@@ -309,7 +309,7 @@ func (r *Registry) setCRDStatus(ctx context.Context, name string, defs map[strin
 // cleanupCRD deletes every custom object of a definition being deleted, then removes its
 // cleanup finalizer, in the background (upstream's finalizing controller). Every apiserver
 // may do it at the same time: deletions of what is gone already are no error.
-func (r *Registry) cleanupCRD(name string) {
+func (r *Manager) cleanupCRD(name string) {
 	r.custom.mu.Lock()
 	if r.custom.cleaning == nil {
 		r.custom.cleaning = map[string]bool{}
@@ -345,7 +345,7 @@ func (r *Registry) cleanupCRD(name string) {
 	}()
 }
 
-func (r *Registry) finishCRD(ctx context.Context, name string) (done bool, err error) {
+func (r *Manager) finishCRD(ctx context.Context, name string) (done bool, err error) {
 	obj, err := r.crds().Get(ctx, "", name, &metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
@@ -390,7 +390,7 @@ func (r *Registry) finishCRD(ctx context.Context, name string) (done bool, err e
 }
 
 // storageStoreFor is a store of crd's storage version.
-func (r *Registry) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition) (*registry.Store, error) {
+func (r *Manager) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition) (*registry.Store, error) {
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			k, err := customKind(crd, v)
@@ -405,7 +405,7 @@ func (r *Registry) storageStoreFor(crd *apiextensionsv1.CustomResourceDefinition
 
 // customResourcesFor builds the resources of every served version of crd, the storage
 // version first.
-func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
+func (r *Manager) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
 	var kinds []*registry.Kind
 	var storageVersion string
 	for _, v := range crd.Spec.Versions {
@@ -452,7 +452,7 @@ func (r *Registry) customResourcesFor(crd *apiextensionsv1.CustomResourceDefinit
 
 // newCustomStore returns a store of one version of crd; cached, with a watch cache that
 // the caller starts.
-func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition, k *registry.Kind, cached bool) *registry.Store {
+func (r *Manager) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition, k *registry.Kind, cached bool) *registry.Store {
 	var storageVersion string
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
@@ -461,19 +461,19 @@ func (r *Registry) newCustomStore(crd *apiextensionsv1.CustomResourceDefinition,
 	}
 	codec := &customResourceCodec{apiVersion: crd.Spec.Group + "/" + storageVersion, served: k.GVK().GroupVersion().String(),
 		defaults: k.SchemaDefaults, webhook: r.newWebhookConverter(crd)}
-	etcd := storage.New(r.client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout,
+	etcd := storage.New(r.cfg.Client, storage.Config{Prefix: r.cfg.Prefix, Codec: codec, NewFunc: k.New, BookmarkInterval: r.cfg.BookmarkInterval, AttemptTimeout: r.cfg.AttemptTimeout,
 		Transformer: r.cfg.transformer(k.GroupResource())})
 	var st storage.Interface = etcd
 	// A conversion webhook is called on every read: its failures stay the reader's, as
 	// before, rather than the cache's (no cache for such versions).
 	if cached && codec.webhook == nil {
-		if c := r.newCacher(etcd, k, k.GVK()); c != nil {
+		if c := r.cfg.NewCacher(etcd, k, k.GVK()); c != nil {
 			st = c
 		}
 	}
 	s := registry.NewStore(k, st, nil)
 	if k.Namespaced {
-		s.SetNamespaceCheck(r.namespaceAccepts)
+		s.SetNamespaceCheck(r.cfg.NamespaceCheck)
 	}
 	return s
 }
@@ -540,19 +540,8 @@ func (c *customResourceCodec) Decode(data []byte, into runtime.Object) error {
 // definition's version there is not served, neither its routes nor its discovery: the
 // built-in keeps them, as kube-apiserver's handler chain asks its built-in groups before the
 // custom resources' handler.
-func (r *Registry) servesBuiltin(group, version, plural string) bool {
-	same := func(n registry.Names) bool { return n.Group == group && n.Version == version && n.Plural == plural }
-	for _, res := range r.Resources {
-		if same(res.Store.Definition().Names) {
-			return true
-		}
-	}
-	for _, v := range r.Views {
-		if same(v.Names) {
-			return true
-		}
-	}
-	return false
+func (r *Manager) servesBuiltin(group, version, plural string) bool {
+	return r.cfg.ServesBuiltin != nil && r.cfg.ServesBuiltin(group, version, plural)
 }
 
 // convertByAPIVersion converts a custom object between versions of a definition whose

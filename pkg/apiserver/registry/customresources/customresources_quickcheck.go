@@ -1,4 +1,4 @@
-package controlplane
+package customresources
 
 import (
 	"k8s.io/kube-openapi/pkg/validation/spec"

@@ -1,4 +1,4 @@
-package controlplane
+package customresources
 
 import (
 	"crypto/x509"
@@ -26,7 +26,7 @@ const CRDCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 
 var crdGR = apiextensionsv1.Resource("customresourcedefinitions")
 
-func customResourceDefinitionsKind() *registry.Kind {
+func CustomResourceDefinitionsKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Group: apiextensionsv1.GroupName, Version: "v1", Kind: "CustomResourceDefinition", ListKind: "CustomResourceDefinitionList",
 			Plural: "customresourcedefinitions", Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"}},

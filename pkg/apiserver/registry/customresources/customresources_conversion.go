@@ -1,4 +1,4 @@
-package controlplane
+package customresources
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type webhookConverter struct {
 }
 
 // newWebhookConverter returns crd's converter, or nil when its strategy is None.
-func (r *Registry) newWebhookConverter(crd *apiextensionsv1.CustomResourceDefinition) *webhookConverter {
+func (r *Manager) newWebhookConverter(crd *apiextensionsv1.CustomResourceDefinition) *webhookConverter {
 	c := crd.Spec.Conversion
 	if c == nil || c.Strategy != apiextensionsv1.WebhookConverter || c.Webhook == nil || c.Webhook.ClientConfig == nil {
 		return nil
@@ -59,10 +59,10 @@ func (r *Registry) newWebhookConverter(crd *apiextensionsv1.CustomResourceDefini
 
 // conversionClients is the registry's webhook clients for conversion; services resolve
 // through the registry's own Services and Endpoints.
-func (r *Registry) conversionClients() *webhookclient.Clients {
+func (r *Manager) conversionClients() *webhookclient.Clients {
 	r.convOnce.Do(func() {
 		get := func(resource string) func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			st := r.byGR[schema.GroupResource{Resource: resource}].Store
+			st := r.cfg.Builtin(schema.GroupResource{Resource: resource}).Store
 			return func(ctx context.Context, ns, name string) (runtime.Object, error) {
 				return st.Get(ctx, ns, name, &metav1.GetOptions{})
 			}
