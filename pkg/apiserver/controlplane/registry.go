@@ -1,3 +1,8 @@
+// Package controlplane assembles the registry: the store of every built-in kind (Kinds
+// lists them), their views and subresources, the custom resources, and the controllers
+// that keep them: namespace lifecycle and cleanup, the system namespaces, the "kubernetes"
+// Service and its endpoints, the Service IP and NodePort repair and the bootstrap
+// priority classes.
 package controlplane
 
 import (

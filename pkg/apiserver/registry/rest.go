@@ -1,7 +1,9 @@
-// Package registry knows the API kinds: their names and scope, how their
-// objects are defaulted, validated and changed, and where they live in
-// storage. The endpoints package turns the verbs a store implements into
-// HTTP routes; nothing here knows HTTP.
+// Package registry is the core of the API kinds: what a kind is (Kind: names, scope,
+// Strategy), the generic Store that serves any kind over storage, the scheme and storage
+// codecs, and the validation helpers the kinds share. The built-in kinds live in the
+// packages below it, one per API group; pkg/apiserver/controlplane assembles them. The
+// endpoints package turns the verbs a store implements into HTTP routes; nothing here
+// knows HTTP.
 package registry
 
 import (

@@ -1,3 +1,6 @@
+// Package admissionregistration holds the admissionregistration.k8s.io kinds: mutating and validating webhook
+// configurations, validating admission policies and their bindings.
+// Each kind is one file whose XxxKind function the controlplane lists.
 package admissionregistration
 
 import (

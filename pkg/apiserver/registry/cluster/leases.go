@@ -1,3 +1,8 @@
+// Package cluster holds the kinds of the small groups that serve the cluster itself: coordination
+// (leases), scheduling (priority classes), node (runtime classes), flowcontrol (flow
+// schemas, priority level configurations), certificates (certificate signing requests) and
+// apiregistration (API services).
+// Each kind is one file whose XxxKind function the controlplane lists.
 package cluster
 
 import (

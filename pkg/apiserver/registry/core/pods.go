@@ -1,3 +1,8 @@
+// Package core holds the core ("") API group's kinds: pods (and their spec validation,
+// bindings, eviction, ephemeral containers, resize), services (and the ClusterIP and NodePort allocator),
+// namespaces, nodes, endpoints, config maps, secrets, events (and events.k8s.io), volumes
+// and claims, quotas and limits, replication controllers, component statuses.
+// Each kind is one file whose XxxKind function the controlplane lists.
 package core
 
 import (

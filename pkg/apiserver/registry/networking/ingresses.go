@@ -1,3 +1,6 @@
+// Package networking holds the networking.k8s.io and discovery.k8s.io kinds: ingresses, ingress classes,
+// network policies, IP addresses, service CIDRs and endpoint slices.
+// Each kind is one file whose XxxKind function the controlplane lists.
 package networking
 
 import (

@@ -1,3 +1,5 @@
+// Package rbac holds the rbac.authorization.k8s.io kinds: roles, cluster roles and their bindings.
+// Each kind is one file whose XxxKind function the controlplane lists.
 package rbac
 
 import (

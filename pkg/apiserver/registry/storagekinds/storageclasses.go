@@ -1,3 +1,7 @@
+// Package storagekinds holds the storage.k8s.io kinds: storage classes, CSI drivers, CSI nodes, CSI
+// storage capacities and volume attachments (named so as not to be taken for
+// pkg/apiserver/storage, which knows etcd).
+// Each kind is one file whose XxxKind function the controlplane lists.
 package storagekinds
 
 import (

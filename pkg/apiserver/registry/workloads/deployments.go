@@ -1,3 +1,7 @@
+// Package workloads holds the workload controllers' kinds: the apps group (deployments, replica sets,
+// stateful sets, daemon sets, controller revisions), batch (jobs, cron jobs), autoscaling
+// (horizontal pod autoscalers, v2 and v1) and policy (pod disruption budgets).
+// Each kind is one file whose XxxKind function the controlplane lists.
 package workloads
 
 import (
