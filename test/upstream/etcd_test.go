@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/internal/upstream"
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
-	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,7 +38,7 @@ import (
 )
 
 // samples are manifests for the kinds an object with only a name is not valid for, by
-// "resource.group"; {{name}} is the object's name. Every other kind of registry.Kinds() is
+// "resource.group"; {{name}} is the object's name. Every other kind of controlplane.Kinds() is
 // created with metadata only.
 var samples = map[string]string{
 	"pods": `{"spec":{"containers":[{"name":"c","image":"nginx:1.27","ports":[{"containerPort":80}],
@@ -57,7 +57,7 @@ var samples = map[string]string{
 	"serviceaccounts": `{"automountServiceAccountToken":false}`,
 }
 
-// kind is one resource of registry.Kinds() as the test drives it.
+// kind is one resource of controlplane.Kinds() as the test drives it.
 type kind struct {
 	gvr        schema.GroupVersionResource
 	gvk        schema.GroupVersionKind
@@ -107,7 +107,7 @@ var updateGap = map[string]bool{}
 
 func kinds(t *testing.T) []kind {
 	var out []kind
-	for _, k := range registry.Kinds() {
+	for _, k := range controlplane.Kinds() {
 		if k.StorageOf != nil {
 			continue // served from another kind's objects (autoscaling/v1 HPAs are v2's)
 		}

@@ -24,7 +24,7 @@ import (
 
 // Config configures an Aggregator.
 type Config struct {
-	Registry *registry.Registry
+	Registry registry.Resources
 	// BuiltIn are the group versions this server serves itself; each gets a local APIService
 	// (labelled automanaged=onstart, as kube-apiserver's autoregister controller does).
 	BuiltIn []schema.GroupVersion

@@ -21,7 +21,7 @@ import (
 type Config struct {
 	// Modes are the --authorization-mode values, in order (see ParseModes).
 	Modes    []string
-	Registry *registry.Registry
+	Registry registry.Resources
 	Logger   *slog.Logger
 }
 
@@ -33,7 +33,7 @@ type Authz struct {
 	modes []string
 	rbac  *RBAC
 	node  *Node
-	reg   *registry.Registry
+	reg   registry.Resources
 	log   *slog.Logger
 	wg    sync.WaitGroup
 }

@@ -21,35 +21,6 @@ import (
 // admittedCreater, and not the writes of the main kind that serving it makes.
 var objectSubresources = map[string]bool{"binding": true, "eviction": true, "token": true}
 
-// SetAdmission installs the admission chain on every store, custom resources' included, and
-// on the subresources whose body is an object of its own. Call it before serving, after every
-// subresource is added.
-func (r *Registry) SetAdmission(chain admission.Interface) {
-	// Custom resources: those served already, and (through r.admission) those served later.
-	r.custom.mu.Lock()
-	r.admission.Store(&admissionChain{chain})
-	for _, list := range r.custom.served {
-		for _, res := range list {
-			res.Store.adm.Store(&admissionChain{chain})
-		}
-	}
-	r.custom.mu.Unlock()
-	for _, res := range r.Resources {
-		res.Store.adm.Store(&admissionChain{chain})
-		for name, sub := range res.Subresources {
-			c, ok := sub.(Creater)
-			if !ok || !objectSubresources[name] {
-				continue
-			}
-			if _, wrapped := sub.(*admittedCreater); wrapped {
-				continue
-			}
-			res.Subresources[name] = &admittedCreater{Storage: sub, inner: c, adm: chain,
-				resource: res.Store.kind.GroupVersion().WithResource(res.Store.kind.Plural), sub: name}
-		}
-	}
-}
-
 // admissionChain boxes the chain for an atomic pointer.
 type admissionChain struct{ admission.Interface }
 

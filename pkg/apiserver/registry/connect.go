@@ -121,26 +121,13 @@ func connectOptions(kind, path string, q url.Values) runtime.Object {
 	return nil
 }
 
-// SetConnect sets what serves the proxy-type subresources.
-func (r *Registry) SetConnect(fn ConnectFunc) { r.connect.Store(&fn) }
-
-// GetCore reads an object of a core-group resource (pods, nodes, services, endpoints) for a
-// connection.
-func (r *Registry) GetCore(ctx context.Context, resource, ns, name string) (runtime.Object, error) {
-	res := r.byGR[schema.GroupResource{Resource: resource}]
-	if res == nil {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
-	}
-	return res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
-}
-
-// addProxySubresources adds the proxy-type subresources upstream serves on pods, nodes and
-// services.
-func (r *Registry) addProxySubresources() {
-	add := func(resource, sub, kind string, methods []string) {
-		res := r.byGR[schema.GroupResource{Resource: resource}]
+// AddProxySubresources adds the proxy-type subresources upstream serves on pods, nodes and
+// services to those resources, served through the ConnectFunc connect holds.
+func AddProxySubresources(resource func(schema.GroupResource) *Resource, connect *atomic.Pointer[ConnectFunc]) {
+	add := func(gr, sub, kind string, methods []string) {
+		res := resource(schema.GroupResource{Resource: gr})
 		if res != nil {
-			res.Subresources[sub] = &ProxyStore{target: res.Store, subresource: sub, kind: kind, methods: methods, connect: &r.connect}
+			res.Subresources[sub] = &ProxyStore{target: res.Store, subresource: sub, kind: kind, methods: methods, connect: connect}
 		}
 	}
 	add("pods", "log", "Pod", connectGetOnly)

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// interpret maps a storage error onto the upstream API error for gr/name.
-func interpret(err error, gr schema.GroupResource, name string) error {
+// Interpret maps a storage error onto the upstream API error for gr/name.
+func Interpret(err error, gr schema.GroupResource, name string) error {
 	if err == nil {
 		return nil
 	}

@@ -2,18 +2,18 @@ package registry
 
 import (
 	"errors"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/hacp/hacp/pkg/apiserver/storage"
 )
 
 func asStorageErr(err error, target **storage.Error) bool { return errors.As(err, target) }
 
-func metaAccessor(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }
+func MetaAccessor(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }
 
-func extractList(list runtime.Object) ([]metav1.Object, error) {
+func ExtractList(list runtime.Object) ([]metav1.Object, error) {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return nil, err

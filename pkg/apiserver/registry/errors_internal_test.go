@@ -33,8 +33,8 @@ func TestInterpretStorageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var se *apierrors.StatusError
-			if !errors.As(interpret(tt.err, gr, "a"), &se) {
-				t.Fatalf("not a Status: %v", interpret(tt.err, gr, "a"))
+			if !errors.As(Interpret(tt.err, gr, "a"), &se) {
+				t.Fatalf("not a Status: %v", Interpret(tt.err, gr, "a"))
 			}
 			st := se.ErrStatus
 			if st.Code != tt.code || st.Reason != tt.reason || st.Continue != tt.cont || !strings.Contains(st.Message, tt.message) {

@@ -1,7 +1,9 @@
-// Package registry knows the API kinds: their names and scope, how their
-// objects are defaulted, validated and changed, and where they live in
-// storage. The endpoints package turns the verbs a store implements into
-// HTTP routes; nothing here knows HTTP.
+// Package registry is the core of the API kinds: what a kind is (Kind: names, scope,
+// Strategy), the generic Store that serves any kind over storage, the scheme and storage
+// codecs, and the validation helpers the kinds share. The built-in kinds live in the
+// packages below it, one per API group; pkg/apiserver/controlplane assembles them. The
+// endpoints package turns the verbs a store implements into HTTP routes; nothing here
+// knows HTTP.
 package registry
 
 import (
@@ -100,4 +102,25 @@ func DryRun(dryRun []string) bool {
 		}
 	}
 	return false
+}
+
+// View is a served resource with no storage of its own: bindings (writes pods),
+// componentstatuses (probes components) and events.k8s.io/v1 events (the core events in
+// another shape). Namespace cleanup skips views: what they show is stored elsewhere.
+type View struct {
+	Names        Names
+	Storage      Storage
+	Subresources map[string]Storage
+}
+
+// Resource is one served resource: its store and its subresources.
+type Resource struct {
+	Store        *Store
+	Subresources map[string]Storage // "status", "scale", "binding"
+}
+
+// Resources finds served resources by group and resource (a custom resource: its storage
+// version), nil for none; the controlplane's Registry is one.
+type Resources interface {
+	Resource(gr schema.GroupResource) *Resource
 }

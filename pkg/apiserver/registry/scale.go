@@ -44,8 +44,8 @@ func (s *ScaleStore) replicasMapping() managedfields.ResourcePathMappings {
 	return managedfields.ResourcePathMappings{s.store.kind.GroupVersion().String(): p}
 }
 
-// labelSelectorString renders a selector as the Scale's status.selector, "" if invalid.
-func labelSelectorString(sel *metav1.LabelSelector) string {
+// LabelSelectorString renders a selector as the Scale's status.selector, "" if invalid.
+func LabelSelectorString(sel *metav1.LabelSelector) string {
 	if sel == nil {
 		return ""
 	}
@@ -56,12 +56,12 @@ func labelSelectorString(sel *metav1.LabelSelector) string {
 	return s.String()
 }
 
-// mapSelectorString renders a replication controller's map selector.
-func mapSelectorString(sel map[string]string) string {
+// MapSelectorString renders a replication controller's map selector.
+func MapSelectorString(sel map[string]string) string {
 	return labels.SelectorFromSet(sel).String()
 }
 
-func replicasOr1(r *int32) int32 {
+func ReplicasOr1(r *int32) int32 {
 	if r == nil {
 		return 1
 	}

@@ -1,4 +1,4 @@
-package registry
+package registry_test
 
 import (
 	"bytes"
@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
+	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -58,18 +59,18 @@ func sampleConfigMap() *corev1.ConfigMap {
 // carry upstream's envelope with the kind's apiVersion and kind; a value of another kind, or
 // garbage, is an error; JSON without apiVersion/kind (earlier hacp builds) is read.
 func TestStorageCodec(t *testing.T) {
-	for _, k := range Kinds() {
-		for _, mt := range StorageMediaTypes {
-			if _, proto := k.New().(interface{ Marshal() ([]byte, error) }); mt == StorageProtobuf && k.StorageJSON && !proto {
+	for _, k := range controlplane.Kinds() {
+		for _, mt := range registry.StorageMediaTypes {
+			if _, proto := k.New().(interface{ Marshal() ([]byte, error) }); mt == registry.StorageProtobuf && k.StorageJSON && !proto {
 				continue // APIServices: no protobuf form here; always stored as JSON, as upstream
 			}
 			t.Run(k.Plural+"/"+mt, func(t *testing.T) {
-				c, err := newStorageCodec(mt, k.GVK(), k.New)
+				c, err := registry.NewStorageCodec(mt, k.GVK(), k.New)
 				if err != nil {
 					t.Fatal(err)
 				}
 				obj := k.New()
-				m, err := metaAccessor(obj)
+				m, err := registry.MetaAccessor(obj)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -84,23 +85,23 @@ func TestStorageCodec(t *testing.T) {
 					t.Errorf("Encode left the kind set on the object: %v", obj.GetObjectKind().GroupVersionKind())
 				}
 				switch mt {
-				case StorageProtobuf:
+				case registry.StorageProtobuf:
 					if !bytes.HasPrefix(data, []byte("k8s\x00")) {
 						t.Fatalf("protobuf value starts %q", data[:min(8, len(data))])
 					}
 					// An independent protobuf decoder finds the kind in the envelope.
-					_, gvk, err := protobuf.NewSerializer(Scheme, Scheme).Decode(data, nil, nil)
+					_, gvk, err := protobuf.NewSerializer(registry.Scheme, registry.Scheme).Decode(data, nil, nil)
 					if err != nil || *gvk != k.GVK() {
 						t.Fatalf("envelope says %v (%v), want %v", gvk, err, k.GVK())
 					}
-				case StorageJSON:
+				case registry.StorageJSON:
 					var tm metav1.TypeMeta
 					if err := json.Unmarshal(data, &tm); err != nil || tm.APIVersion != k.GroupVersion().String() || tm.Kind != k.Kind {
 						t.Fatalf("JSON value has %+v (%v), want %v", tm, err, k.GVK())
 					}
 				}
 				into := k.New()
-				m2, _ := metaAccessor(into)
+				m2, _ := registry.MetaAccessor(into)
 				m2.SetAnnotations(map[string]string{"stale": "left over"}) // Decode must empty into
 				if err := c.Decode(data, into); err != nil {
 					t.Fatal(err)
@@ -119,11 +120,11 @@ func TestStorageCodec(t *testing.T) {
 			})
 		}
 	}
-	cm, err := newStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, func() runtime.Object { return &corev1.ConfigMap{} })
+	cm, err := registry.NewStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, func() runtime.Object { return &corev1.ConfigMap{} })
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := newStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} })
+	pods, err := registry.NewStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestStorageCodec(t *testing.T) {
 			t.Errorf("decoding %s as a ConfigMap succeeded", name)
 		}
 	}
-	if _, err := newStorageCodec("application/xml", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} }); err == nil {
+	if _, err := registry.NewStorageCodec("application/xml", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} }); err == nil {
 		t.Error("application/xml accepted")
 	}
 }
@@ -145,7 +146,7 @@ func TestStorageCodec(t *testing.T) {
 // written as JSON even when protobuf is asked for.
 func TestStorageCodecWithoutProtobuf(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	c, err := newStorageCodec(StorageProtobuf, gvk, func() runtime.Object { return &unstructured.Unstructured{} })
+	c, err := registry.NewStorageCodec(registry.StorageProtobuf, gvk, func() runtime.Object { return &unstructured.Unstructured{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestStorageCodecWithoutProtobuf(t *testing.T) {
 
 // FuzzStorageDecode: no stored value makes the decoder panic.
 func FuzzStorageDecode(f *testing.F) {
-	c, err := newStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} })
+	c, err := registry.NewStorageCodec("", schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} })
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -193,11 +194,11 @@ func BenchmarkStorageCodec(b *testing.B) {
 		{"pod", samplePod(), schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, func() runtime.Object { return &corev1.Pod{} }},
 		{"configmap", sampleConfigMap(), schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, func() runtime.Object { return &corev1.ConfigMap{} }},
 	} {
-		for _, mt := range []string{"old-json", StorageJSON, StorageProtobuf} {
+		for _, mt := range []string{"old-json", registry.StorageJSON, registry.StorageProtobuf} {
 			var c storage.Codec = storage.JSONCodec{} // what earlier hacp builds used
 			if mt != "old-json" {
 				var err error
-				if c, err = newStorageCodec(mt, o.gvk, o.new); err != nil {
+				if c, err = registry.NewStorageCodec(mt, o.gvk, o.new); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -205,7 +206,7 @@ func BenchmarkStorageCodec(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			short := map[string]string{"old-json": "old-json", StorageJSON: "json", StorageProtobuf: "protobuf"}[mt]
+			short := map[string]string{"old-json": "old-json", registry.StorageJSON: "json", registry.StorageProtobuf: "protobuf"}[mt]
 			b.Run(o.name+"/"+short+"/decode", func(b *testing.B) {
 				b.ReportAllocs()
 				into := o.new()

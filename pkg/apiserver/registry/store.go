@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hacp/hacp/pkg/apiserver/request"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
@@ -114,7 +114,9 @@ type Kind struct {
 	// entries recorded at another version with them.
 	Versions  []*Kind
 	ConvertTo func(ctx context.Context, obj map[string]any, apiVersion string) (map[string]any, error)
-	defaults  *structuralschema.Structural // a custom resource's schema when it sets defaults, for defaulting on read
+	// SchemaDefaults is a custom resource's structural schema when it sets defaults, for
+	// defaulting on read.
+	SchemaDefaults *structuralschema.Structural
 }
 
 // Store is the generic store of one kind on top of storage.Interface.
@@ -126,7 +128,7 @@ type Store struct {
 	// afterDelete is told about real deletions (namespace cleanup uses it).
 	onTerminate func(ctx context.Context, obj runtime.Object)
 	// alloc reserves what objects take from cluster-wide pools (Service IPs and ports).
-	alloc allocator
+	alloc Allocator
 	// admit, when set, may refuse a validated create or update (SetAdmit).
 	admit AdmitFunc
 	// adm holds the admission chain (SetAdmission); empty runs none. Atomic: the server's
@@ -236,7 +238,7 @@ func (s *Store) Get(ctx context.Context, ns, name string, opts *metav1.GetOption
 		o.ResourceVersion = opts.ResourceVersion
 	}
 	if err := s.storage.Get(ctx, s.key(ns, name), o, obj); err != nil {
-		return nil, interpret(err, s.gr(), name)
+		return nil, Interpret(err, s.gr(), name)
 	}
 	s.setKind(obj)
 	return obj, nil
@@ -338,7 +340,7 @@ func (s *Store) List(ctx context.Context, ns string, opts *metav1.ListOptions) (
 	// the predicate filters.
 	list := s.kind.NewList()
 	if err := s.storage.GetList(ctx, s.prefix(ns), o, list); err != nil {
-		return nil, interpret(err, s.gr(), "")
+		return nil, Interpret(err, s.gr(), "")
 	}
 	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
 	items, _ := meta.ExtractList(list)
@@ -367,7 +369,7 @@ func (s *Store) ListItems(ctx context.Context, ns string, opts *metav1.ListOptio
 	list := s.kind.NewList()
 	items, shared, err := c.GetListItems(ctx, s.prefix(ns), o, list)
 	if err != nil {
-		return nil, nil, false, interpret(err, s.gr(), "")
+		return nil, nil, false, Interpret(err, s.gr(), "")
 	}
 	list.GetObjectKind().SetGroupVersionKind(s.kind.GroupVersion().WithKind(s.kind.ListKind))
 	if !shared { // the cache's objects have their kind (its Prepare)
@@ -394,7 +396,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 	}
 	w, err := s.storage.Watch(ctx, key, o)
 	if err != nil {
-		return nil, interpret(err, s.gr(), "")
+		return nil, Interpret(err, s.gr(), "")
 	}
 	if _, ok := s.storage.(*storage.Cacher); ok {
 		// The cache's objects carry this kind already (the registry's Prepare), etcd's
@@ -438,51 +440,10 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if s.kind.Namespaced {
-		if a.GetNamespace() == "" {
-			a.SetNamespace(ns)
-		}
-		if a.GetNamespace() != ns {
-			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-		}
-		if s.namespaces != nil {
-			if err := s.namespaces(ctx, ns); err != nil {
-				var terminating *namespaceTerminatingError
-				if errors.As(err, &terminating) {
-					// As upstream's NamespaceLifecycle: 403 for what is being created.
-					return nil, apierrors.NewForbidden(s.gr(), a.GetName(), err)
-				}
-				return nil, err
-			}
-		}
-	} else {
-		a.SetNamespace("")
+	if err := s.placeInNamespace(ctx, ns, a); err != nil {
+		return nil, err
 	}
-	if a.GetName() == "" && a.GetGenerateName() != "" {
-		a.SetName(a.GetGenerateName() + utilrand.String(5))
-	}
-	a.SetUID(types.UID(uuid.NewUUID()))
-	a.SetCreationTimestamp(metav1.Now())
-	a.SetDeletionTimestamp(nil)
-	a.SetDeletionGracePeriodSeconds(nil)
-	a.SetResourceVersion("")
-	a.SetSelfLink("")
-	if s.kind.Strategy.GenerationOnSpec {
-		a.SetGeneration(1)
-	} else {
-		a.SetGeneration(0)
-	}
-	if s.kind.Strategy.PrepareForCreate != nil {
-		s.kind.Strategy.PrepareForCreate(obj)
-	}
-	if s.kind.Strategy.SetCreator != nil {
-		if u, ok := request.UserFrom(ctx); ok {
-			s.kind.Strategy.SetCreator(obj, u)
-		}
-	}
-	if s.kind.Strategy.Default != nil {
-		s.kind.Strategy.Default(obj)
-	}
+	s.prepareForCreate(ctx, obj, a)
 	dry := opts != nil && DryRun(opts.DryRun)
 	var createOpts runtime.Object
 	if opts != nil {
@@ -535,7 +496,7 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 		if !storage.IsUnknownOutcome(err) {
 			undo() // not stored: give back what it reserved (an unknown outcome is left to repair)
 		}
-		err = interpret(err, s.gr(), a.GetName())
+		err = Interpret(err, s.gr(), a.GetName())
 		if apierrors.IsAlreadyExists(err) && a.GetGenerateName() != "" && a.GetName() != "" {
 			return nil, apierrors.NewServerTimeoutForKind(s.kind.GVK().GroupKind(), "POST", 0)
 		}
@@ -543,6 +504,63 @@ func (s *Store) Create(ctx context.Context, ns, _ string, obj runtime.Object, op
 	}
 	s.setKind(out)
 	return out, nil
+}
+
+// placeInNamespace sets a new object's namespace: the request's for a namespaced kind,
+// which must exist and accept new content, none for a cluster-scoped one.
+func (s *Store) placeInNamespace(ctx context.Context, ns string, a metav1.Object) error {
+	if s.kind.Namespaced {
+		if a.GetNamespace() == "" {
+			a.SetNamespace(ns)
+		}
+		if a.GetNamespace() != ns {
+			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if s.namespaces != nil {
+			if err := s.namespaces(ctx, ns); err != nil {
+				var terminating *NamespaceTerminatingError
+				if errors.As(err, &terminating) {
+					// As upstream's NamespaceLifecycle: 403 for what is being created.
+					return apierrors.NewForbidden(s.gr(), a.GetName(), err)
+				}
+				return err
+			}
+		}
+	} else {
+		a.SetNamespace("")
+	}
+	return nil
+}
+
+// prepareForCreate sets what the server owns in a new object's metadata (name from
+// generateName, UID, creation time, generation), then the kind's create preparation,
+// creator and defaults.
+func (s *Store) prepareForCreate(ctx context.Context, obj runtime.Object, a metav1.Object) {
+	if a.GetName() == "" && a.GetGenerateName() != "" {
+		a.SetName(a.GetGenerateName() + utilrand.String(5))
+	}
+	a.SetUID(types.UID(uuid.NewUUID()))
+	a.SetCreationTimestamp(metav1.Now())
+	a.SetDeletionTimestamp(nil)
+	a.SetDeletionGracePeriodSeconds(nil)
+	a.SetResourceVersion("")
+	a.SetSelfLink("")
+	if s.kind.Strategy.GenerationOnSpec {
+		a.SetGeneration(1)
+	} else {
+		a.SetGeneration(0)
+	}
+	if s.kind.Strategy.PrepareForCreate != nil {
+		s.kind.Strategy.PrepareForCreate(obj)
+	}
+	if s.kind.Strategy.SetCreator != nil {
+		if u, ok := request.UserFrom(ctx); ok {
+			s.kind.Strategy.SetCreator(obj, u)
+		}
+	}
+	if s.kind.Strategy.Default != nil {
+		s.kind.Strategy.Default(obj)
+	}
 }
 
 // Update replaces the object (spec side: status changes are dropped when the kind has a status subresource).
@@ -574,20 +592,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if err != nil {
 			return nil, err
 		}
-		na, err := meta.Accessor(newObj)
+		na, err := s.checkUpdateTarget(newObj, ns, name)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		if na.GetName() != name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", na.GetName(), name))
-		}
-		if s.kind.Namespaced {
-			if na.GetNamespace() == "" {
-				na.SetNamespace(ns)
-			}
-			if na.GetNamespace() != ns {
-				return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-			}
+			return nil, err
 		}
 		if !exists {
 			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
@@ -609,79 +616,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			//lint:ignore ST1005 upstream's exact message, which clients may match
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
 		}
-		if statusOnly {
-			// As upstream's status strategies: status and metadata come from the request
-			// (controllers record annotations such as a Deployment's revision through
-			// /status), every other field (spec) from the stored object.
-			merged := current.DeepCopyObject()
-			copyField(merged, newObj, "Status")
-			if _, custom := newObj.(*unstructured.Unstructured); !custom {
-				// A custom resource's /status keeps its metadata, as upstream's.
-				copyField(merged, newObj, "ObjectMeta")
-			}
-			managed := na.GetManagedFields() // the field manager's record of this write
-			newObj = merged
-			na, _ = meta.Accessor(newObj)
-			na.SetManagedFields(managed)
-		} else if s.kind.Status {
-			copyField(newObj, current, "Status")
-		}
-		// Fields the server owns.
-		na.SetUID(ca.GetUID())
-		na.SetCreationTimestamp(ca.GetCreationTimestamp())
-		na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
-		na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
-		na.SetGeneration(ca.GetGeneration())
-		if statusOnly {
-			if s.kind.Strategy.PrepareForStatusUpdate != nil {
-				s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
-			}
-		} else {
-			if s.kind.Strategy.PrepareForUpdate != nil {
-				s.kind.Strategy.PrepareForUpdate(newObj, current)
-			}
-			if s.kind.Strategy.Default != nil {
-				s.kind.Strategy.Default(newObj)
-			}
-			if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
-				na.SetGeneration(ca.GetGeneration() + 1)
-			}
-		}
-		na.SetResourceVersion(ca.GetResourceVersion())
-		na.SetSelfLink("")
-		var updateOpts runtime.Object
-		if opts != nil {
-			updateOpts = opts
-		}
-		adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
-		if adm != nil {
-			s.setKind(newObj)
-			s.setKind(current)
-			if err := s.admitMutating(ctx, adm); err != nil {
-				return nil, err
-			}
-			if s.kind.Strategy.Default != nil && !statusOnly {
-				s.kind.Strategy.Default(newObj)
-			}
-		}
-		errs := apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
-		errs = append(errs, s.validateCreate(newObj)...)
-		if s.kind.Strategy.ValidateUpdate != nil {
-			errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)
-		}
-		if len(errs) > 0 {
-			return nil, s.invalid(name, errs)
-		}
-		if s.admit != nil && !statusOnly {
-			if err := s.admit(ctx, newObj, current); err != nil {
-				return nil, err
-			}
-		}
-		s.setKind(newObj)
-		if adm != nil {
-			if err := s.admission().Validate(ctx, adm); err != nil {
-				return nil, err
-			}
+		newObj, na = s.prepareForUpdate(newObj, current, na, ca, statusOnly)
+		if err := s.admitUpdate(ctx, ns, name, newObj, current, na, ca, opts, dry, statusOnly); err != nil {
+			return nil, err
 		}
 		if s.alloc != nil && !statusOnly {
 			u, err := s.alloc.Allocate(ctx, newObj, current, dry)
@@ -711,7 +648,7 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		if !storage.IsUnknownOutcome(err) {
 			undo()
 		}
-		return nil, false, interpret(err, s.gr(), name)
+		return nil, false, Interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
 	if !statusOnly {
@@ -720,6 +657,116 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		}
 	}
 	return out, created, nil
+}
+
+// checkUpdateTarget checks that the object an update writes is the one the request names
+// (its namespace is filled in when empty) and returns its metadata.
+func (s *Store) checkUpdateTarget(newObj runtime.Object, ns, name string) (metav1.Object, error) {
+	na, err := meta.Accessor(newObj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if na.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", na.GetName(), name))
+	}
+	if s.kind.Namespaced {
+		if na.GetNamespace() == "" {
+			na.SetNamespace(ns)
+		}
+		if na.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	}
+	return na, nil
+}
+
+// prepareForUpdate carries over from current what the write may not change: the status
+// on the main resource of a kind with a status subresource, everything but status and
+// metadata on /status, the fields the server owns; then runs the kind's preparation and
+// defaults and bumps the generation on a spec change. It returns the object to write and
+// its metadata.
+func (s *Store) prepareForUpdate(newObj, current runtime.Object, na, ca metav1.Object, statusOnly bool) (runtime.Object, metav1.Object) {
+	if statusOnly {
+		// As upstream's status strategies: status and metadata come from the request
+		// (controllers record annotations such as a Deployment's revision through
+		// /status), every other field (spec) from the stored object.
+		merged := current.DeepCopyObject()
+		copyField(merged, newObj, "Status")
+		if _, custom := newObj.(*unstructured.Unstructured); !custom {
+			// A custom resource's /status keeps its metadata, as upstream's.
+			copyField(merged, newObj, "ObjectMeta")
+		}
+		managed := na.GetManagedFields() // the field manager's record of this write
+		newObj = merged
+		na, _ = meta.Accessor(newObj)
+		na.SetManagedFields(managed)
+	} else if s.kind.Status {
+		copyField(newObj, current, "Status")
+	}
+	// Fields the server owns.
+	na.SetUID(ca.GetUID())
+	na.SetCreationTimestamp(ca.GetCreationTimestamp())
+	na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
+	na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
+	na.SetGeneration(ca.GetGeneration())
+	if statusOnly {
+		if s.kind.Strategy.PrepareForStatusUpdate != nil {
+			s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
+		}
+	} else {
+		if s.kind.Strategy.PrepareForUpdate != nil {
+			s.kind.Strategy.PrepareForUpdate(newObj, current)
+		}
+		if s.kind.Strategy.Default != nil {
+			s.kind.Strategy.Default(newObj)
+		}
+		if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
+			na.SetGeneration(ca.GetGeneration() + 1)
+		}
+	}
+	na.SetResourceVersion(ca.GetResourceVersion())
+	na.SetSelfLink("")
+	return newObj, na
+}
+
+// admitUpdate runs mutating admission, validation, the kind's admit check and validating
+// admission on an update of current to newObj.
+func (s *Store) admitUpdate(ctx context.Context, ns, name string, newObj, current runtime.Object, na, ca metav1.Object, opts *metav1.UpdateOptions, dry, statusOnly bool) error {
+	var updateOpts runtime.Object
+	if opts != nil {
+		updateOpts = opts
+	}
+	adm := s.admissionFor(ctx, admission.Update, ns, name, newObj, current, updateOpts, dry)
+	if adm != nil {
+		s.setKind(newObj)
+		s.setKind(current)
+		if err := s.admitMutating(ctx, adm); err != nil {
+			return err
+		}
+		if s.kind.Strategy.Default != nil && !statusOnly {
+			s.kind.Strategy.Default(newObj)
+		}
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(forValidation(na), ca, field.NewPath("metadata"))
+	errs = append(errs, s.validateCreate(newObj)...)
+	if s.kind.Strategy.ValidateUpdate != nil {
+		errs = append(errs, s.kind.Strategy.ValidateUpdate(newObj, current)...)
+	}
+	if len(errs) > 0 {
+		return s.invalid(name, errs)
+	}
+	if s.admit != nil && !statusOnly {
+		if err := s.admit(ctx, newObj, current); err != nil {
+			return err
+		}
+	}
+	s.setKind(newObj)
+	if adm != nil {
+		if err := s.admission().Validate(ctx, adm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // released reports that nothing keeps obj, which is being deleted, any more: no
@@ -799,7 +846,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 	if opts != nil && DryRun(opts.DryRun) {
 		current := s.kind.New()
 		if err := s.storage.Get(ctx, s.key(ns, name), storage.GetOptions{}, current); err != nil {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		s.setKind(current)
 		if err := s.admitDelete(ctx, ns, name, current, opts, true); err != nil {
@@ -830,7 +877,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		return cur, nil
 	})
 	if err != nil {
-		return nil, false, interpret(err, s.gr(), name)
+		return nil, false, Interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
 	s.onTerminate(ctx, out)
@@ -864,7 +911,7 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 			return out, true, nil
 		}
 		if !errors.Is(err, errMustMark) {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		// Mark it: deletionTimestamp, grace period, the garbage collector's finalizers. An
 		// object already marked as asked is not written again.
@@ -890,7 +937,7 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 			continue
 		}
 		if err != nil {
-			return nil, false, interpret(err, s.gr(), name)
+			return nil, false, Interpret(err, s.gr(), name)
 		}
 		s.setKind(out)
 		return out, false, nil
@@ -1083,11 +1130,35 @@ func NewStore(k *Kind, s storage.Interface, namespaces func(ctx context.Context,
 	return &Store{kind: k, storage: s, namespaces: namespaces}
 }
 
-// keepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
+// KeepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
 // nothing but status (upstream resets all of metadata for them, managedFields aside).
-func keepObjectMeta(obj, old runtime.Object) {
+func KeepObjectMeta(obj, old runtime.Object) {
 	a, _ := meta.Accessor(obj)
 	managed := a.GetManagedFields()
 	copyField(obj, old, "ObjectMeta")
 	a.SetManagedFields(managed)
+}
+
+// AdmitFunc checks a create (old is nil) or update of obj by the caller in ctx, after
+// validation; a non-nil error refuses it (the RBAC escalation and bind checks).
+type AdmitFunc func(ctx context.Context, obj, old runtime.Object) error
+
+// NamespaceTerminatingError refuses new content in a namespace being deleted; the store
+// turns it into upstream's NamespaceLifecycle 403 for the object being created.
+type NamespaceTerminatingError struct{ Namespace string }
+
+func (e *NamespaceTerminatingError) Error() string {
+	return fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", e.Namespace)
+}
+
+// Allocator reserves what an object takes from a cluster-wide pool before the object is
+// stored, and gives it back when the object no longer holds it. The generic store calls it
+// around its writes; Services use it for their ClusterIPs and NodePorts.
+type Allocator interface {
+	// Allocate reserves what obj needs that old (nil on create) does not hold, writing the
+	// chosen values into obj. undo gives back exactly what this call reserved, for a write
+	// that did not happen. With dryRun nothing is reserved, but obj is filled the same way.
+	Allocate(ctx context.Context, obj, old runtime.Object, dryRun bool) (undo func(), err error)
+	// Release gives back what old holds and obj (nil once old is deleted) does not.
+	Release(ctx context.Context, obj, old runtime.Object)
 }

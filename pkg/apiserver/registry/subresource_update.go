@@ -14,16 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// mergeFunc makes the object to store from the current one (a copy, free to change) and
+// MergeFunc makes the object to store from the current one (a copy, free to change) and
 // the one a subresource write sent: it takes from the request only what the subresource
 // may change, and reports the rules of that change (an error refuses it otherwise).
-type mergeFunc func(current, request runtime.Object) (runtime.Object, field.ErrorList, error)
+type MergeFunc func(current, request runtime.Object) (runtime.Object, field.ErrorList, error)
 
 // updateSubresource writes one subresource (finalize, approval, ephemeralcontainers,
 // resize, a kind's own status rules) of an existing object: the request's resourceVersion
 // is a precondition, metadata comes from the stored object, and the merged result passes
 // the kind's validation.
-func (s *Store) updateSubresource(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions, merge mergeFunc) (runtime.Object, bool, error) {
+func (s *Store) updateSubresource(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions, merge MergeFunc) (runtime.Object, bool, error) {
 	if err := s.checkName(name); err != nil {
 		return nil, false, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 		return result, false, nil
 	case nil:
 	default:
-		return nil, false, interpret(err, s.gr(), name)
+		return nil, false, Interpret(err, s.gr(), name)
 	}
 	s.setKind(out)
 	// namespaces/finalize removing the last finalizer of a namespace being deleted deletes
@@ -116,7 +116,7 @@ func (s *Store) updateSubresource(ctx context.Context, ns, name string, transfor
 // subresourceStore serves a subresource that reads the whole object and writes part of it.
 type subresourceStore struct {
 	store *Store
-	merge mergeFunc
+	merge MergeFunc
 }
 
 func (s *subresourceStore) New() runtime.Object           { return s.store.New() }
@@ -131,7 +131,7 @@ func (s *subresourceStore) Update(ctx context.Context, ns, name string, transfor
 // updateOnlyStore is a subresourceStore without GET (namespaces/finalize is PUT only upstream).
 type updateOnlyStore struct {
 	store *Store
-	merge mergeFunc
+	merge MergeFunc
 }
 
 func (s *updateOnlyStore) New() runtime.Object           { return s.store.New() }

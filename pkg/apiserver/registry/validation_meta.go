@@ -15,23 +15,23 @@ import (
 // Shared defaulting and validation helpers of the non-workload kinds (networking, storage,
 // certificates, ...). They wrap apimachinery's helpers with upstream's field paths.
 
-// setDefault sets *p to v when it is unset.
-func setDefault[T any](p **T, v T) {
+// SetDefault sets *p to v when it is unset.
+func SetDefault[T any](p **T, v T) {
 	if *p == nil {
 		*p = &v
 	}
 }
 
-// requiredString reports an empty string as upstream's "Required value".
-func requiredString(v string, p *field.Path) field.ErrorList {
+// RequiredString reports an empty string as upstream's "Required value".
+func RequiredString(v string, p *field.Path) field.ErrorList {
 	if v == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
 	return nil
 }
 
-// oneOf reports v unless it is one of allowed ("Unsupported value").
-func oneOf[T ~string](v T, p *field.Path, allowed ...T) field.ErrorList {
+// OneOf reports v unless it is one of allowed ("Unsupported value").
+func OneOf[T ~string](v T, p *field.Path, allowed ...T) field.ErrorList {
 	for _, a := range allowed {
 		if v == a {
 			return nil
@@ -44,13 +44,13 @@ func oneOf[T ~string](v T, p *field.Path, allowed ...T) field.ErrorList {
 	return field.ErrorList{field.NotSupported(p, v, names)}
 }
 
-// validateSelector checks a label selector as upstream's unversioned validation does.
-func validateSelector(sel *metav1.LabelSelector, p *field.Path) field.ErrorList {
+// ValidateSelector checks a label selector as upstream's unversioned validation does.
+func ValidateSelector(sel *metav1.LabelSelector, p *field.Path) field.ErrorList {
 	return metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, p)
 }
 
-// validateMessages turns apimachinery's string checks into Invalid errors.
-func validateMessages(v string, msgs []string, p *field.Path) field.ErrorList {
+// ValidateMessages turns apimachinery's string checks into Invalid errors.
+func ValidateMessages(v string, msgs []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, m := range msgs {
 		errs = append(errs, field.Invalid(p, v, m))
@@ -58,46 +58,46 @@ func validateMessages(v string, msgs []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateDNS1123Subdomain checks a reference to an object named by a DNS-1123 subdomain.
-func validateDNS1123Subdomain(v string, p *field.Path) field.ErrorList {
-	return validateMessages(v, utilvalidation.IsDNS1123Subdomain(v), p)
+// ValidateDNS1123Subdomain checks a reference to an object named by a DNS-1123 subdomain.
+func ValidateDNS1123Subdomain(v string, p *field.Path) field.ErrorList {
+	return ValidateMessages(v, utilvalidation.IsDNS1123Subdomain(v), p)
 }
 
-// validateQualifiedName checks a qualified name (label key shape: "example.com/name").
-func validateQualifiedName(v string, p *field.Path) field.ErrorList {
-	return validateMessages(v, utilvalidation.IsQualifiedName(v), p)
+// ValidateQualifiedName checks a qualified name (label key shape: "example.com/name").
+func ValidateQualifiedName(v string, p *field.Path) field.ErrorList {
+	return ValidateMessages(v, utilvalidation.IsQualifiedName(v), p)
 }
 
-// validateNonNegativeQuantity is upstream's ValidateNonnegativeQuantity.
-func validateNonNegativeQuantity(q resource.Quantity, p *field.Path) field.ErrorList {
+// ValidateNonNegativeQuantity is upstream's ValidateNonnegativeQuantity.
+func ValidateNonNegativeQuantity(q resource.Quantity, p *field.Path) field.ErrorList {
 	if q.Sign() < 0 {
 		return field.ErrorList{field.Invalid(p, q.String(), "must be greater than or equal to 0")}
 	}
 	return nil
 }
 
-// validatePositiveQuantity is upstream's ValidatePositiveQuantityValue.
-func validatePositiveQuantity(q resource.Quantity, p *field.Path) field.ErrorList {
+// ValidatePositiveQuantity is upstream's ValidatePositiveQuantityValue.
+func ValidatePositiveQuantity(q resource.Quantity, p *field.Path) field.ErrorList {
 	if q.Sign() <= 0 {
 		return field.ErrorList{field.Invalid(p, q.String(), "must be greater than zero")}
 	}
 	return nil
 }
 
-// validateResourceList checks every quantity of a resource list is non-negative and every
+// ValidateResourceList checks every quantity of a resource list is non-negative and every
 // name qualified, with upstream's "spec.hard[cpu]" paths.
-func validateResourceList(l corev1.ResourceList, p *field.Path) field.ErrorList {
+func ValidateResourceList(l corev1.ResourceList, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for name, q := range l {
 		kp := p.Key(string(name))
-		errs = append(errs, validateQualifiedName(string(name), kp)...)
-		errs = append(errs, validateNonNegativeQuantity(q, kp)...)
+		errs = append(errs, ValidateQualifiedName(string(name), kp)...)
+		errs = append(errs, ValidateNonNegativeQuantity(q, kp)...)
 	}
 	return errs
 }
 
-// validatePortNumber checks a port (1-65535).
-func validatePortNumber(port int32, p *field.Path) field.ErrorList {
+// ValidatePortNumber checks a port (1-65535).
+func ValidatePortNumber(port int32, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, m := range utilvalidation.IsValidPortNum(int(port)) {
 		errs = append(errs, field.Invalid(p, port, m))
@@ -105,9 +105,9 @@ func validatePortNumber(port int32, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// immutableField is upstream's ValidateImmutableField: "field is immutable".
-func immutableField(newVal, oldVal any, p *field.Path) field.ErrorList {
-	if !semanticEqual(newVal, oldVal) {
+// ImmutableField is upstream's ValidateImmutableField: "field is immutable".
+func ImmutableField(newVal, oldVal any, p *field.Path) field.ErrorList {
+	if !SemanticEqual(newVal, oldVal) {
 		return field.ErrorList{field.Invalid(p, newVal, "field is immutable")}
 	}
 	return nil
@@ -116,10 +116,10 @@ func immutableField(newVal, oldVal any, p *field.Path) field.ErrorList {
 // maxDataBytes is upstream's limit on a ConfigMap's or Secret's data (corev1 MaxSecretSize).
 const maxDataBytes = corev1.MaxSecretSize
 
-// validateDataSize reports data over 1 MiB in total, as upstream does for ConfigMaps and
+// ValidateDataSize reports data over 1 MiB in total, as upstream does for ConfigMaps and
 // Secrets. kube-apiserver 1.33 says "Too long: must have at most 1048576 bytes"; the
 // apimachinery in go.mod words TooLong differently, so the detail is upstream's.
-func validateDataSize(total int, p *field.Path) field.ErrorList {
+func ValidateDataSize(total int, p *field.Path) field.ErrorList {
 	if total > maxDataBytes {
 		e := field.TooLong(p, "", maxDataBytes)
 		e.Detail = fmt.Sprintf("must have at most %d bytes", maxDataBytes)
@@ -128,4 +128,4 @@ func validateDataSize(total int, p *field.Path) field.ErrorList {
 	return nil
 }
 
-func semanticEqual(a, b any) bool { return apiequality.Semantic.DeepEqual(a, b) }
+func SemanticEqual(a, b any) bool { return apiequality.Semantic.DeepEqual(a, b) }

@@ -14,6 +14,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/encryption"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"github.com/hacp/hacp/pkg/config"
 )
@@ -149,8 +150,8 @@ func DefaultConfig() *Config {
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
 		RequestTimeout:                      time.Minute,
-		ServiceClusterIPRange:               registry.DefaultServiceClusterIPRange,
-		ServiceNodePortRange:                registry.DefaultServiceNodePortRange,
+		ServiceClusterIPRange:               core.DefaultServiceClusterIPRange,
+		ServiceNodePortRange:                core.DefaultServiceNodePortRange,
 		AnonymousAuth:                       true,
 		Profiling:                           true,
 		DefaultNotReadyTolerationSeconds:    300,
@@ -322,10 +323,10 @@ func (c *Config) Validate() error {
 			errs = append(errs, config.FieldErrorf("advertise-address", "%q is not a usable IP address", c.AdvertiseAddress))
 		}
 	}
-	if _, err := registry.ParseServiceCIDR(c.ServiceClusterIPRange); err != nil {
+	if _, err := core.ParseServiceCIDR(c.ServiceClusterIPRange); err != nil {
 		errs = append(errs, config.FieldErrorf("service-cluster-ip-range", "%v", err))
 	}
-	if _, _, err := registry.ParseNodePortRange(c.ServiceNodePortRange); err != nil {
+	if _, _, err := core.ParseNodePortRange(c.ServiceNodePortRange); err != nil {
 		errs = append(errs, config.FieldErrorf("service-node-port-range", "%v", err))
 	}
 	if _, err := authz.ParseModes(c.AuthorizationMode); err != nil {

@@ -19,6 +19,7 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 	"github.com/hacp/hacp/internal/version"
 	"github.com/hacp/hacp/pkg/apiserver/audit"
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/openapi"
@@ -28,7 +29,7 @@ import (
 )
 
 // Resources lists what the registry serves, for the installer, discovery and OpenAPI.
-func Resources(reg *registry.Registry) []endpoints.Resource {
+func Resources(reg *controlplane.Registry) []endpoints.Resource {
 	var out []endpoints.Resource
 	for _, r := range reg.Resources {
 		out = append(out, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
@@ -148,7 +149,7 @@ type apiHandler struct {
 
 // rebuild installs the routes, discovery and OpenAPI documents of static and of the custom
 // resources served now.
-func (a *apiHandler) rebuild(reg *registry.Registry, static []endpoints.Resource, stop func() <-chan struct{}) {
+func (a *apiHandler) rebuild(reg *controlplane.Registry, static []endpoints.Resource, stop func() <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	res := slices.Clip(static)

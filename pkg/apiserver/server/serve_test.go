@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
-	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -60,7 +60,7 @@ func TestDiscovery(t *testing.T) {
 			// Every served group once: those of the built-in kinds, events.k8s.io (a view),
 			// authentication.k8s.io and authorization.k8s.io (reviews, not stored).
 			want := map[string]bool{"events.k8s.io": true, "authentication.k8s.io": true, "authorization.k8s.io": true}
-			for _, k := range registry.Kinds() {
+			for _, k := range controlplane.Kinds() {
 				if k.Group != "" {
 					want[k.Group] = true
 				}

@@ -24,10 +24,11 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/encryption"
 	"github.com/hacp/hacp/pkg/apiserver/proxy"
-	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -40,7 +41,7 @@ type Server struct {
 
 	etcd     *embedetcd.Server // nil with --etcd-servers
 	client   *clientv3.Client
-	registry *registry.Registry
+	registry *controlplane.Registry
 	authz    *authz.Authz
 	// webhooks dispatches admission webhooks (nil when both webhook plugins are off).
 	webhooks *webhook.Dispatcher
@@ -119,11 +120,11 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeEtcd()
 		return err
 	}
-	s.registry = registry.New(s.client, registry.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
+	s.registry = controlplane.New(s.client, controlplane.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
 		Transformers: s.encryption.For,
 		WatchCache:   s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
 		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
-		ServiceRanges: registry.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
+		ServiceRanges: core.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	if err := s.registry.Start(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
@@ -211,7 +212,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	meCtx, meCancel := context.WithCancel(regCtx)
 	s.stopMasterEndpoint = meCancel
-	s.registry.RunMasterEndpoint(meCtx, registry.MasterEndpoint{IP: s.advertiseAddress(), Port: ln.Addr().(*net.TCPAddr).Port})
+	s.registry.RunMasterEndpoint(meCtx, controlplane.MasterEndpoint{IP: s.advertiseAddress(), Port: ln.Addr().(*net.TCPAddr).Port})
 	if err := s.writeKubeconfig(); err != nil {
 		s.log.Warn("could not write kubeconfig", "err", err)
 	}
@@ -266,7 +267,7 @@ func (s *Server) URL() string { return "https://" + s.Addr() }
 func (s *Server) Certs() *certs.Bundle { return s.bundle }
 
 // Registry returns the resource registry.
-func (s *Server) Registry() *registry.Registry { return s.registry }
+func (s *Server) Registry() *controlplane.Registry { return s.registry }
 
 // EtcdClient returns the client the server uses.
 func (s *Server) EtcdClient() *clientv3.Client { return s.client }

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hacp/hacp/pkg/apiserver/registry"
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	corev1 "k8s.io/api/core/v1"
@@ -370,9 +370,9 @@ func cacheMemory(ctx context.Context, s *cacheServer) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	start := func(cache bool) (*registry.Registry, context.CancelFunc) {
+	start := func(cache bool) (*controlplane.Registry, context.CancelFunc) {
 		rctx, cancel := context.WithCancel(ctx)
-		r := registry.New(client, registry.Config{Logger: quiet, WatchCache: cache, ServiceRepairInterval: -1})
+		r := controlplane.New(client, controlplane.Config{Logger: quiet, WatchCache: cache, ServiceRepairInterval: -1})
 		must(r.Start(rctx))
 		return r, cancel
 	}

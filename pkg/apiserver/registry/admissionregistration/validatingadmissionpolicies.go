@@ -1,0 +1,67 @@
+package admissionregistration
+
+import (
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ValidatingAdmissionPolicies and their bindings are stored and served; their CEL is not
+// compiled or enforced (admission's job).
+func ValidatingAdmissionPoliciesKind() *registry.Kind {
+	return &registry.Kind{
+		Names: registry.Names{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy", ListKind: "ValidatingAdmissionPolicyList",
+			Plural: "validatingadmissionpolicies", Singular: "validatingadmissionpolicy", Categories: []string{"api-extensions"}},
+		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
+		Status:  true,
+		Strategy: registry.Strategy{
+			PrepareForStatusUpdate: registry.KeepObjectMeta,
+			GenerationOnSpec:       true,
+			PrepareForCreate: func(obj runtime.Object) {
+				obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{}
+			},
+			Default: func(obj runtime.Object) {
+				s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+				registry.SetDefault(&s.FailurePolicy, admissionregistrationv1.Fail)
+				defaultMatchResources(s.MatchConstraints)
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				s := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+				p := field.NewPath("spec")
+				var errs field.ErrorList
+				if s.FailurePolicy != nil {
+					errs = append(errs, registry.OneOf(*s.FailurePolicy, p.Child("failurePolicy"), admissionregistrationv1.Fail, admissionregistrationv1.Ignore)...)
+				}
+				if s.MatchConstraints == nil || len(s.MatchConstraints.ResourceRules) == 0 {
+					errs = append(errs, field.Required(p.Child("matchConstraints", "resourceRules"), ""))
+				}
+				if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
+					errs = append(errs, field.Required(p.Child("validations"), "validations or auditAnnotations must contain at least one item"))
+				}
+				for i, v := range s.Validations {
+					errs = append(errs, registry.RequiredString(v.Expression, p.Child("validations").Index(i).Child("expression"))...)
+				}
+				return errs
+			},
+		},
+	}
+}
+
+// defaultMatchResources is upstream's SetDefaults_MatchResources and _NamedRuleWithOperations.
+func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
+	if m == nil {
+		return
+	}
+	registry.SetDefault(&m.MatchPolicy, admissionregistrationv1.Equivalent)
+	registry.SetDefault(&m.NamespaceSelector, metav1.LabelSelector{})
+	registry.SetDefault(&m.ObjectSelector, metav1.LabelSelector{})
+	for i := range m.ResourceRules {
+		registry.SetDefault(&m.ResourceRules[i].Scope, admissionregistrationv1.AllScopes)
+	}
+	for i := range m.ExcludeResourceRules {
+		registry.SetDefault(&m.ExcludeResourceRules[i].Scope, admissionregistrationv1.AllScopes)
+	}
+}

@@ -1,0 +1,232 @@
+// Package core holds the core ("") API group's kinds: pods (and their spec validation,
+// bindings, eviction, ephemeral containers, resize), services (and the ClusterIP and NodePort allocator),
+// namespaces, nodes, endpoints, config maps, secrets, events (and events.k8s.io), volumes
+// and claims, quotas and limits, replication controllers, component statuses.
+// Each kind is one file whose XxxKind function the controlplane lists.
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func PodsKind() *registry.Kind {
+	return &registry.Kind{
+		Names: registry.Names{Version: "v1", Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
+			ShortNames: []string{"po"}, Categories: []string{"all"}, Namespaced: true},
+		New:     func() runtime.Object { return &corev1.Pod{} },
+		NewList: func() runtime.Object { return &corev1.PodList{} },
+		Status:  true,
+		Strategy: registry.Strategy{
+			GracePeriod: podGracePeriod,
+			// Node agents write /status; they may not touch owner references (upstream: old
+			// kubelets corrupted them).
+			// Its podIP and podIPs are read as upstream reads a v1 pod (podIP wins).
+			PrepareForStatusUpdate: func(obj, old runtime.Object) {
+				obj.(*corev1.Pod).OwnerReferences = old.(*corev1.Pod).OwnerReferences
+				normalizePodIPs(&obj.(*corev1.Pod).Status)
+			},
+			GenerationOnSpec: true,
+			PrepareForCreate: func(obj runtime.Object) {
+				pod := obj.(*corev1.Pod)
+				pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+			},
+			// The default ServiceAccount is the ServiceAccount admission plugin's, not a
+			// default: with the plugin off, upstream leaves serviceAccountName empty.
+			Default: func(obj runtime.Object) {
+				pod := obj.(*corev1.Pod)
+				DefaultPodSpec(&pod.Spec)
+				defaultRequestsFromLimits(pod.Spec.InitContainers)
+				defaultRequestsFromLimits(pod.Spec.Containers)
+				// SetDefaults_Pod: a host-network pod's host ports are its container ports
+				if pod.Spec.HostNetwork {
+					for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+						for i := range cs {
+							for j := range cs[i].Ports {
+								if cs[i].Ports[j].HostPort == 0 {
+									cs[i].Ports[j].HostPort = cs[i].Ports[j].ContainerPort
+								}
+							}
+						}
+					}
+				}
+				if pod.Spec.EnableServiceLinks == nil {
+					t := true
+					pod.Spec.EnableServiceLinks = &t
+				}
+				if pod.Status.QOSClass == "" {
+					pod.Status.QOSClass = podQOS(&pod.Spec)
+				}
+			},
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return validatePodSpec(&obj.(*corev1.Pod).Spec, field.NewPath("spec"), podSpecOptions{resourceIsPod: true})
+			},
+			// upstream's ValidatePodCreate
+			ValidateNew: func(obj runtime.Object) field.ErrorList {
+				spec := &obj.(*corev1.Pod).Spec
+				p := field.NewPath("spec")
+				var errs field.ErrorList
+				if len(spec.EphemeralContainers) > 0 {
+					errs = append(errs, field.Forbidden(p.Child("ephemeralContainers"), "cannot be set on create"))
+				}
+				if spec.NodeName != "" && len(spec.SchedulingGates) != 0 {
+					errs = append(errs, field.Forbidden(p.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+				}
+				return errs
+			},
+			// The status IPs (a /status write's; on other updates they are the stored ones)
+			// and what may change in the spec.
+			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				pod, oldPod := obj.(*corev1.Pod), old.(*corev1.Pod)
+				return append(validatePodStatusIPs(pod, oldPod), validatePodSpecUpdate(pod, oldPod)...)
+			},
+			Fields: func(obj runtime.Object) fields.Set {
+				pod := obj.(*corev1.Pod)
+				return fields.Set{
+					"spec.nodeName":            pod.Spec.NodeName,
+					"spec.restartPolicy":       string(pod.Spec.RestartPolicy),
+					"spec.schedulerName":       pod.Spec.SchedulerName,
+					"spec.serviceAccountName":  pod.Spec.ServiceAccountName,
+					"spec.hostNetwork":         strconv.FormatBool(pod.Spec.HostNetwork),
+					"status.phase":             string(pod.Status.Phase),
+					"status.podIP":             pod.Status.PodIP,
+					"status.nominatedNodeName": pod.Status.NominatedNodeName,
+				}
+			},
+		},
+	}
+}
+
+// validatePodSpecUpdate is what upstream's ValidatePodUpdate lets change in a pod's spec.
+func validatePodSpecUpdate(pod, oldPod *corev1.Pod) field.ErrorList {
+	p := field.NewPath("spec")
+	if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) {
+		return field.ErrorList{field.Forbidden(p.Child("containers"), "pod updates may not add or remove containers")}
+	}
+	// Only images (and a few scheduling fields upstream allows) may change.
+	mutated := oldPod.Spec.DeepCopy()
+	for i := range mutated.Containers {
+		mutated.Containers[i].Image = pod.Spec.Containers[i].Image
+	}
+	for i := range mutated.InitContainers {
+		if i < len(pod.Spec.InitContainers) {
+			mutated.InitContainers[i].Image = pod.Spec.InitContainers[i].Image
+		}
+	}
+	mutated.ActiveDeadlineSeconds = pod.Spec.ActiveDeadlineSeconds
+	mutated.Tolerations = pod.Spec.Tolerations
+	mutated.TerminationGracePeriodSeconds = pod.Spec.TerminationGracePeriodSeconds
+	if mutated.NodeName == "" {
+		mutated.NodeName = pod.Spec.NodeName
+	}
+	if !apiequality.Semantic.DeepEqual(*mutated, pod.Spec) {
+		return field.ErrorList{field.Forbidden(p, "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")}
+	}
+	return nil
+}
+
+// BindingStore serves pods/binding: it assigns a pod to a node once.
+type BindingStore struct{ pods *registry.Store }
+
+func (b *BindingStore) New() runtime.Object { return &corev1.Binding{} }
+func (b *BindingStore) Kind() schema.GroupVersionKind {
+	return corev1.SchemeGroupVersion.WithKind("Binding")
+}
+
+func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	binding, ok := obj.(*corev1.Binding)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a Binding: %T", obj))
+	}
+	if name == "" {
+		name = binding.Name
+	}
+	if binding.Name != "" && binding.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", binding.Name, name))
+	}
+	if binding.Target.Name == "" {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+	}
+	dry := opts != nil && registry.DryRun(opts.DryRun)
+	_, _, err := b.pods.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		if cur == nil {
+			return nil, apierrors.NewNotFound(b.pods.GroupResource(), name)
+		}
+		pod := cur.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		return pod, nil
+	}, &metav1.UpdateOptions{DryRun: dryIf(dry)})
+	if err != nil {
+		return nil, err
+	}
+	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+}
+
+func dryIf(dry bool) []string {
+	if dry {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+// podGracePeriod is how long a pod's deletion waits for its node agent, as upstream's pod
+// strategy decides it: the request's grace period, else the pod's
+// terminationGracePeriodSeconds; none for a pod on no node or one that has finished, since
+// no agent would confirm it.
+func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod := obj.(*corev1.Pod)
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts != nil && opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace < 0 {
+		grace = 1 // a negative period is the shortest graceful one, as upstream
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	return grace
+}
+
+// defaultRequestsFromLimits sets a pod's container requests to their limits where only the
+// limit is given, as upstream's SetDefaults_Pod (pods only, not templates).
+func defaultRequestsFromLimits(cs []corev1.Container) {
+	for i := range cs {
+		r := &cs[i].Resources
+		for name, q := range r.Limits {
+			if _, ok := r.Requests[name]; ok {
+				continue
+			}
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = q.DeepCopy()
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package core
+
+import (
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func PodTemplatesKind() *registry.Kind {
+	return &registry.Kind{
+		Names: registry.Names{Version: "v1", Kind: "PodTemplate", ListKind: "PodTemplateList", Plural: "podtemplates", Singular: "podtemplate",
+			Namespaced: true},
+		New:     func() runtime.Object { return &corev1.PodTemplate{} },
+		NewList: func() runtime.Object { return &corev1.PodTemplateList{} },
+		Strategy: registry.Strategy{
+			GenerationOnSpec: true,
+			Default:          func(obj runtime.Object) { DefaultPodSpec(&obj.(*corev1.PodTemplate).Template.Spec) },
+			Validate: func(obj runtime.Object) field.ErrorList {
+				return ValidatePodTemplate(&obj.(*corev1.PodTemplate).Template, nil, field.NewPath("template"))
+			},
+		},
+	}
+}
