@@ -1,6 +1,7 @@
 // Package upstream builds the upstream Kubernetes programs that compatibility tests run
 // against hacp (kube-apiserver, kube-controller-manager, kube-scheduler, kwok), and promtool
-// for the monitoring rules' tests, from their Go modules, once per pinned version, into _output/upstream/ (never committed).
+// for the monitoring rules' tests, from their Go modules, once per pinned version, into
+// _output/upstream/ (never committed).
 package upstream
 
 import (
