@@ -47,8 +47,9 @@ test-stress:
 	$(GO) run ./test/stress -count $(COUNT) $(if $(RUN),-run '$(RUN)') $(PKGS)
 
 # Build the upstream programs tests run against hacp (kube-apiserver, kube-controller-manager,
-# kube-scheduler 1.33, kwok and sample-apiserver) into _output/upstream/, once per version; tests build them
-# on first use otherwise (see internal/upstream).
+# kube-scheduler 1.33, kwok and sample-apiserver; promtool for deploy/monitoring) into
+# _output/upstream/, once per version; tests build them on first use otherwise (see
+# internal/upstream).
 upstream:
 	$(GO) run ./internal/upstream/prebuild
 

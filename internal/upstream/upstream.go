@@ -1,6 +1,7 @@
 // Package upstream builds the upstream Kubernetes programs that compatibility tests run
-// against hacp (kube-apiserver, kube-controller-manager, kube-scheduler, kwok) from their Go
-// modules, once per pinned version, into _output/upstream/ (never committed).
+// against hacp (kube-apiserver, kube-controller-manager, kube-scheduler, kwok), and promtool
+// for the monitoring rules' tests, from their Go modules, once per pinned version, into
+// _output/upstream/ (never committed).
 package upstream
 
 import (
@@ -70,8 +71,8 @@ func repoRoot() string {
 	}
 }
 
-// Binary returns the path of the named upstream program (one of Kubernetes, Kwok or
-// SampleAPIServer), building
+// Binary returns the path of the named upstream program (one of Kubernetes, Kwok,
+// SampleAPIServer, Promtool or PromQLNames), building
 // it on first use. A failed build skips the test on a developer's machine and fails it in CI.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
@@ -93,11 +94,14 @@ func Build(ctx context.Context, root, name string) (string, error) {
 	case name == SampleAPIServer:
 		dir := filepath.Join(root, "sample-apiserver-"+SampleAPIServerVersion)
 		return buildLocked(ctx, dir, name, buildSampleAPIServer)
+	case name == Promtool || name == PromQLNames:
+		dir := filepath.Join(root, "prometheus-"+PrometheusVersion)
+		return buildLocked(ctx, dir, name, buildPromtool)
 	case contains(Kubernetes, name):
 		dir := filepath.Join(root, "kubernetes-"+KubernetesVersion)
 		return buildLocked(ctx, dir, name, buildKubernetes)
 	}
-	return "", fmt.Errorf("unknown program %q (want one of %s, %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok, SampleAPIServer)
+	return "", fmt.Errorf("unknown program %q (want one of %s, %s, %s, %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok, SampleAPIServer, Promtool, PromQLNames)
 }
 
 func contains(list []string, s string) bool {

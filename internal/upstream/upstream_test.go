@@ -29,10 +29,10 @@ func TestBuildUnknownProgram(t *testing.T) {
 
 // TestBinary: each upstream program is built (or found in the cache) and runs.
 func TestBinary(t *testing.T) {
-	for _, name := range append(slices.Clone(Kubernetes), Kwok, SampleAPIServer) {
+	for _, name := range append(slices.Clone(Kubernetes), Kwok, SampleAPIServer, Promtool) {
 		t.Run(name, func(t *testing.T) {
 			out, err := exec.Command(Binary(t, name), "--help").CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "Usage") {
+			if err != nil || !strings.Contains(strings.ToLower(string(out)), "usage") {
 				t.Fatalf("%s --help: %v\n%.500s", name, err, out)
 			}
 		})

@@ -438,6 +438,8 @@ func TestStatusAndMetrics(t *testing.T) {
 	a := newBackend(t, "a")
 	cfg := testConfig(a)
 	cfg.StatusAddr = "127.0.0.1:0"
+	cfg.CheckCA = writeCA(t, a)
+	cfg.CheckInsecure = false
 	p := startProxy(t, cfg)
 	waitAllUp(t, p.Proxy)
 	get(t, p.Addr(), "/name")
@@ -467,6 +469,8 @@ func TestStatusAndMetrics(t *testing.T) {
 		`lbproxy_backend_up{backend="` + a.addr() + `"} 1`,
 		`lbproxy_backend_connections_total{backend="` + a.addr() + `"} 1`,
 		`lbproxy_accepted_connections_total 1`,
+		`hacp_cert_file_error{cert="check-ca",file="` + cfg.CheckCA + `"} 0`,
+		`hacp_cert_expiry_seconds{cert="check-ca",file="` + cfg.CheckCA + `"`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hacp/hacp/internal/certmetrics"
 	"github.com/hacp/hacp/pkg/health"
 )
 
@@ -87,7 +88,7 @@ func (p *Proxy) Status() Status {
 // StatusHandler serves /status (JSON) and /metrics (Prometheus).
 func (p *Proxy) StatusHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&collector{p: p})
+	reg.MustRegister(&collector{p: p}, certmetrics.New(certmetrics.File{Role: "check-ca", Path: p.cfg.CheckCA}))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -67,6 +67,7 @@ type Status struct {
 // sockets; Run starts them.
 func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 	d := &Daemon{log: log, metrics: newMetrics(), cfg: cfg}
+	d.registerCertMetrics()
 	d.httpOK.Store(true)
 	d.execOK.Store(true)
 	if err := d.readLinks(); err != nil {

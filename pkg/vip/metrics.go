@@ -1,6 +1,9 @@
 package vip
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/hacp/hacp/internal/certmetrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	reg           *prometheus.Registry
@@ -86,4 +89,18 @@ func (c bgpPeerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(bgpPeerUptime, prometheus.GaugeValue, p.Uptime, p.Address)
 		ch <- prometheus.MustNewConstMetric(bgpPeerHold, prometheus.GaugeValue, float64(p.HoldTime), p.Address)
 	}
+}
+
+// registerCertMetrics adds hacp_cert_expiry_seconds of certFiles to /metrics.
+func (d *Daemon) registerCertMetrics() {
+	d.metrics.reg.MustRegister(certmetrics.NewFunc(d.certFiles))
+}
+
+// certFiles are the certificates vipd uses, for hacp_cert_expiry_seconds: the CA of its https
+// health check. vipd serves no TLS (its status address is plain HTTP) and GoBGP sessions have
+// none. BGP leader mode's kubeconfig (usually admin.conf, with inline data) is not covered.
+func (d *Daemon) certFiles() []certmetrics.File {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return []certmetrics.File{{Role: "check-ca", Path: d.cfg.CheckCAFile}}
 }

@@ -12,7 +12,7 @@ import (
 
 func main() {
 	root := upstream.Root()
-	for _, name := range append(append([]string{}, upstream.Kubernetes...), upstream.Kwok, upstream.SampleAPIServer) {
+	for _, name := range append(append([]string{}, upstream.Kubernetes...), upstream.Kwok, upstream.SampleAPIServer, upstream.Promtool, upstream.PromQLNames) {
 		path, err := upstream.Build(context.Background(), root, name)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "upstream: %s: %v\n", name, err)

@@ -120,6 +120,10 @@ func TestMetrics(t *testing.T) {
 		`apiserver_request_total{code="200",group="",resource="configmaps",verb="LIST"} 1`,
 		`apiserver_request_total{code="404",group="",resource="configmaps",verb="GET"} 1`,
 		`apiserver_request_duration_seconds_bucket`,
+		`hacp_cert_expiry_seconds{cert="generated:`, // the generated certificates, for the expiry alert
+		`etcd_server_has_leader 1`,                  // the embedded member's metrics, for the etcd alerts
+		`etcd_mvcc_db_total_size_in_bytes`,
+		`etcd_server_quota_backend_bytes`,
 	} {
 		if !strings.Contains(string(data), want) {
 			t.Fatalf("/metrics lacks %s", want)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,8 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	inflight *prometheus.GaugeVec
 	cache    *storage.CacherMetrics
+	// embeddedEtcd says /metrics also serves the embedded etcd member's etcd_* metrics.
+	embeddedEtcd atomic.Bool
 }
 
 func newMetrics() *metrics {
@@ -56,7 +59,7 @@ func registerOnce(reg *prometheus.Registry, cs ...prometheus.Collector) error {
 
 // Handler serves /metrics.
 func (m *metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(prometheus.Gatherers{m.registry, etcdGatherer{m}}, promhttp.HandlerOpts{})
 }
 
 type statusRecorder struct {

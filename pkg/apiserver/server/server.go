@@ -171,6 +171,12 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.handler = h
+	if err := s.registerCertMetrics(); err != nil {
+		cancel()
+		s.closeEtcd()
+		s.closeAudit()
+		return err
+	}
 	phase("handler")
 	addr := net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)
