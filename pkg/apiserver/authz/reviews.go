@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hacp/hacp/pkg/apiserver/endpoints"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -17,15 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Resources are the authorization.k8s.io/v1 access reviews: SubjectAccessReview,
+// Reviews are the authorization.k8s.io/v1 access reviews: SubjectAccessReview,
 // LocalSubjectAccessReview, SelfSubjectAccessReview and SelfSubjectRulesReview. They are
-// not stored: a create answers with the review's status.
-func (z *Authz) Resources() []endpoints.Resource {
-	names := func(kind, plural string, namespaced bool) *registry.Names {
-		return &registry.Names{Group: authorizationv1.GroupName, Version: "v1", Kind: kind, ListKind: kind + "List", Plural: plural,
+// not stored: a create answers with the review's status. The server installs them with the
+// registry's resources.
+func (z *Authz) Reviews() []*registry.View {
+	names := func(kind, plural string, namespaced bool) registry.Names {
+		return registry.Names{Group: authorizationv1.GroupName, Version: "v1", Kind: kind, ListKind: kind + "List", Plural: plural,
 			Singular: strings.ToLower(kind), Namespaced: namespaced}
 	}
-	return []endpoints.Resource{
+	return []*registry.View{
 		{Names: names("LocalSubjectAccessReview", "localsubjectaccessreviews", true), Storage: &review{z: z, kind: "LocalSubjectAccessReview"}},
 		{Names: names("SelfSubjectAccessReview", "selfsubjectaccessreviews", false), Storage: &review{z: z, kind: "SelfSubjectAccessReview"}},
 		{Names: names("SelfSubjectRulesReview", "selfsubjectrulesreviews", false), Storage: &review{z: z, kind: "SelfSubjectRulesReview"}},

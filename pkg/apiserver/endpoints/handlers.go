@@ -244,36 +244,7 @@ const (
 )
 
 func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
-	opts := &metav1.PatchOptions{}
-	if err := decodeQuery(r, opts); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if err := checkOptions(opts.DryRun, opts.FieldManager); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	ct := r.Header.Get("Content-Type")
-	if i := indexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	switch ct {
-	case jsonPatchType, mergePatchType:
-	case strategicPatchType:
-		if !s.typed {
-			writeError(w, r, unsupportedMediaType(ct+": strategic merge patch is only supported for built-in kinds, use application/merge-patch+json or application/json-patch+json"))
-			return
-		}
-	case applyPatchType:
-	default:
-		writeError(w, r, unsupportedMediaType(ct))
-		return
-	}
-	if errs := metav1validation.ValidatePatchOptions(opts, types.PatchType(ct)); len(errs) > 0 {
-		writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
-		return
-	}
-	patch, err := readBody(r)
+	opts, ct, patch, err := s.readPatch(r)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -283,19 +254,9 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		return
 	}
 	manager := managerOrUserAgent(opts.FieldManager, r.UserAgent())
-	var probe any
-	if err := json.Unmarshal(patch, &probe); err != nil {
-		writeError(w, r, syntaxError(patch, err))
-		return
-	}
-	var jp jsonpatch.Patch
-	if ct == jsonPatchType {
-		if jp, err = jsonpatch.DecodePatch(patch); err != nil {
-			writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err)))
-			return
-		}
-	} else if _, ok := probe.(map[string]any); !ok {
-		writeError(w, r, apierrors.NewBadRequest("a merge patch must be a JSON object"))
+	jp, err := decodePatch(ct, patch)
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
@@ -305,21 +266,9 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		if cur == nil {
 			return nil, apierrors.NewNotFound(s.gr(), name)
 		}
-		curJSON, err := json.Marshal(cur)
+		patched, err := s.applyPatch(ct, jp, patch, cur)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		var patched []byte
-		switch ct {
-		case jsonPatchType:
-			patched, err = jp.Apply(curJSON)
-		case mergePatchType:
-			patched, err = jsonpatch.MergePatch(curJSON, patch)
-		case strategicPatchType:
-			patched, err = strategicpatch.StrategicMergePatch(curJSON, patch, s.storage.New())
-		}
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+			return nil, err
 		}
 		obj, err := s.decodeJSON(w, r, patched)
 		if err != nil {
@@ -344,6 +293,82 @@ func (s *scope) patch(w http.ResponseWriter, r *http.Request, ns, name string) {
 		return
 	}
 	writeObject(w, r, http.StatusOK, out)
+}
+
+// readPatch reads a patch request: its options, its patch type (the Content-Type without
+// parameters) and its body, refusing types this resource does not take.
+func (s *scope) readPatch(r *http.Request) (*metav1.PatchOptions, string, []byte, error) {
+	opts := &metav1.PatchOptions{}
+	if err := decodeQuery(r, opts); err != nil {
+		return nil, "", nil, err
+	}
+	if err := checkOptions(opts.DryRun, opts.FieldManager); err != nil {
+		return nil, "", nil, err
+	}
+	ct := r.Header.Get("Content-Type")
+	if i := indexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	switch ct {
+	case jsonPatchType, mergePatchType:
+	case strategicPatchType:
+		if !s.typed {
+			return nil, "", nil, unsupportedMediaType(ct + ": strategic merge patch is only supported for built-in kinds, use application/merge-patch+json or application/json-patch+json")
+		}
+	case applyPatchType:
+	default:
+		return nil, "", nil, unsupportedMediaType(ct)
+	}
+	if errs := metav1validation.ValidatePatchOptions(opts, types.PatchType(ct)); len(errs) > 0 {
+		return nil, "", nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	patch, err := readBody(r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return opts, ct, patch, nil
+}
+
+// decodePatch checks that patch is JSON of its type's shape: a JSON patch (returned
+// decoded) or, for a merge patch, an object.
+func decodePatch(ct string, patch []byte) (jsonpatch.Patch, error) {
+	var probe any
+	if err := json.Unmarshal(patch, &probe); err != nil {
+		return nil, syntaxError(patch, err)
+	}
+	if ct == jsonPatchType {
+		jp, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		return jp, nil
+	}
+	if _, ok := probe.(map[string]any); !ok {
+		return nil, apierrors.NewBadRequest("a merge patch must be a JSON object")
+	}
+	return nil, nil
+}
+
+// applyPatch applies a patch of type ct (jp when a JSON patch) to cur, giving the patched
+// object's JSON.
+func (s *scope) applyPatch(ct string, jp jsonpatch.Patch, patch []byte, cur runtime.Object) ([]byte, error) {
+	curJSON, err := json.Marshal(cur)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch ct {
+	case jsonPatchType:
+		patched, err = jp.Apply(curJSON)
+	case mergePatchType:
+		patched, err = jsonpatch.MergePatch(curJSON, patch)
+	case strategicPatchType:
+		patched, err = strategicpatch.StrategicMergePatch(curJSON, patch, s.storage.New())
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch could not be applied: %v", err))
+	}
+	return patched, nil
 }
 
 // tooLargeWithManagedFields reports whether a write of obj was refused as too large for
@@ -442,67 +467,7 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		return
 	}
 	defer wi.Stop()
-	flusher, _ := w.(http.Flusher)
-	format := wireJSON
-	if out.proto {
-		format = wireProto
-		w.Header().Set("Content-Type", protobufType+";stream=watch")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	w.Header().Set("Transfer-Encoding", "chunked")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	first := true
-	// emit writes one event; false when the watch ends (an error event, or the client gone).
-	emit := func(ev watch.Event) bool {
-		obj := ev.Object
-		// Storage's own object: the cache hands the same one to every watcher (etcd's watch
-		// and a converting store make one per watcher, which then only takes room).
-		shared := ev.Type != watch.Error && out.kind == outObject
-		if ev.Type != watch.Error {
-			switch {
-			case out.kind == outTable && ev.Type == watch.Bookmark:
-				obj = bookmarkTable(obj)
-			case out.kind == outTable:
-				t, err := out.transform(r, obj)
-				if err != nil {
-					obj = ErrorStatus(err)
-					ev.Type = watch.Error
-					break
-				}
-				if !first {
-					t.(*metav1.Table).ColumnDefinitions = nil
-				}
-				first = false
-				obj = t
-			case out.kind == outPartialMetadata:
-				if p, err := partialMetadata(obj); err == nil {
-					obj = p
-				}
-			}
-		}
-		var frame []byte
-		var err error
-		if shared {
-			var store any
-			if s.cachedEncodings {
-				store = s.storage
-			}
-			frame, err = objectEncodings.frame(store, format, ev.Type, obj)
-		} else {
-			frame, err = encodeEvent(format, ev.Type, obj)
-		}
-		if err != nil {
-			return false
-		}
-		if _, err := w.Write(frame); err != nil {
-			return false
-		}
-		return ev.Type != watch.Error
-	}
+	ws := s.startWatchStream(w, r, out)
 	var stop <-chan struct{}
 	if s.stop != nil {
 		stop = s.stop()
@@ -514,35 +479,121 @@ func (s *scope) watch(w http.ResponseWriter, r *http.Request, ns string, opts *m
 		case <-stop:
 			return
 		case ev, ok := <-wi.ResultChan():
-			if !ok {
+			if !ok || !ws.emitQueued(ev, wi.ResultChan()) {
 				return
-			}
-			// Write what is queued behind this event too, then flush once (a watcher
-			// that falls behind catches up in fewer, larger writes).
-			for n := 0; ; n++ {
-				if !emit(ev) {
-					if flusher != nil {
-						flusher.Flush()
-					}
-					return
-				}
-				if n == 100 {
-					break
-				}
-				more := false
-				select {
-				case ev, more = <-wi.ResultChan():
-				default:
-				}
-				if !more {
-					break
-				}
-			}
-			if flusher != nil {
-				flusher.Flush()
 			}
 		}
 	}
+}
+
+// watchStream writes a watch's events to its client.
+type watchStream struct {
+	s       *scope
+	w       http.ResponseWriter
+	r       *http.Request
+	out     output
+	format  wireFormat
+	flusher http.Flusher // nil when w cannot flush
+	first   bool         // no event written yet (a Table's first carries the columns)
+}
+
+// startWatchStream answers 200 with the stream's content type, flushed at once.
+func (s *scope) startWatchStream(w http.ResponseWriter, r *http.Request, out output) *watchStream {
+	ws := &watchStream{s: s, w: w, r: r, out: out, format: wireJSON, first: true}
+	ws.flusher, _ = w.(http.Flusher)
+	if out.proto {
+		ws.format = wireProto
+		w.Header().Set("Content-Type", protobufType+";stream=watch")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	ws.flush()
+	return ws
+}
+
+func (ws *watchStream) flush() {
+	if ws.flusher != nil {
+		ws.flusher.Flush()
+	}
+}
+
+// emitQueued writes ev and what is queued behind it on events (100 at most), then flushes
+// once: a watcher that falls behind catches up in fewer, larger writes. False when the
+// watch ends.
+func (ws *watchStream) emitQueued(ev watch.Event, events <-chan watch.Event) bool {
+	for n := 0; ; n++ {
+		if !ws.emit(ev) {
+			ws.flush()
+			return false
+		}
+		if n == 100 {
+			break
+		}
+		more := false
+		select {
+		case ev, more = <-events:
+		default:
+		}
+		if !more {
+			break
+		}
+	}
+	ws.flush()
+	return true
+}
+
+// emit writes one event; false when the watch ends (an error event, or the client gone).
+func (ws *watchStream) emit(ev watch.Event) bool {
+	// Storage's own object: the cache hands the same one to every watcher (etcd's watch
+	// and a converting store make one per watcher, which then only takes room).
+	shared := ev.Type != watch.Error && ws.out.kind == outObject
+	if ev.Type != watch.Error {
+		ev = ws.transform(ev)
+	}
+	var frame []byte
+	var err error
+	if shared {
+		var store any
+		if ws.s.cachedEncodings {
+			store = ws.s.storage
+		}
+		frame, err = objectEncodings.frame(store, ws.format, ev.Type, ev.Object)
+	} else {
+		frame, err = encodeEvent(ws.format, ev.Type, ev.Object)
+	}
+	if err != nil {
+		return false
+	}
+	if _, err := ws.w.Write(frame); err != nil {
+		return false
+	}
+	return ev.Type != watch.Error
+}
+
+// transform gives an event's object in the negotiated form: a Table row (the columns in
+// the first only), partial metadata, or itself; an error event when the row fails.
+func (ws *watchStream) transform(ev watch.Event) watch.Event {
+	switch {
+	case ws.out.kind == outTable && ev.Type == watch.Bookmark:
+		ev.Object = bookmarkTable(ev.Object)
+	case ws.out.kind == outTable:
+		t, err := ws.out.transform(ws.r, ev.Object)
+		if err != nil {
+			return watch.Event{Type: watch.Error, Object: ErrorStatus(err)}
+		}
+		if !ws.first {
+			t.(*metav1.Table).ColumnDefinitions = nil
+		}
+		ws.first = false
+		ev.Object = t
+	case ws.out.kind == outPartialMetadata:
+		if p, err := partialMetadata(ev.Object); err == nil {
+			ev.Object = p
+		}
+	}
+	return ev
 }
 
 // minRequestTimeout is kube-apiserver's --min-request-timeout default. A watch without a

@@ -111,77 +111,9 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 	_, unstructuredKind := r.Storage.New().(*unstructured.Unstructured)
 	main := &scope{names: r.Names, storage: r.Storage, kind: r.Storage.Kind(), namespaced: r.Names.Namespaced, typed: !unstructuredKind, stop: in.Stop,
 		cachedEncodings: cachedEncodings(r.Storage)}
-	verbs := Verbs(r.Storage)
-	has := func(v string) bool { return slices.Contains(verbs, v) }
-	plural := r.Names.Plural
-
-	printer := customPrinter(r.Storage)
-	route := func(method, path string, h func(w http.ResponseWriter, req *restful.Request)) {
-		ws.Route(ws.Method(method).Path(path).Produces("*/*").To(func(req *restful.Request, resp *restful.Response) {
-			if printer != nil {
-				req.Request = req.Request.WithContext(context.WithValue(req.Request.Context(), printerKey{}, printer))
-			}
-			h(resp.ResponseWriter, req)
-		}).Operation(method + " " + path))
-	}
-
-	var coll, item, watchColl, watchItem string
-	if r.Names.Namespaced {
-		coll = "/namespaces/{namespace}/" + plural
-		item = coll + "/{name}"
-		watchColl = "/watch/namespaces/{namespace}/" + plural
-		watchItem = watchColl + "/{name}"
-	} else {
-		coll = "/" + plural
-		item = coll + "/{name}"
-		watchColl = "/watch/" + plural
-		watchItem = watchColl + "/{name}"
-	}
-	ns := func(req *restful.Request) string { return param(req, "namespace") }
-
-	if has("list") {
-		route("GET", coll, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), false) })
-		if r.Names.Namespaced {
-			route("GET", "/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", false) })
-		}
-	}
-	if has("watch") {
-		route("GET", watchColl, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), true) })
-		route("GET", watchItem, func(w http.ResponseWriter, req *restful.Request) {
-			q := req.Request.URL.Query()
-			q.Set("fieldSelector", "metadata.name="+param(req, "name"))
-			req.Request.URL.RawQuery = q.Encode()
-			main.list(w, req.Request, ns(req), true)
-		})
-		if r.Names.Namespaced {
-			route("GET", "/watch/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", true) })
-		}
-	}
-	if has("create") {
-		route("POST", coll, func(w http.ResponseWriter, req *restful.Request) { main.create(w, req.Request, ns(req), "") })
-	}
-	if has("deletecollection") {
-		route("DELETE", coll, func(w http.ResponseWriter, req *restful.Request) { main.deleteCollection(w, req.Request, ns(req)) })
-	}
-	if has("get") {
-		route("GET", item, func(w http.ResponseWriter, req *restful.Request) {
-			main.get(w, req.Request, ns(req), param(req, "name"))
-		})
-	}
-	if has("update") {
-		route("PUT", item, func(w http.ResponseWriter, req *restful.Request) {
-			main.update(w, req.Request, ns(req), param(req, "name"))
-		})
-		route("PATCH", item, func(w http.ResponseWriter, req *restful.Request) {
-			main.patch(w, req.Request, ns(req), param(req, "name"))
-		})
-	}
-	if has("delete") {
-		route("DELETE", item, func(w http.ResponseWriter, req *restful.Request) {
-			main.delete(w, req.Request, ns(req), param(req, "name"))
-		})
-	}
-
+	rt := &resourceRouter{ws: ws, printer: customPrinter(r.Storage)}
+	p := pathsOf(r.Names)
+	installVerbs(rt, main, r, p)
 	subs := make([]string, 0, len(r.Subresources))
 	for name := range r.Subresources {
 		subs = append(subs, name)
@@ -190,35 +122,125 @@ func (in *Installer) installResource(ws *restful.WebService, r Resource) {
 	for _, name := range subs {
 		st := r.Subresources[name]
 		sub := &scope{names: r.Names, storage: st, kind: st.Kind(), subresource: name, namespaced: r.Names.Namespaced, typed: main.typed, stop: in.Stop, parent: r.Storage}
-		path := item + "/" + name
-		if c, ok := st.(registry.Connecter); ok {
-			for _, m := range c.ConnectMethods() {
-				for _, p := range []string{path, path + "/{path:*}"} {
-					route(m, p, func(w http.ResponseWriter, req *restful.Request) {
-						connect(w, req, c)
-					})
-				}
+		installSubresource(rt, sub, p.item+"/"+name)
+	}
+}
+
+// resourceRouter adds one resource's routes to its group-version's WebService.
+type resourceRouter struct {
+	ws      *restful.WebService
+	printer *tableconvert.Printer // a custom resource's own columns (customPrinter); nil for the default
+}
+
+func (rt *resourceRouter) route(method, path string, h func(w http.ResponseWriter, req *restful.Request)) {
+	rt.ws.Route(rt.ws.Method(method).Path(path).Produces("*/*").To(func(req *restful.Request, resp *restful.Response) {
+		if rt.printer != nil {
+			req.Request = req.Request.WithContext(context.WithValue(req.Request.Context(), printerKey{}, rt.printer))
+		}
+		h(resp.ResponseWriter, req)
+	}).Operation(method + " " + path))
+}
+
+// resourcePaths are a resource's route paths under its group-version.
+type resourcePaths struct {
+	coll, item, watchColl, watchItem string
+}
+
+func pathsOf(n *registry.Names) resourcePaths {
+	if n.Namespaced {
+		coll := "/namespaces/{namespace}/" + n.Plural
+		watchColl := "/watch/namespaces/{namespace}/" + n.Plural
+		return resourcePaths{coll: coll, item: coll + "/{name}", watchColl: watchColl, watchItem: watchColl + "/{name}"}
+	}
+	coll := "/" + n.Plural
+	watchColl := "/watch/" + n.Plural
+	return resourcePaths{coll: coll, item: coll + "/{name}", watchColl: watchColl, watchItem: watchColl + "/{name}"}
+}
+
+func namespaceParam(req *restful.Request) string { return param(req, "namespace") }
+
+// installVerbs routes the verbs r's storage implements (Verbs) to main.
+func installVerbs(rt *resourceRouter, main *scope, r Resource, p resourcePaths) {
+	verbs := Verbs(r.Storage)
+	has := func(v string) bool { return slices.Contains(verbs, v) }
+	plural := r.Names.Plural
+	ns := namespaceParam
+	if has("list") {
+		rt.route("GET", p.coll, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), false) })
+		if r.Names.Namespaced {
+			rt.route("GET", "/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", false) })
+		}
+	}
+	if has("watch") {
+		rt.route("GET", p.watchColl, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, ns(req), true) })
+		rt.route("GET", p.watchItem, func(w http.ResponseWriter, req *restful.Request) {
+			q := req.Request.URL.Query()
+			q.Set("fieldSelector", "metadata.name="+param(req, "name"))
+			req.Request.URL.RawQuery = q.Encode()
+			main.list(w, req.Request, ns(req), true)
+		})
+		if r.Names.Namespaced {
+			rt.route("GET", "/watch/"+plural, func(w http.ResponseWriter, req *restful.Request) { main.list(w, req.Request, "", true) })
+		}
+	}
+	if has("create") {
+		rt.route("POST", p.coll, func(w http.ResponseWriter, req *restful.Request) { main.create(w, req.Request, ns(req), "") })
+	}
+	if has("deletecollection") {
+		rt.route("DELETE", p.coll, func(w http.ResponseWriter, req *restful.Request) { main.deleteCollection(w, req.Request, ns(req)) })
+	}
+	if has("get") {
+		rt.route("GET", p.item, func(w http.ResponseWriter, req *restful.Request) {
+			main.get(w, req.Request, ns(req), param(req, "name"))
+		})
+	}
+	if has("update") {
+		rt.route("PUT", p.item, func(w http.ResponseWriter, req *restful.Request) {
+			main.update(w, req.Request, ns(req), param(req, "name"))
+		})
+		rt.route("PATCH", p.item, func(w http.ResponseWriter, req *restful.Request) {
+			main.patch(w, req.Request, ns(req), param(req, "name"))
+		})
+	}
+	if has("delete") {
+		rt.route("DELETE", p.item, func(w http.ResponseWriter, req *restful.Request) {
+			main.delete(w, req.Request, ns(req), param(req, "name"))
+		})
+	}
+}
+
+// installSubresource routes a subresource at path: a proxy-type one (Connecter) under its
+// methods, otherwise get, update, patch and create as its storage implements them.
+func installSubresource(rt *resourceRouter, sub *scope, path string) {
+	ns := namespaceParam
+	st := sub.storage
+	if c, ok := st.(registry.Connecter); ok {
+		for _, m := range c.ConnectMethods() {
+			for _, p := range []string{path, path + "/{path:*}"} {
+				rt.route(m, p, func(w http.ResponseWriter, req *restful.Request) {
+					connect(w, req, c)
+				})
 			}
-			continue
 		}
-		if _, ok := st.(registry.Getter); ok {
-			route("GET", path, func(w http.ResponseWriter, req *restful.Request) {
-				sub.get(w, req.Request, ns(req), param(req, "name"))
-			})
-		}
-		if _, ok := st.(registry.Updater); ok {
-			route("PUT", path, func(w http.ResponseWriter, req *restful.Request) {
-				sub.update(w, req.Request, ns(req), param(req, "name"))
-			})
-			route("PATCH", path, func(w http.ResponseWriter, req *restful.Request) {
-				sub.patch(w, req.Request, ns(req), param(req, "name"))
-			})
-		}
-		if _, ok := st.(registry.Creater); ok {
-			route("POST", path, func(w http.ResponseWriter, req *restful.Request) {
-				sub.create(w, req.Request, ns(req), param(req, "name"))
-			})
-		}
+		return
+	}
+	if _, ok := st.(registry.Getter); ok {
+		rt.route("GET", path, func(w http.ResponseWriter, req *restful.Request) {
+			sub.get(w, req.Request, ns(req), param(req, "name"))
+		})
+	}
+	if _, ok := st.(registry.Updater); ok {
+		rt.route("PUT", path, func(w http.ResponseWriter, req *restful.Request) {
+			sub.update(w, req.Request, ns(req), param(req, "name"))
+		})
+		rt.route("PATCH", path, func(w http.ResponseWriter, req *restful.Request) {
+			sub.patch(w, req.Request, ns(req), param(req, "name"))
+		})
+	}
+	if _, ok := st.(registry.Creater); ok {
+		rt.route("POST", path, func(w http.ResponseWriter, req *restful.Request) {
+			sub.create(w, req.Request, ns(req), param(req, "name"))
+		})
 	}
 }
 

@@ -34,7 +34,7 @@ func cachedEncodings(st registry.Storage) bool {
 	if !ok {
 		return false
 	}
-	_, ok = s.Storage().(*storage.Cacher)
+	_, ok = s.Storage().(storage.CachedReader)
 	return ok
 }
 

@@ -180,120 +180,162 @@ func subresourceSchema(r Resource, sub string) (schemaFunc, schema.GroupVersionK
 func resourcePaths(paths map[string]*pathItem, r Resource) error {
 	gv := schema.GroupVersion{Group: r.Group, Version: r.Version}
 	gvk := gv.WithKind(r.Kind)
-	gvID, tag := opGroupVersion(gv)
-	prefix := "/" + groupVersionPath(gv)
-	has := func(verb string) bool { return slices.Contains(r.Verbs, verb) }
-
-	ns, nsPrefix, nsParams := "", "", []param{}
+	ro := &resourceOps{paths: paths, r: r, gv: gv, gvk: gvk, prefix: "/" + groupVersionPath(gv), nsParams: []param{},
+		kindSchema: objectSchema(r.Object, gvk, r.ListKind, false, r.Schema), pt: patchTypes}
+	ro.gvID, ro.tag = opGroupVersion(gv)
 	if r.Namespaced {
-		ns, nsPrefix, nsParams = "Namespaced", "/namespaces/{namespace}", []param{pNamespace}
+		ro.ns, ro.nsPrefix, ro.nsParams = "Namespaced", "/namespaces/{namespace}", []param{pNamespace}
 	}
-	pName := func(kind string) param {
-		return param{name: "name", in: "path", typ: "string", required: true, desc: "name of the " + kind}
-	}
-	collection := prefix + nsPrefix + "/" + r.Plural
-	item := collection + "/{name}"
-	add := func(path string, params []param, op operation) {
-		pi := paths[path]
-		if pi == nil {
-			pi = &pathItem{params: append(slices.Clone(params), pPretty)}
-			paths[path] = pi
-		}
-		op.tag = tag
-		pi.ops = append(pi.ops, op)
-	}
-
-	kindSchema := objectSchema(r.Object, gvk, r.ListKind, false, r.Schema)
-	listSchema := objectSchema(r.List, gvk, r.ListKind, true, r.Schema)
-	status := typeSchema[metav1.Status]()
-	deleteOptions := typeSchema[metav1.DeleteOptions]()
-	patch := typeSchema[metav1.Patch]()
-	watchEvent := typeSchema[metav1.WatchEvent]()
-	ok := func(s schemaFunc) []response { return []response{{200, "OK", s}, {401, "Unauthorized", nil}} }
-	pt := patchTypes
+	ro.collection = ro.prefix + ro.nsPrefix + "/" + r.Plural
+	ro.item = ro.collection + "/{name}"
+	ro.itemParams = append([]param{{name: "name", in: "path", typ: "string", required: true, desc: "name of the " + r.Kind}}, ro.nsParams...)
 	if _, custom := r.Object.(*unstructured.Unstructured); custom {
-		pt = customPatchTypes
+		ro.pt = customPatchTypes
 	}
-
-	if has("list") {
-		add(collection, nsParams, operation{method: "get", id: "list" + gvID + ns + r.Kind, desc: "list or watch objects of kind " + r.Kind,
-			action: "list", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: ok(listSchema)})
-		if r.Namespaced {
-			add(prefix+"/"+r.Plural, nil, operation{method: "get", id: "list" + gvID + r.Kind + "ForAllNamespaces", desc: "list or watch objects of kind " + r.Kind,
-				action: "list", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: ok(listSchema)})
+	ro.collectionOps()
+	ro.itemOps()
+	ro.watchOps()
+	for _, sub := range r.Subresources {
+		if err := ro.subresourceOps(sub); err != nil {
+			return err
 		}
 	}
-	if has("create") {
-		add(collection, nsParams, operation{method: "post", id: "create" + gvID + ns + r.Kind, desc: "create a " + r.Kind,
-			action: "post", gvk: &gvk, query: writeParams, body: kindSchema, consumes: anyType, produces: jsonYAML,
-			resps: []response{{200, "OK", kindSchema}, {201, "Created", kindSchema}, {202, "Accepted", kindSchema}, {401, "Unauthorized", nil}}})
+	return nil
+}
+
+// resourceOps adds the operations of one resource to paths.
+type resourceOps struct {
+	paths map[string]*pathItem
+	r     Resource
+	gv    schema.GroupVersion
+	gvk   schema.GroupVersionKind
+	gvID  string // the group-version part of operation ids
+	tag   string
+	// prefix is the group-version's path; ns is "Namespaced" in the ids of a namespaced
+	// resource's operations, nsPrefix its path part, nsParams its parameter.
+	prefix, ns, nsPrefix string
+	nsParams             []param
+	collection, item     string
+	itemParams           []param
+	kindSchema           schemaFunc
+	pt                   []string // the patch types accepted
+}
+
+func (ro *resourceOps) has(verb string) bool { return slices.Contains(ro.r.Verbs, verb) }
+
+func (ro *resourceOps) add(path string, params []param, op operation) {
+	pi := ro.paths[path]
+	if pi == nil {
+		pi = &pathItem{params: append(slices.Clone(params), pPretty)}
+		ro.paths[path] = pi
 	}
-	if has("deletecollection") {
-		add(collection, nsParams, operation{method: "delete", id: "delete" + gvID + "Collection" + ns + r.Kind, desc: "delete collection of " + r.Kind,
-			action: "deletecollection", gvk: &gvk, query: deleteCollectionParams, body: deleteOptions, consumes: anyType, produces: jsonYAML, resps: ok(status)})
+	op.tag = ro.tag
+	pi.ops = append(pi.ops, op)
+}
+
+func okResponses(s schemaFunc) []response {
+	return []response{{200, "OK", s}, {401, "Unauthorized", nil}}
+}
+
+// collectionOps adds list, create and deletecollection.
+func (ro *resourceOps) collectionOps() {
+	r, gvID, ns, gvk := ro.r, ro.gvID, ro.ns, ro.gvk
+	if ro.has("list") {
+		listSchema := objectSchema(r.List, gvk, r.ListKind, true, r.Schema)
+		ro.add(ro.collection, ro.nsParams, operation{method: "get", id: "list" + gvID + ns + r.Kind, desc: "list or watch objects of kind " + r.Kind,
+			action: "list", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: okResponses(listSchema)})
+		if r.Namespaced {
+			ro.add(ro.prefix+"/"+r.Plural, nil, operation{method: "get", id: "list" + gvID + r.Kind + "ForAllNamespaces", desc: "list or watch objects of kind " + r.Kind,
+				action: "list", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: okResponses(listSchema)})
+		}
 	}
-	itemParams := append([]param{pName(r.Kind)}, nsParams...)
-	if has("get") {
-		add(item, itemParams, operation{method: "get", id: "read" + gvID + ns + r.Kind, desc: "read the specified " + r.Kind,
-			action: "get", gvk: &gvk, consumes: anyType, produces: jsonYAML, resps: ok(kindSchema)})
+	if ro.has("create") {
+		ro.add(ro.collection, ro.nsParams, operation{method: "post", id: "create" + gvID + ns + r.Kind, desc: "create a " + r.Kind,
+			action: "post", gvk: &gvk, query: writeParams, body: ro.kindSchema, consumes: anyType, produces: jsonYAML,
+			resps: []response{{200, "OK", ro.kindSchema}, {201, "Created", ro.kindSchema}, {202, "Accepted", ro.kindSchema}, {401, "Unauthorized", nil}}})
 	}
-	if has("update") {
-		add(item, itemParams, operation{method: "put", id: "replace" + gvID + ns + r.Kind, desc: "replace the specified " + r.Kind,
+	if ro.has("deletecollection") {
+		ro.add(ro.collection, ro.nsParams, operation{method: "delete", id: "delete" + gvID + "Collection" + ns + r.Kind, desc: "delete collection of " + r.Kind,
+			action: "deletecollection", gvk: &gvk, query: deleteCollectionParams, body: typeSchema[metav1.DeleteOptions](), consumes: anyType, produces: jsonYAML,
+			resps: okResponses(typeSchema[metav1.Status]())})
+	}
+}
+
+// itemOps adds get, update (put), patch and delete of one object.
+func (ro *resourceOps) itemOps() {
+	r, gvID, ns, gvk, kindSchema := ro.r, ro.gvID, ro.ns, ro.gvk, ro.kindSchema
+	if ro.has("get") {
+		ro.add(ro.item, ro.itemParams, operation{method: "get", id: "read" + gvID + ns + r.Kind, desc: "read the specified " + r.Kind,
+			action: "get", gvk: &gvk, consumes: anyType, produces: jsonYAML, resps: okResponses(kindSchema)})
+	}
+	if ro.has("update") {
+		ro.add(ro.item, ro.itemParams, operation{method: "put", id: "replace" + gvID + ns + r.Kind, desc: "replace the specified " + r.Kind,
 			action: "put", gvk: &gvk, query: writeParams, body: kindSchema, consumes: anyType, produces: jsonYAML,
 			resps: []response{{200, "OK", kindSchema}, {201, "Created", kindSchema}, {401, "Unauthorized", nil}}})
 	}
-	if has("patch") {
-		add(item, itemParams, operation{method: "patch", id: "patch" + gvID + ns + r.Kind, desc: "partially update the specified " + r.Kind,
-			action: "patch", gvk: &gvk, query: patchParams, body: patch, consumes: pt, produces: jsonYAML,
+	if ro.has("patch") {
+		ro.add(ro.item, ro.itemParams, operation{method: "patch", id: "patch" + gvID + ns + r.Kind, desc: "partially update the specified " + r.Kind,
+			action: "patch", gvk: &gvk, query: patchParams, body: typeSchema[metav1.Patch](), consumes: ro.pt, produces: jsonYAML,
 			resps: []response{{200, "OK", kindSchema}, {201, "Created", kindSchema}, {401, "Unauthorized", nil}}})
 	}
-	if has("delete") {
-		add(item, itemParams, operation{method: "delete", id: "delete" + gvID + ns + r.Kind, desc: "delete a " + r.Kind,
-			action: "delete", gvk: &gvk, query: deleteParams, body: deleteOptions, consumes: anyType, produces: jsonYAML,
+	if ro.has("delete") {
+		ro.add(ro.item, ro.itemParams, operation{method: "delete", id: "delete" + gvID + ns + r.Kind, desc: "delete a " + r.Kind,
+			action: "delete", gvk: &gvk, query: deleteParams, body: typeSchema[metav1.DeleteOptions](), consumes: anyType, produces: jsonYAML,
 			resps: []response{{200, "OK", kindSchema}, {202, "Accepted", kindSchema}, {401, "Unauthorized", nil}}})
 	}
-	if has("watch") {
-		watchPrefix := "/" + groupVersionPath(gv) + "/watch"
-		add(watchPrefix+nsPrefix+"/"+r.Plural+"/{name}", itemParams, operation{method: "get", id: "watch" + gvID + ns + r.Kind,
-			desc:   "watch changes to an object of kind " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter.",
-			action: "watch", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: ok(watchEvent)})
-		add(watchPrefix+nsPrefix+"/"+r.Plural, nsParams, operation{method: "get", id: "watch" + gvID + ns + r.Kind + "List",
-			desc:   "watch individual changes to a list of " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead.",
-			action: "watchlist", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: ok(watchEvent)})
-		if r.Namespaced {
-			add(watchPrefix+"/"+r.Plural, nil, operation{method: "get", id: "watch" + gvID + r.Kind + "ListForAllNamespaces",
-				desc:   "watch individual changes to a list of " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead.",
-				action: "watchlist", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: ok(watchEvent)})
-		}
-	}
+}
 
-	for _, sub := range r.Subresources {
-		body, sgvk, err := subresourceSchema(r, sub)
-		if err != nil {
-			return err
-		}
-		path := item + "/" + sub
-		title := strings.ToUpper(sub[:1]) + sub[1:]
-		if sub == "binding" || sub == "eviction" || sub == "token" {
-			add(path, itemParams, operation{method: "post", id: "create" + gvID + ns + r.Kind + title, desc: "create " + sub + " of a " + r.Kind,
-				action: "post", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
-				resps: []response{{200, "OK", body}, {201, "Created", body}, {202, "Accepted", body}, {401, "Unauthorized", nil}}})
-			continue
-		}
-		if has("get") {
-			add(path, itemParams, operation{method: "get", id: "read" + gvID + ns + r.Kind + title, desc: "read " + sub + " of the specified " + r.Kind,
-				action: "get", gvk: &sgvk, consumes: anyType, produces: jsonYAML, resps: ok(body)})
-		}
-		if has("update") {
-			add(path, itemParams, operation{method: "put", id: "replace" + gvID + ns + r.Kind + title, desc: "replace " + sub + " of the specified " + r.Kind,
-				action: "put", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
-				resps: []response{{200, "OK", body}, {201, "Created", body}, {401, "Unauthorized", nil}}})
-		}
-		if has("patch") {
-			add(path, itemParams, operation{method: "patch", id: "patch" + gvID + ns + r.Kind + title, desc: "partially update " + sub + " of the specified " + r.Kind,
-				action: "patch", gvk: &sgvk, query: patchParams, body: patch, consumes: pt, produces: jsonYAML,
-				resps: []response{{200, "OK", body}, {201, "Created", body}, {401, "Unauthorized", nil}}})
-		}
+// watchOps adds the deprecated /watch paths of one object and of lists.
+func (ro *resourceOps) watchOps() {
+	if !ro.has("watch") {
+		return
+	}
+	r, gvID, ns, gvk, nsPrefix := ro.r, ro.gvID, ro.ns, ro.gvk, ro.nsPrefix
+	watchEvent := typeSchema[metav1.WatchEvent]()
+	watchPrefix := "/" + groupVersionPath(ro.gv) + "/watch"
+	ro.add(watchPrefix+nsPrefix+"/"+r.Plural+"/{name}", ro.itemParams, operation{method: "get", id: "watch" + gvID + ns + r.Kind,
+		desc:   "watch changes to an object of kind " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter.",
+		action: "watch", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: okResponses(watchEvent)})
+	ro.add(watchPrefix+nsPrefix+"/"+r.Plural, ro.nsParams, operation{method: "get", id: "watch" + gvID + ns + r.Kind + "List",
+		desc:   "watch individual changes to a list of " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead.",
+		action: "watchlist", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: okResponses(watchEvent)})
+	if r.Namespaced {
+		ro.add(watchPrefix+"/"+r.Plural, nil, operation{method: "get", id: "watch" + gvID + r.Kind + "ListForAllNamespaces",
+			desc:   "watch individual changes to a list of " + r.Kind + ". deprecated: use the 'watch' parameter with a list operation instead.",
+			action: "watchlist", gvk: &gvk, query: listParams, consumes: anyType, produces: jsonYAMLWatch, resps: okResponses(watchEvent)})
+	}
+}
+
+// subresourceOps adds the operations of one subresource: create for those whose body is an
+// object of their own (binding, eviction, token), otherwise get, update and patch as the
+// resource has them.
+func (ro *resourceOps) subresourceOps(sub string) error {
+	r, gvID, ns, itemParams := ro.r, ro.gvID, ro.ns, ro.itemParams
+	body, sgvk, err := subresourceSchema(r, sub)
+	if err != nil {
+		return err
+	}
+	path := ro.item + "/" + sub
+	title := strings.ToUpper(sub[:1]) + sub[1:]
+	if sub == "binding" || sub == "eviction" || sub == "token" {
+		ro.add(path, itemParams, operation{method: "post", id: "create" + gvID + ns + r.Kind + title, desc: "create " + sub + " of a " + r.Kind,
+			action: "post", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
+			resps: []response{{200, "OK", body}, {201, "Created", body}, {202, "Accepted", body}, {401, "Unauthorized", nil}}})
+		return nil
+	}
+	if ro.has("get") {
+		ro.add(path, itemParams, operation{method: "get", id: "read" + gvID + ns + r.Kind + title, desc: "read " + sub + " of the specified " + r.Kind,
+			action: "get", gvk: &sgvk, consumes: anyType, produces: jsonYAML, resps: okResponses(body)})
+	}
+	if ro.has("update") {
+		ro.add(path, itemParams, operation{method: "put", id: "replace" + gvID + ns + r.Kind + title, desc: "replace " + sub + " of the specified " + r.Kind,
+			action: "put", gvk: &sgvk, query: writeParams, body: body, consumes: anyType, produces: jsonYAML,
+			resps: []response{{200, "OK", body}, {201, "Created", body}, {401, "Unauthorized", nil}}})
+	}
+	if ro.has("patch") {
+		ro.add(path, itemParams, operation{method: "patch", id: "patch" + gvID + ns + r.Kind + title, desc: "partially update " + sub + " of the specified " + r.Kind,
+			action: "patch", gvk: &sgvk, query: patchParams, body: typeSchema[metav1.Patch](), consumes: ro.pt, produces: jsonYAML,
+			resps: []response{{200, "OK", body}, {201, "Created", body}, {401, "Unauthorized", nil}}})
 	}
 	return nil
 }

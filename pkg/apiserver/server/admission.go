@@ -78,124 +78,161 @@ func (s *Server) startAdmission(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b := &admissionBuilder{s: s, ctx: ctx}
 	var chain admission.Chain
-	var hooks *webhook.Dispatcher
-	store := func(group, resource string) *registry.Store {
-		return s.registry.Resource(schema.GroupResource{Group: group, Resource: resource}).Store
-	}
-	get := func(st *registry.Store) func(ctx context.Context, ns, name string) (runtime.Object, error) {
-		return func(ctx context.Context, ns, name string) (runtime.Object, error) {
-			return st.Get(ctx, ns, name, &metav1.GetOptions{})
-		}
-	}
-	start := func(p interface {
-		admission.Handler
-		Start(context.Context)
-	}) admission.Handler {
-		p.Start(ctx)
-		return p
-	}
-	dispatcher := func() *webhook.Dispatcher {
-		if hooks == nil {
-			hooks = webhook.New(webhook.Config{
-				Mutating:   store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-				Validating: store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-				Namespaces: store("", "namespaces"),
-				Resolve:    webhookclient.EndpointsResolver(get(store("", "services")), get(store("", "endpoints"))),
-				Logger:     s.log,
-				Authorizer: celAuthorizer{s},
-				Equivalents: func(gvr schema.GroupVersionResource) []webhook.Equivalent {
-					var out []webhook.Equivalent
-					for _, e := range s.registry.EquivalentResources(gvr) {
-						out = append(out, webhook.Equivalent{Resource: e.Resource, Kind: e.Kind})
-					}
-					return out
-				},
-				Convert: s.registry.ConvertForAdmission,
-			})
-			hooks.Start(ctx)
-		}
-		return hooks
-	}
 	for _, n := range names {
-		switch n {
-		case admission.NamespaceLifecycle:
-			// The registry's stores refuse content in missing or terminating namespaces and
-			// the deletion of the standard ones themselves (see registry.namespaceAccepts).
-		case admission.LimitRanger:
-			chain = append(chain, start(plugins.NewLimitRanger(store("", "limitranges"))))
-		case admission.ServiceAccount:
-			sa := store("", "serviceaccounts")
-			chain = append(chain, start(plugins.NewServiceAccount(sa, get(sa))))
-		case admission.NodeRestriction:
-			chain = append(chain, plugins.NewNodeRestriction(get(store("", "pods"))))
-		case admission.PodSecurity:
-			ps, err := plugins.NewPodSecurity(store("", "namespaces"))
-			if err != nil {
-				return err
-			}
-			if f := s.cfg.AdmissionControlConfigFile; f != "" {
-				cfg, err := loadPodSecurityConfig(f)
-				if err != nil {
-					return fmt.Errorf("--admission-control-config-file: %w", err)
-				}
-				if err := ps.Configure(cfg); err != nil {
-					return fmt.Errorf("--admission-control-config-file: %s: %w", f, err)
-				}
-			}
-			pods := store("", "pods")
-			ps.ListPods = func(ctx context.Context, ns string) ([]*corev1.Pod, error) {
-				list, err := pods.List(ctx, ns, &metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				pl, ok := list.(*corev1.PodList)
-				if !ok {
-					return nil, fmt.Errorf("pods: unexpected list %T", list)
-				}
-				out := make([]*corev1.Pod, len(pl.Items))
-				for i := range pl.Items {
-					out[i] = &pl.Items[i]
-				}
-				return out, nil
-			}
-			chain = append(chain, start(ps))
-		case admission.Priority:
-			chain = append(chain, start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))))
-		case admission.DefaultStorageClass:
-			chain = append(chain, start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))))
-		case admission.TaintNodesByCondition:
-			chain = append(chain, plugins.NewTaintNodesByCondition())
-		case admission.DefaultTolerationSeconds:
-			chain = append(chain, plugins.NewDefaultTolerationSeconds(s.cfg.DefaultNotReadyTolerationSeconds, s.cfg.DefaultUnreachableTolerationSeconds))
-		case admission.StorageObjectInUseProtection:
-			chain = append(chain, plugins.NewStorageObjectInUseProtection())
-		case admission.PersistentVolumeClaimResize:
-			chain = append(chain, start(plugins.NewPersistentVolumeClaimResize(store("storage.k8s.io", "storageclasses"))))
-		case admission.RuntimeClass:
-			chain = append(chain, start(plugins.NewRuntimeClass(store("node.k8s.io", "runtimeclasses"))))
-		case admission.CertificateApproval:
-			chain = append(chain, plugins.NewCertificateApproval(s.signerAuthorizer))
-		case admission.CertificateSigning:
-			chain = append(chain, plugins.NewCertificateSigning(s.signerAuthorizer))
-		case admission.CertificateSubjectRestriction:
-			chain = append(chain, plugins.NewCertificateSubjectRestriction())
-		case admission.DefaultIngressClass:
-			chain = append(chain, start(plugins.NewDefaultIngressClass(store("networking.k8s.io", "ingressclasses"))))
-		case admission.MutatingAdmissionWebhook:
-			chain = append(chain, dispatcher().Mutating())
-		case admission.ValidatingAdmissionWebhook:
-			chain = append(chain, dispatcher().Validating())
-		case admission.ResourceQuota:
-			chain = append(chain, start(s.resourceQuotaPlugin()))
-		case admission.AlwaysDeny:
-			chain = append(chain, admission.AlwaysDenyPlugin{})
+		h, err := b.plugin(n)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			chain = append(chain, h)
 		}
 	}
-	s.webhooks = hooks
+	s.webhooks = b.hooks
 	s.admissionPlugins = names
 	s.registry.SetAdmission(chain)
 	return nil
+}
+
+// admissionBuilder builds the admission plugins on the registry's stores, starting those
+// that watch something with ctx.
+type admissionBuilder struct {
+	s     *Server
+	ctx   context.Context
+	hooks *webhook.Dispatcher // the webhooks' dispatcher, once a webhook plugin is on
+}
+
+func (b *admissionBuilder) store(group, resource string) *registry.Store {
+	return b.s.registry.Resource(schema.GroupResource{Group: group, Resource: resource}).Store
+}
+
+func getFrom(st *registry.Store) func(ctx context.Context, ns, name string) (runtime.Object, error) {
+	return func(ctx context.Context, ns, name string) (runtime.Object, error) {
+		return st.Get(ctx, ns, name, &metav1.GetOptions{})
+	}
+}
+
+// start starts a plugin that keeps a cache.
+func (b *admissionBuilder) start(p interface {
+	admission.Handler
+	Start(context.Context)
+}) admission.Handler {
+	p.Start(b.ctx)
+	return p
+}
+
+// dispatcher is the webhooks' dispatcher, made and started on first use: the mutating
+// and the validating plugin share it.
+func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
+	if b.hooks != nil {
+		return b.hooks
+	}
+	s := b.s
+	b.hooks = webhook.New(webhook.Config{
+		Mutating:   b.store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+		Validating: b.store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+		Namespaces: b.store("", "namespaces"),
+		Resolve:    webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
+		Logger:     s.log,
+		Authorizer: celAuthorizer{s},
+		Equivalents: func(gvr schema.GroupVersionResource) []webhook.Equivalent {
+			var out []webhook.Equivalent
+			for _, e := range s.registry.EquivalentResources(gvr) {
+				out = append(out, webhook.Equivalent{Resource: e.Resource, Kind: e.Kind})
+			}
+			return out
+		},
+		Convert: s.registry.ConvertForAdmission,
+	})
+	b.hooks.Start(b.ctx)
+	return b.hooks
+}
+
+// plugin builds the admission plugin named n; nil for one the registry's stores enforce
+// themselves (NamespaceLifecycle).
+func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
+	s, store := b.s, b.store
+	switch n {
+	case admission.NamespaceLifecycle:
+		// The registry's stores refuse content in missing or terminating namespaces and
+		// the deletion of the standard ones themselves (see registry.namespaceAccepts).
+	case admission.LimitRanger:
+		return b.start(plugins.NewLimitRanger(store("", "limitranges"))), nil
+	case admission.ServiceAccount:
+		sa := store("", "serviceaccounts")
+		return b.start(plugins.NewServiceAccount(sa, getFrom(sa))), nil
+	case admission.NodeRestriction:
+		return plugins.NewNodeRestriction(getFrom(store("", "pods"))), nil
+	case admission.PodSecurity:
+		return b.podSecurity()
+	case admission.Priority:
+		return b.start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))), nil
+	case admission.DefaultStorageClass:
+		return b.start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))), nil
+	case admission.TaintNodesByCondition:
+		return plugins.NewTaintNodesByCondition(), nil
+	case admission.DefaultTolerationSeconds:
+		return plugins.NewDefaultTolerationSeconds(s.cfg.DefaultNotReadyTolerationSeconds, s.cfg.DefaultUnreachableTolerationSeconds), nil
+	case admission.StorageObjectInUseProtection:
+		return plugins.NewStorageObjectInUseProtection(), nil
+	case admission.PersistentVolumeClaimResize:
+		return b.start(plugins.NewPersistentVolumeClaimResize(store("storage.k8s.io", "storageclasses"))), nil
+	case admission.RuntimeClass:
+		return b.start(plugins.NewRuntimeClass(store("node.k8s.io", "runtimeclasses"))), nil
+	case admission.CertificateApproval:
+		return plugins.NewCertificateApproval(s.signerAuthorizer), nil
+	case admission.CertificateSigning:
+		return plugins.NewCertificateSigning(s.signerAuthorizer), nil
+	case admission.CertificateSubjectRestriction:
+		return plugins.NewCertificateSubjectRestriction(), nil
+	case admission.DefaultIngressClass:
+		return b.start(plugins.NewDefaultIngressClass(store("networking.k8s.io", "ingressclasses"))), nil
+	case admission.MutatingAdmissionWebhook:
+		return b.dispatcher().Mutating(), nil
+	case admission.ValidatingAdmissionWebhook:
+		return b.dispatcher().Validating(), nil
+	case admission.ResourceQuota:
+		return b.start(s.resourceQuotaPlugin()), nil
+	case admission.AlwaysDeny:
+		return admission.AlwaysDenyPlugin{}, nil
+	}
+	return nil, nil
+}
+
+// podSecurity builds PodSecurity, configured from --admission-control-config-file when
+// given, listing a namespace's pods from the registry.
+func (b *admissionBuilder) podSecurity() (admission.Handler, error) {
+	ps, err := plugins.NewPodSecurity(b.store("", "namespaces"))
+	if err != nil {
+		return nil, err
+	}
+	if f := b.s.cfg.AdmissionControlConfigFile; f != "" {
+		cfg, err := loadPodSecurityConfig(f)
+		if err != nil {
+			return nil, fmt.Errorf("--admission-control-config-file: %w", err)
+		}
+		if err := ps.Configure(cfg); err != nil {
+			return nil, fmt.Errorf("--admission-control-config-file: %s: %w", f, err)
+		}
+	}
+	pods := b.store("", "pods")
+	ps.ListPods = func(ctx context.Context, ns string) ([]*corev1.Pod, error) {
+		list, err := pods.List(ctx, ns, &metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		pl, ok := list.(*corev1.PodList)
+		if !ok {
+			return nil, fmt.Errorf("pods: unexpected list %T", list)
+		}
+		out := make([]*corev1.Pod, len(pl.Items))
+		for i := range pl.Items {
+			out[i] = &pl.Items[i]
+		}
+		return out, nil
+	}
+	return b.start(ps), nil
 }
 
 // loadPodSecurityConfig reads PodSecurity's configuration from an AdmissionConfiguration

@@ -254,6 +254,20 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 // Validate checks the settings; errors name the key.
 func (c *Config) Validate() error {
 	var errs []error
+	errs = append(errs, c.validateListener()...)
+	errs = append(errs, c.validateEtcd()...)
+	errs = append(errs, c.validateServing()...)
+	errs = append(errs, c.validateResources()...)
+	errs = append(errs, c.validateAuthn()...)
+	errs = append(errs, c.AuditConfig.validate()...)
+	errs = append(errs, c.KubeletConfig.validate()...)
+	return errors.Join(errs...)
+}
+
+// validateListener checks the secure listener's address, port and certificate, and the
+// data directory.
+func (c *Config) validateListener() []error {
+	var errs []error
 	if net.ParseIP(c.BindAddress) == nil {
 		errs = append(errs, config.FieldErrorf("bind-address", "%q is not an IP address", c.BindAddress))
 	}
@@ -266,6 +280,14 @@ func (c *Config) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		errs = append(errs, config.FieldErrorf("tls-cert-file", "tls-cert-file and tls-private-key-file go together"))
 	}
+	return errs
+}
+
+// validateEtcd checks the etcd settings: the servers or the embedded member's URLs, its
+// client TLS and timing, the compaction, the storage format, encryption at rest and the
+// key prefix.
+func (c *Config) validateEtcd() []error {
+	var errs []error
 	for _, s := range c.EtcdServers {
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, config.FieldErrorf("etcd-servers", "%q is not an http(s) URL", s))
@@ -302,6 +324,13 @@ func (c *Config) Validate() error {
 	if c.EtcdPrefix == "" || c.EtcdPrefix[0] != '/' {
 		errs = append(errs, config.FieldErrorf("etcd-prefix", "must start with /"))
 	}
+	return errs
+}
+
+// validateServing checks logging, shutdown, the in-flight limits, the metrics listener
+// and the advertised address.
+func (c *Config) validateServing() []error {
+	var errs []error
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -323,6 +352,13 @@ func (c *Config) Validate() error {
 			errs = append(errs, config.FieldErrorf("advertise-address", "%q is not a usable IP address", c.AdvertiseAddress))
 		}
 	}
+	return errs
+}
+
+// validateResources checks what the served resources depend on: the Service IP and node
+// port ranges, the authorization modes, the admission plugins and the watch cache.
+func (c *Config) validateResources() []error {
+	var errs []error
 	if _, err := core.ParseServiceCIDR(c.ServiceClusterIPRange); err != nil {
 		errs = append(errs, config.FieldErrorf("service-cluster-ip-range", "%v", err))
 	}
@@ -349,10 +385,7 @@ func (c *Config) Validate() error {
 	if c.WatchBookmarkInterval <= 0 {
 		errs = append(errs, config.FieldErrorf("watch-bookmark-interval", "must be positive"))
 	}
-	errs = append(errs, c.validateAuthn()...)
-	errs = append(errs, c.AuditConfig.validate()...)
-	errs = append(errs, c.KubeletConfig.validate()...)
-	return errors.Join(errs...)
+	return errs
 }
 
 // ParseWatchCacheSizes reads --watch-cache-sizes: resource[.group]#size items, each also

@@ -34,7 +34,14 @@ func Resources(reg *controlplane.Registry) []endpoints.Resource {
 	for _, r := range reg.Resources {
 		out = append(out, endpoints.Resource{Names: r.Store.Names(), Storage: r.Store, Subresources: r.Subresources})
 	}
-	for _, v := range reg.Views {
+	return append(out, viewResources(reg.Views)...)
+}
+
+// viewResources lists served resources with no storage of their own (the registry's views,
+// authz's access reviews) for the installer, discovery and OpenAPI.
+func viewResources(views []*registry.View) []endpoints.Resource {
+	var out []endpoints.Resource
+	for _, v := range views {
 		out = append(out, endpoints.Resource{Names: &v.Names, Storage: v.Storage, Subresources: v.Subresources})
 	}
 	return out
@@ -84,7 +91,7 @@ func VersionInfo() apiversion.Info {
 func (s *Server) buildHandler() (http.Handler, error) {
 	res := Resources(s.registry)
 	res = append(res, s.authnResources()...)
-	res = append(res, s.authz.Resources()...)
+	res = append(res, viewResources(s.authz.Reviews())...)
 	spec, err := openapi.New(OpenAPIResources(res))
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: openapi: %w", err)

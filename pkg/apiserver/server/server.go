@@ -97,106 +97,34 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 // and returns once the server accepts requests.
 func (s *Server) Start(ctx context.Context) error {
 	s.started = time.Now()
-	phase := func(name string) {
-		s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
-	}
 	if err := s.startEtcd(); err != nil {
 		return err
 	}
-	phase("etcd")
+	s.startupPhase("etcd")
 	if err := s.startTLS(); err != nil {
 		s.closeEtcd()
 		return err
 	}
 	regCtx, cancel := context.WithCancel(context.Background())
 	s.regCtx = cancel
-	var compaction time.Duration
-	if len(s.cfg.EtcdServers) > 0 {
-		compaction = s.cfg.EtcdCompactionInterval
-	}
-	cacheSizes, _ := ParseWatchCacheSizes(s.cfg.WatchCacheSizes) // checked by Validate
-	if err := s.startEncryption(regCtx); err != nil {
+	if err := s.startRegistry(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
-	s.registry = controlplane.New(s.client, controlplane.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
-		Transformers: s.encryption.For,
-		WatchCache:   s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
-		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
-		ServiceRanges: core.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
-	if err := s.registry.Start(regCtx); err != nil {
+	s.startupPhase("registry")
+	if err := s.startRequestChain(regCtx); err != nil {
 		cancel()
 		s.closeEtcd()
 		return err
 	}
-	phase("registry")
-	if err := s.startConnector(); err != nil {
-		cancel()
-		s.closeEtcd()
-		return err
-	}
-	if err := s.setupAuthn(); err != nil {
-		cancel()
-		s.closeEtcd()
-		return err
-	}
-	phase("authn")
-	if err := s.startAuthz(regCtx); err != nil {
-		cancel()
-		s.closeEtcd()
-		return err
-	}
-	phase("authz")
-	if err := s.startAdmission(regCtx); err != nil {
-		cancel()
-		s.closeEtcd()
-		return err
-	}
-	phase("admission")
-	if err := s.publishClientCA(regCtx); err != nil {
-		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
-	}
-	phase("client CA")
-	if err := s.startAudit(); err != nil {
-		cancel()
-		s.closeEtcd()
-		return err
-	}
-	h, err := s.buildHandler()
+	ln, err := s.listen()
 	if err != nil {
 		cancel()
 		s.closeEtcd()
 		s.closeAudit()
 		return err
 	}
-	s.handler = h
-	if err := s.registerCertMetrics(); err != nil {
-		cancel()
-		s.closeEtcd()
-		s.closeAudit()
-		return err
-	}
-	phase("handler")
-	addr := net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.SecurePort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		cancel()
-		s.closeEtcd()
-		s.closeAudit()
-		return fmt.Errorf("apiserver: listen on %s: %w", addr, err)
-	}
-	tlsCfg, err := s.tlsConfig()
-	if err != nil {
-		ln.Close()
-		cancel()
-		s.closeEtcd()
-		s.closeAudit()
-		return err
-	}
-	s.listener = ln
-	s.http = newSecureServer(h, tlsCfg, s.idleTimeout, s.log)
-	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
 	s.aggregator.Run(regCtx)
 	s.background.Add(1)
 	go func() { defer s.background.Done(); s.aggregator.Wait() }()
@@ -204,17 +132,9 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.keepClientCAPublished(regCtx)
 	s.background.Add(1)
 	go s.keepLegacyTokenTracking(regCtx)
-	if s.cfg.MetricsBindAddress != "" {
-		ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
-		if err != nil {
-			_ = s.Shutdown()
-			return fmt.Errorf("apiserver: metrics listener on %s: %w", s.cfg.MetricsBindAddress, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.metrics.Handler())
-		s.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		s.metricsAddr = ml.Addr().String()
-		go func() { _ = s.metricsHTTP.Serve(ml) }()
+	if err := s.serveMetrics(); err != nil {
+		_ = s.Shutdown()
+		return err
 	}
 	meCtx, meCancel := context.WithCancel(regCtx)
 	s.stopMasterEndpoint = meCancel
@@ -223,6 +143,99 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Warn("could not write kubeconfig", "err", err)
 	}
 	s.log.Info("apiserver ready", "address", "https://"+ln.Addr().String(), "took", time.Since(s.started).Round(time.Millisecond))
+	return nil
+}
+
+// startupPhase logs at debug level that a phase of Start is done, and when.
+func (s *Server) startupPhase(name string) {
+	s.log.Debug("startup", "done", name, "at", time.Since(s.started).Round(time.Millisecond))
+}
+
+// startRegistry starts encryption at rest and the registry's stores on etcd.
+func (s *Server) startRegistry(regCtx context.Context) error {
+	var compaction time.Duration
+	if len(s.cfg.EtcdServers) > 0 {
+		compaction = s.cfg.EtcdCompactionInterval
+	}
+	cacheSizes, _ := ParseWatchCacheSizes(s.cfg.WatchCacheSizes) // checked by Validate
+	if err := s.startEncryption(regCtx); err != nil {
+		return err
+	}
+	s.registry = controlplane.New(s.client, controlplane.Config{Prefix: s.cfg.EtcdPrefix, BookmarkInterval: s.cfg.WatchBookmarkInterval, Logger: s.log,
+		Transformers: s.encryption.For,
+		WatchCache:   s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
+		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
+		ServiceRanges: core.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
+	return s.registry.Start(regCtx)
+}
+
+// startRequestChain starts what a request passes through before the registry: the
+// connector (proxy subresources), authentication, authorization, admission and audit;
+// and publishes the client CA.
+func (s *Server) startRequestChain(regCtx context.Context) error {
+	if err := s.startConnector(); err != nil {
+		return err
+	}
+	if err := s.setupAuthn(); err != nil {
+		return err
+	}
+	s.startupPhase("authn")
+	if err := s.startAuthz(regCtx); err != nil {
+		return err
+	}
+	s.startupPhase("authz")
+	if err := s.startAdmission(regCtx); err != nil {
+		return err
+	}
+	s.startupPhase("admission")
+	if err := s.publishClientCA(regCtx); err != nil {
+		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
+	}
+	s.startupPhase("client CA")
+	return s.startAudit()
+}
+
+// listen builds the handler and serves it with TLS on the secure port.
+func (s *Server) listen() (net.Listener, error) {
+	h, err := s.buildHandler()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = h
+	if err := s.registerCertMetrics(); err != nil {
+		return nil, err
+	}
+	s.startupPhase("handler")
+	addr := net.JoinHostPort(s.cfg.BindAddress, strconv.Itoa(s.cfg.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: listen on %s: %w", addr, err)
+	}
+	tlsCfg, err := s.tlsConfig()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.listener = ln
+	s.http = newSecureServer(h, tlsCfg, s.idleTimeout, s.log)
+	go func() { s.serveErr <- s.http.Serve(tls.NewListener(ln, s.http.TLSConfig)) }()
+	return ln, nil
+}
+
+// serveMetrics serves /metrics on the metrics address, when one is set.
+func (s *Server) serveMetrics() error {
+	if s.cfg.MetricsBindAddress == "" {
+		return nil
+	}
+	ml, err := net.Listen("tcp", s.cfg.MetricsBindAddress)
+	if err != nil {
+		return fmt.Errorf("apiserver: metrics listener on %s: %w", s.cfg.MetricsBindAddress, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	s.metricsHTTP = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.metricsAddr = ml.Addr().String()
+	go func() { _ = s.metricsHTTP.Serve(ml) }()
 	return nil
 }
 

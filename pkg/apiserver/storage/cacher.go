@@ -647,10 +647,10 @@ func (c *Cacher) GetList(ctx context.Context, key string, opts ListOptions, list
 	return c.getList(ctx, key, opts, listObj, nil)
 }
 
-// GetListItems is GetList for callers that only read the items (the endpoints encode them
-// from their cached encodings): listObj gets the list's metadata, and when the cache
-// serves the list, its items are returned as the cache's own objects (shared is true:
-// they must not be changed), not copied into listObj. Otherwise they are listObj's.
+var _ CachedReader = (*Cacher)(nil)
+
+// GetListItems is CachedReader's: the endpoints encode the items from their cached
+// encodings.
 func (c *Cacher) GetListItems(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) (items []runtime.Object, shared bool, err error) {
 	var out sharedItems
 	if err := c.getList(ctx, key, opts, listObj, &out); err != nil {

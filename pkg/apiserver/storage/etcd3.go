@@ -412,161 +412,207 @@ func decodeContinue(token, keyPrefix string) (fromKey string, rev int64, err err
 	return keyPrefix + c.StartKey, c.ResourceVersion, nil
 }
 
+// GetList reads the objects under key that match opts: planned (which revision, from which
+// key, how many per round trip), read in batches, then the list's metadata set.
 func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) error {
 	list, err := meta.ListAccessor(listObj)
 	if err != nil {
 		return err
 	}
+	p, err := s.planList(key, opts)
+	if err != nil {
+		return err
+	}
+	r, err := s.readList(ctx, key, opts, p)
+	if err != nil {
+		return err
+	}
+	if err := meta.SetList(listObj, r.items); err != nil {
+		return err
+	}
+	return s.setListMeta(ctx, list, opts, p, r)
+}
+
+// listPlan is how GetList reads a list.
+type listPlan struct {
+	keyPrefix string
+	fromKey   string // the first key to read
+	contKey   string // where the continue token starts
+	rangeEnd  string // "" for a single key
+	withRev   int64  // the revision to read at; 0 for the current one
+	serial    bool   // a serializable read (resourceVersion "0")
+	checkMin  int64  // the least revision the read must be at
+	limit     int64  // items to return at most; 0 for all
+	batch     int64  // keys to read per round trip; 0 for all
+}
+
+// planList works out from opts which revision GetList reads at, from which key and how much.
+func (s *Etcd3) planList(key string, opts ListOptions) (*listPlan, error) {
 	keyPrefix := s.fullKey(key)
 	if opts.Recursive && !strings.HasSuffix(keyPrefix, "/") {
 		keyPrefix += "/"
 	}
 	rv, err := ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var (
-		fromKey  = keyPrefix
-		contKey  string // where the continue token starts
-		withRev  int64
-		serial   bool
-		checkMin int64
-	)
+	p := &listPlan{keyPrefix: keyPrefix, fromKey: keyPrefix}
 	switch {
 	case opts.Continue != "":
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return &Error{Code: ErrCodeInvalidRV, Msg: "specifying resource version is not allowed when using continue"}
+			return nil, &Error{Code: ErrCodeInvalidRV, Msg: "specifying resource version is not allowed when using continue"}
 		}
-		fromKey, withRev, err = decodeContinue(opts.Continue, keyPrefix)
+		p.fromKey, p.withRev, err = decodeContinue(opts.Continue, keyPrefix)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		contKey = fromKey
+		p.contKey = p.fromKey
 	case opts.ResourceVersionMatch == "Exact":
 		if rv == 0 {
-			return &Error{Code: ErrCodeInvalidRV, Msg: "resourceVersionMatch=Exact requires a non-zero resourceVersion"}
+			return nil, &Error{Code: ErrCodeInvalidRV, Msg: "resourceVersionMatch=Exact requires a non-zero resourceVersion"}
 		}
-		withRev = rv
+		p.withRev = rv
 	case opts.ResourceVersionMatch == "" && opts.Limit > 0 && opts.Recursive && rv > 0:
 		// The legacy meaning of a resourceVersion on a paged list, as upstream: the first
 		// page, and so every page after it, is read at exactly that revision.
-		withRev = rv
+		p.withRev = rv
 	case opts.ResourceVersion == "0":
-		serial = true
+		p.serial = true
 	default:
-		checkMin = rv
+		p.checkMin = rv
 	}
 
+	p.rangeEnd = clientv3.GetPrefixRangeEnd(keyPrefix)
+	if !opts.Recursive {
+		p.rangeEnd = ""
+		p.fromKey = keyPrefix
+	}
+	p.limit = opts.Limit
+	if !opts.Recursive {
+		p.limit = 0
+	}
+	p.batch = p.limit
+	if p.batch > 0 && !opts.Predicate.Empty() {
+		// Filtering discards some items: read a little more per round trip.
+		p.batch = max(p.batch, 100)
+	}
+	return p, nil
+}
+
+// listRead is what readList read.
+type listRead struct {
+	items   []runtime.Object
+	readRev int64  // the revision read at
+	more    bool   // items are left after lastKey
+	lastKey []byte // with more: the first key not returned
+}
+
+// readList reads the plan's keys in batches, decoding and filtering them, until the limit
+// is reached or the range ends.
+func (s *Etcd3) readList(ctx context.Context, key string, opts ListOptions, p *listPlan) (*listRead, error) {
 	var ops []clientv3.OpOption
-	if serial {
+	if p.serial {
 		ops = append(ops, clientv3.WithSerializable())
 	}
-	rangeEnd := clientv3.GetPrefixRangeEnd(keyPrefix)
-	if !opts.Recursive {
-		rangeEnd = ""
-		fromKey = keyPrefix
-	}
-	limit := opts.Limit
-	if !opts.Recursive {
-		limit = 0
-	}
-	batch := limit
-	if batch > 0 && !opts.Predicate.Empty() {
-		// Filtering discards some items: read a little more per round trip.
-		batch = max(batch, 100)
-	}
-
 	newItem := s.cfg.NewFunc
-	var items []runtime.Object
-	var readRev int64 = withRev
-	var more bool
-	var lastKey []byte
+	r := &listRead{readRev: p.withRev}
+	fromKey := p.fromKey
 	for {
 		o := append([]clientv3.OpOption{}, ops...)
-		if rangeEnd != "" {
-			o = append(o, clientv3.WithRange(rangeEnd))
+		if p.rangeEnd != "" {
+			o = append(o, clientv3.WithRange(p.rangeEnd))
 		}
-		if batch > 0 {
-			o = append(o, clientv3.WithLimit(batch))
+		if p.batch > 0 {
+			o = append(o, clientv3.WithLimit(p.batch))
 		}
-		if readRev > 0 {
-			o = append(o, clientv3.WithRev(readRev))
+		if r.readRev > 0 {
+			o = append(o, clientv3.WithRev(r.readRev))
 		}
 		resp, err := s.kv.Get(ctx, fromKey, o...)
 		if err != nil {
-			err = wrapEtcdErr(key, err)
-			if IsExpired(err) && opts.Continue != "" {
-				// As upstream, offer a token that continues at the current revision.
-				next := ""
-				if now, err := s.Revision(ctx); err == nil {
-					next, _ = encodeContinue(contKey, keyPrefix, now)
-				}
-				return &Error{Code: ErrCodeExpired, Key: key, RV: withRev, Continue: next, Msg: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."}
-			}
-			if IsExpired(err) {
-				return &Error{Code: ErrCodeExpired, Key: key, RV: readRev, Msg: fmt.Sprintf("too old resource version: %d", readRev)}
-			}
-			return err
+			return nil, s.listReadError(ctx, key, opts, p, r.readRev, err)
 		}
-		if readRev == 0 {
-			readRev = resp.Header.Revision
-			if checkMin > readRev {
-				return &Error{Code: ErrCodeTooLargeRV, Key: key, RV: checkMin, Msg: fmt.Sprintf("Too large resource version: %d, current: %d", checkMin, readRev)}
+		if r.readRev == 0 {
+			r.readRev = resp.Header.Revision
+			if p.checkMin > r.readRev {
+				return nil, &Error{Code: ErrCodeTooLargeRV, Key: key, RV: p.checkMin, Msg: fmt.Sprintf("Too large resource version: %d, current: %d", p.checkMin, r.readRev)}
 			}
 		}
 		for _, kv := range resp.Kvs {
-			lastKey = kv.Key
-			if limit > 0 && int64(len(items)) >= limit {
-				more = true
+			r.lastKey = kv.Key
+			if p.limit > 0 && int64(len(r.items)) >= p.limit {
+				r.more = true
 				break
 			}
 			obj := newItem()
 			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
-				return err
+				return nil, err
 			}
 			ok, err := opts.Predicate.Matches(obj)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if ok {
-				items = append(items, obj)
+				r.items = append(r.items, obj)
 			}
 		}
-		if more {
+		if r.more {
 			// lastKey is the first item we did not return.
-			lastKey = lastKey[:len(lastKey):len(lastKey)]
-			break
+			r.lastKey = r.lastKey[:len(r.lastKey):len(r.lastKey)]
+			return r, nil
 		}
-		if !resp.More || batch == 0 {
-			break
+		if !resp.More || p.batch == 0 {
+			return r, nil
 		}
-		if limit > 0 && int64(len(items)) >= limit {
+		if p.limit > 0 && int64(len(r.items)) >= p.limit {
 			// Exactly full: there is more in etcd.
-			more = true
-			lastKey = append(lastKey, 0)
-			break
+			r.more = true
+			r.lastKey = append(r.lastKey, 0)
+			return r, nil
 		}
-		fromKey = string(lastKey) + "\x00"
+		fromKey = string(r.lastKey) + "\x00"
 	}
-	if err := meta.SetList(listObj, items); err != nil {
-		return err
+}
+
+// listReadError is the error of a failed read of a list at readRev: a compacted revision
+// is an expired resourceVersion, or an expired continue token with one that continues at
+// the current revision, as upstream.
+func (s *Etcd3) listReadError(ctx context.Context, key string, opts ListOptions, p *listPlan, readRev int64, err error) error {
+	err = wrapEtcdErr(key, err)
+	if IsExpired(err) && opts.Continue != "" {
+		// As upstream, offer a token that continues at the current revision.
+		next := ""
+		if now, err := s.Revision(ctx); err == nil {
+			next, _ = encodeContinue(p.contKey, p.keyPrefix, now)
+		}
+		return &Error{Code: ErrCodeExpired, Key: key, RV: p.withRev, Continue: next, Msg: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."}
 	}
-	list.SetResourceVersion(strconv.FormatInt(readRev, 10))
+	if IsExpired(err) {
+		return &Error{Code: ErrCodeExpired, Key: key, RV: readRev, Msg: fmt.Sprintf("too old resource version: %d", readRev)}
+	}
+	return err
+}
+
+// setListMeta sets the list's resourceVersion, its continue token and, when nothing is
+// filtered, the count of the items left.
+func (s *Etcd3) setListMeta(ctx context.Context, list metav1.ListInterface, opts ListOptions, p *listPlan, r *listRead) error {
+	list.SetResourceVersion(strconv.FormatInt(r.readRev, 10))
 	list.SetContinue("")
 	list.SetRemainingItemCount(nil)
-	if more {
-		next, err := encodeContinue(string(lastKey), keyPrefix, readRev)
-		if err != nil {
-			return err
-		}
-		list.SetContinue(next)
-		if opts.Predicate.Empty() {
-			// Count what is left from the first unreturned key.
-			resp, err := s.kv.Get(ctx, string(lastKey), clientv3.WithRange(rangeEnd), clientv3.WithRev(readRev), clientv3.WithCountOnly())
-			if err == nil {
-				n := resp.Count
-				list.SetRemainingItemCount(&n)
-			}
+	if !r.more {
+		return nil
+	}
+	next, err := encodeContinue(string(r.lastKey), p.keyPrefix, r.readRev)
+	if err != nil {
+		return err
+	}
+	list.SetContinue(next)
+	if opts.Predicate.Empty() {
+		// Count what is left from the first unreturned key.
+		resp, err := s.kv.Get(ctx, string(r.lastKey), clientv3.WithRange(p.rangeEnd), clientv3.WithRev(r.readRev), clientv3.WithCountOnly())
+		if err == nil {
+			n := resp.Count
+			list.SetRemainingItemCount(&n)
 		}
 	}
 	return nil

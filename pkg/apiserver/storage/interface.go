@@ -40,6 +40,18 @@ type Interface interface {
 	Revision(ctx context.Context) (int64, error)
 }
 
+// CachedReader is implemented by a store that serves reads from a watch cache (Cacher): the
+// objects it reads are the cache's stored states, so what is derived from one (the
+// endpoints' encodings) may be kept by its key and resourceVersion.
+type CachedReader interface {
+	Interface
+	// GetListItems is GetList for callers that only read the items: listObj gets the
+	// list's metadata, and when the cache serves the list its items are returned as the
+	// cache's own objects (shared is true: they must not be changed), not copied into
+	// listObj. Otherwise they are listObj's.
+	GetListItems(ctx context.Context, key string, opts ListOptions, listObj runtime.Object) (items []runtime.Object, shared bool, err error)
+}
+
 // UpdateFunc computes the new object from the current one. Returning an error aborts.
 type UpdateFunc func(current runtime.Object) (runtime.Object, error)
 

@@ -73,48 +73,16 @@ func (w *etcdWatcher) sendStatus(ctx context.Context, st metav1.Status) {
 	w.send(ctx, watch.Event{Type: watch.Error, Object: &st})
 }
 
+// run sends the initial events when asked, then the events of an etcd watch from the
+// revision after rv, and bookmarks when they are allowed, until ctx ends or the watch fails.
 func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial bool, opts ListOptions) {
 	defer close(w.result)
 	defer w.cancel()
 	s := w.s
-	var getOps []clientv3.OpOption
-	if opts.Recursive {
-		getOps = append(getOps, clientv3.WithPrefix())
-	}
 	if initial {
-		if rv > 0 {
-			getOps = append(getOps, clientv3.WithRev(rv))
-		}
-		resp, err := s.client.Get(ctx, key, getOps...)
-		if err != nil {
-			if ctx.Err() == nil {
-				err = wrapEtcdErr(key, err)
-				if IsExpired(err) {
-					w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired, fmt.Sprintf("too old resource version: %d", rv))
-				} else {
-					w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-				}
-			}
+		var ok bool
+		if rv, ok = w.sendInitial(ctx, key, rv, opts); !ok {
 			return
-		}
-		for _, kv := range resp.Kvs {
-			obj := s.cfg.NewFunc()
-			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
-				w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-				return
-			}
-			if ok, _ := opts.Predicate.Matches(obj); ok {
-				if !w.send(ctx, watch.Event{Type: watch.Added, Object: obj}) {
-					return
-				}
-			}
-		}
-		rv = resp.Header.Revision
-		if opts.SendInitialEvents && opts.AllowBookmarks {
-			// Upstream marks the end of the initial events with an annotated bookmark.
-			if !w.send(ctx, w.bookmark(rv, true)) {
-				return
-			}
 		}
 	}
 
@@ -138,49 +106,102 @@ func (w *etcdWatcher) run(ctx context.Context, key string, rv int64, initial boo
 			// Ask etcd where this stream is; the answer arrives as a progress notification.
 			_ = s.client.RequestProgress(ctx)
 		case resp, ok := <-wch:
-			if !ok {
+			if !ok || !w.handle(ctx, resp, rv, &lastRV, opts) {
 				return
-			}
-			if resp.CompactRevision != 0 {
-				w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired,
-					fmt.Sprintf("too old resource version: %d (%d)", rv, resp.CompactRevision))
-				return
-			}
-			if err := resp.Err(); err != nil {
-				if ctx.Err() == nil {
-					w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, "etcd watch: "+err.Error())
-				}
-				return
-			}
-			if resp.IsProgressNotify() {
-				if opts.AllowBookmarks && resp.Header.Revision > lastRV {
-					lastRV = resp.Header.Revision
-					if !w.send(ctx, w.bookmark(lastRV, false)) {
-						return
-					}
-				}
-				continue
-			}
-			for _, ev := range resp.Events {
-				out, ok, err := w.convert(ctx, ev, opts.Predicate)
-				if err != nil {
-					// As upstream's etcd3 watcher: an event that cannot be decoded ends the
-					// watch with an error, rather than leaving the client silently behind.
-					w.sendStatus(ctx, apierrors.NewInternalError(err).Status())
-					return
-				}
-				if ev.Kv.ModRevision > lastRV {
-					lastRV = ev.Kv.ModRevision
-				}
-				if !ok {
-					continue
-				}
-				if !w.send(ctx, out) {
-					return
-				}
 			}
 		}
 	}
+}
+
+// sendInitial sends the objects under key at revision rv (0: the current one) as ADDED
+// events, and the bookmark that ends them when asked; it returns the revision read and
+// false when the watch ends.
+func (w *etcdWatcher) sendInitial(ctx context.Context, key string, rv int64, opts ListOptions) (int64, bool) {
+	s := w.s
+	var getOps []clientv3.OpOption
+	if opts.Recursive {
+		getOps = append(getOps, clientv3.WithPrefix())
+	}
+	if rv > 0 {
+		getOps = append(getOps, clientv3.WithRev(rv))
+	}
+	resp, err := s.client.Get(ctx, key, getOps...)
+	if err != nil {
+		if ctx.Err() == nil {
+			err = wrapEtcdErr(key, err)
+			if IsExpired(err) {
+				w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired, fmt.Sprintf("too old resource version: %d", rv))
+			} else {
+				w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+			}
+		}
+		return 0, false
+	}
+	for _, kv := range resp.Kvs {
+		obj := s.cfg.NewFunc()
+		if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
+			w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+			return 0, false
+		}
+		if ok, _ := opts.Predicate.Matches(obj); ok {
+			if !w.send(ctx, watch.Event{Type: watch.Added, Object: obj}) {
+				return 0, false
+			}
+		}
+	}
+	rv = resp.Header.Revision
+	if opts.SendInitialEvents && opts.AllowBookmarks {
+		// Upstream marks the end of the initial events with an annotated bookmark.
+		if !w.send(ctx, w.bookmark(rv, true)) {
+			return 0, false
+		}
+	}
+	return rv, true
+}
+
+// handle sends the events of one etcd watch response (watched from after rv), or a
+// bookmark for a progress notification past lastRV, the last revision seen; false when
+// the watch ends.
+func (w *etcdWatcher) handle(ctx context.Context, resp clientv3.WatchResponse, rv int64, lastRV *int64, opts ListOptions) bool {
+	if resp.CompactRevision != 0 {
+		w.sendError(ctx, http.StatusGone, metav1.StatusReasonExpired,
+			fmt.Sprintf("too old resource version: %d (%d)", rv, resp.CompactRevision))
+		return false
+	}
+	if err := resp.Err(); err != nil {
+		if ctx.Err() == nil {
+			w.sendError(ctx, http.StatusInternalServerError, metav1.StatusReasonInternalError, "etcd watch: "+err.Error())
+		}
+		return false
+	}
+	if resp.IsProgressNotify() {
+		if opts.AllowBookmarks && resp.Header.Revision > *lastRV {
+			*lastRV = resp.Header.Revision
+			if !w.send(ctx, w.bookmark(*lastRV, false)) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, ev := range resp.Events {
+		out, ok, err := w.convert(ctx, ev, opts.Predicate)
+		if err != nil {
+			// As upstream's etcd3 watcher: an event that cannot be decoded ends the
+			// watch with an error, rather than leaving the client silently behind.
+			w.sendStatus(ctx, apierrors.NewInternalError(err).Status())
+			return false
+		}
+		if ev.Kv.ModRevision > *lastRV {
+			*lastRV = ev.Kv.ModRevision
+		}
+		if !ok {
+			continue
+		}
+		if !w.send(ctx, out) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *etcdWatcher) bookmark(rev int64, initialEventsEnd bool) watch.Event {

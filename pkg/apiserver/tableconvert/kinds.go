@@ -189,11 +189,6 @@ var (
 // started sidecar init containers), STATUS is the most telling reason from
 // init and regular container states.
 func podRow(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition) {
-	restarts, sidecarRestarts := 0, 0
-	total := len(pod.Spec.Containers)
-	ready := 0
-	var lastRestart, lastSidecarRestart time.Time
-
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -211,123 +206,155 @@ func podRow(pod *corev1.Pod, now time.Time) ([]any, []metav1.TableRowCondition) 
 		conds = podFailedConditions
 	}
 
-	sidecar := map[string]bool{}
+	st := &podSummary{reason: reason, total: len(pod.Spec.Containers), sidecar: map[string]bool{}}
 	for _, c := range pod.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecar[c.Name] = true
-			total++
+			st.sidecar[c.Name] = true
+			st.total++
 		}
 	}
-	later := func(last *time.Time, st corev1.ContainerStatus) {
-		if t := st.LastTerminationState.Terminated; t != nil && t.FinishedAt.After(*last) {
-			*last = t.FinishedAt.Time
-		}
+	initializing := st.initContainers(pod)
+	if !initializing || podCondition(pod, corev1.PodInitialized) {
+		st.containers(pod)
 	}
 
-	initializing := false
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	switch {
+	case pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost":
+		st.reason = "Unknown"
+	case pod.DeletionTimestamp != nil && !terminal:
+		st.reason = "Terminating"
+	}
+
+	restartsCell := strconv.Itoa(st.restarts)
+	if st.restarts != 0 && !st.lastRestart.IsZero() {
+		restartsCell = fmt.Sprintf("%d (%s ago)", st.restarts, age(metav1.NewTime(st.lastRestart), now))
+	}
+	return []any{
+		pod.Name,
+		fmt.Sprintf("%d/%d", st.ready, st.total),
+		st.reason,
+		restartsCell,
+		age(pod.CreationTimestamp, now),
+		podIP(pod),
+		orNone(pod.Spec.NodeName),
+		orNone(pod.Status.NominatedNodeName),
+		podReadinessGates(pod),
+	}, conds
+}
+
+// podSummary is what kubectl's pod printer sums up from the container statuses: the
+// STATUS column's reason, READY (ready of total) and RESTARTS.
+type podSummary struct {
+	reason             string
+	ready, total       int
+	restarts           int
+	lastRestart        time.Time
+	sidecarRestarts    int
+	lastSidecarRestart time.Time
+	sidecar            map[string]bool // init containers that keep running (restartPolicy Always)
+}
+
+// laterRestart moves *last to st's last termination when that is later.
+func laterRestart(last *time.Time, st corev1.ContainerStatus) {
+	if t := st.LastTerminationState.Terminated; t != nil && t.FinishedAt.After(*last) {
+		*last = t.FinishedAt.Time
+	}
+}
+
+// initContainers sums up the init containers' statuses up to the first one still
+// initializing, whose state becomes the reason ("Init:..."); reports whether there is one.
+func (s *podSummary) initContainers(pod *corev1.Pod) (initializing bool) {
 	for i, st := range pod.Status.InitContainerStatuses {
-		restarts += int(st.RestartCount)
-		later(&lastRestart, st)
-		if sidecar[st.Name] {
-			sidecarRestarts += int(st.RestartCount)
-			later(&lastSidecarRestart, st)
+		s.restarts += int(st.RestartCount)
+		laterRestart(&s.lastRestart, st)
+		if s.sidecar[st.Name] {
+			s.sidecarRestarts += int(st.RestartCount)
+			laterRestart(&s.lastSidecarRestart, st)
 		}
 		switch {
 		case st.State.Terminated != nil && st.State.Terminated.ExitCode == 0:
 			continue
-		case sidecar[st.Name] && st.Started != nil && *st.Started:
+		case s.sidecar[st.Name] && st.Started != nil && *st.Started:
 			if st.Ready {
-				ready++
+				s.ready++
 			}
 			continue
 		case st.State.Terminated != nil:
 			t := st.State.Terminated
 			switch {
 			case t.Reason != "":
-				reason = "Init:" + t.Reason
+				s.reason = "Init:" + t.Reason
 			case t.Signal != 0:
-				reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
+				s.reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
 			default:
-				reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
+				s.reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
 			}
 		case st.State.Waiting != nil && st.State.Waiting.Reason != "" && st.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + st.State.Waiting.Reason
+			s.reason = "Init:" + st.State.Waiting.Reason
 		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+			s.reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
 		}
-		initializing = true
-		break
+		return true
 	}
+	return false
+}
 
-	if !initializing || podCondition(pod, corev1.PodInitialized) {
-		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
-		running := false
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			st := pod.Status.ContainerStatuses[i]
-			restarts += int(st.RestartCount)
-			later(&lastRestart, st)
-			switch {
-			case st.State.Waiting != nil && st.State.Waiting.Reason != "":
-				reason = st.State.Waiting.Reason
-			case st.State.Terminated != nil && st.State.Terminated.Reason != "":
-				reason = st.State.Terminated.Reason
-			case st.State.Terminated != nil && st.State.Terminated.Signal != 0:
-				reason = fmt.Sprintf("Signal:%d", st.State.Terminated.Signal)
-			case st.State.Terminated != nil:
-				reason = fmt.Sprintf("ExitCode:%d", st.State.Terminated.ExitCode)
-			case st.Ready && st.State.Running != nil:
-				running = true
-				ready++
-			}
-		}
-		if reason == "Completed" && running {
-			reason = "NotReady"
-			if podCondition(pod, corev1.PodReady) {
-				reason = "Running"
-			}
+// containers sums up the app containers' statuses (restarts counted from the sidecars'
+// on): the first container, in spec order, that waits or terminated gives the reason.
+func (s *podSummary) containers(pod *corev1.Pod) {
+	s.restarts, s.lastRestart = s.sidecarRestarts, s.lastSidecarRestart
+	running := false
+	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		st := pod.Status.ContainerStatuses[i]
+		s.restarts += int(st.RestartCount)
+		laterRestart(&s.lastRestart, st)
+		switch {
+		case st.State.Waiting != nil && st.State.Waiting.Reason != "":
+			s.reason = st.State.Waiting.Reason
+		case st.State.Terminated != nil && st.State.Terminated.Reason != "":
+			s.reason = st.State.Terminated.Reason
+		case st.State.Terminated != nil && st.State.Terminated.Signal != 0:
+			s.reason = fmt.Sprintf("Signal:%d", st.State.Terminated.Signal)
+		case st.State.Terminated != nil:
+			s.reason = fmt.Sprintf("ExitCode:%d", st.State.Terminated.ExitCode)
+		case st.Ready && st.State.Running != nil:
+			running = true
+			s.ready++
 		}
 	}
-
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	switch {
-	case pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost":
-		reason = "Unknown"
-	case pod.DeletionTimestamp != nil && !terminal:
-		reason = "Terminating"
+	if s.reason == "Completed" && running {
+		s.reason = "NotReady"
+		if podCondition(pod, corev1.PodReady) {
+			s.reason = "Running"
+		}
 	}
+}
 
-	restartsCell := strconv.Itoa(restarts)
-	if restarts != 0 && !lastRestart.IsZero() {
-		restartsCell = fmt.Sprintf("%d (%s ago)", restarts, age(metav1.NewTime(lastRestart), now))
-	}
-
-	ip := "<none>"
+// podIP is the IP column: the first of the pod's IPs, or <none>.
+func podIP(pod *corev1.Pod) string {
 	if len(pod.Status.PodIPs) > 0 && pod.Status.PodIPs[0].IP != "" {
-		ip = pod.Status.PodIPs[0].IP
-	} else if pod.Status.PodIP != "" {
-		ip = pod.Status.PodIP
+		return pod.Status.PodIPs[0].IP
 	}
-	gates := "<none>"
-	if n := len(pod.Spec.ReadinessGates); n > 0 {
-		trueGates := 0
-		for _, g := range pod.Spec.ReadinessGates {
-			if podCondition(pod, g.ConditionType) {
-				trueGates++
-			}
+	if pod.Status.PodIP != "" {
+		return pod.Status.PodIP
+	}
+	return "<none>"
+}
+
+// podReadinessGates is the READINESS GATES column: true gates of all, or <none>.
+func podReadinessGates(pod *corev1.Pod) string {
+	n := len(pod.Spec.ReadinessGates)
+	if n == 0 {
+		return "<none>"
+	}
+	trueGates := 0
+	for _, g := range pod.Spec.ReadinessGates {
+		if podCondition(pod, g.ConditionType) {
+			trueGates++
 		}
-		gates = fmt.Sprintf("%d/%d", trueGates, n)
 	}
-	return []any{
-		pod.Name,
-		fmt.Sprintf("%d/%d", ready, total),
-		reason,
-		restartsCell,
-		age(pod.CreationTimestamp, now),
-		ip,
-		orNone(pod.Spec.NodeName),
-		orNone(pod.Status.NominatedNodeName),
-		gates,
-	}, conds
+	return fmt.Sprintf("%d/%d", trueGates, n)
 }
 
 // podCondition reports whether the pod's condition t is True.
