@@ -9,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools run run-cluster test test-race test-stress lint lint-funclen lint-ansible bench drill upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools run run-cluster test test-race test-stress lint lint-ansible bench drill upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -53,17 +53,12 @@ test-stress:
 upstream:
 	$(GO) run ./internal/upstream/prebuild
 
-# LINT_FUNCLEN=1 adds lint-funclen to lint (to become the default once no function is over
-# 100 lines).
-LINT_FUNCLEN ?=
+# gofmt, vet, staticcheck, and no non-generated function over 100 lines (except the tables
+# listed in internal/tools/funclen).
 lint:
 	@out=$$(gofmt -l cmd pkg internal test); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(if $(filter 1,$(LINT_FUNCLEN)),$(MAKE) lint-funclen)
-
-# No non-generated function over 100 lines, except the tables listed in the tool.
-lint-funclen:
 	$(GO) run ./internal/tools/funclen .
 
 # The playbooks: syntax check and ansible-lint's production profile.

@@ -1,7 +1,7 @@
 // Command funclen fails when a function of the tree is longer than -max lines (100), so that
 // long functions are split into named steps as they grow instead of all at once later.
 // Generated files (a "Code generated ... DO NOT EDIT." line) and _test.go files are not
-// checked, nor the table functions listed in allowed. `make lint-funclen` runs it.
+// checked, nor the table functions listed in allowed. `make lint` runs it.
 //
 //	go run ./internal/tools/funclen [-max 100] [dir ...]
 package main
