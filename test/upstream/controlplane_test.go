@@ -25,7 +25,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -45,9 +44,8 @@ type controlPlane struct {
 }
 
 const (
-	kwokNodes      = 3
-	cpWait         = 3 * time.Minute // the longest a step may take on a loaded 2-core machine
-	kwokAnnotation = "kwok.x-k8s.io/node"
+	kwokNodes = 3
+	cpWait    = 3 * time.Minute // the longest a step may take on a loaded 2-core machine
 )
 
 func startControlPlane(t *testing.T) *controlPlane {
@@ -106,7 +104,7 @@ func startControlPlane(t *testing.T) *controlPlane {
 		"--kubeconfig="+kwokKC,
 		"--config="+stages,
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		"--manage-nodes-with-annotation-selector="+upstream.KwokAnnotation+"=fake",
 		"--cidr=10.77.128.0/20", // pod IPs: only written into status, never dialled
 		"--node-ip=10.77.127.1",
 		"--node-lease-duration-seconds=40",
@@ -152,20 +150,7 @@ func (cp *controlPlane) kubeconfig(user string, groups []string) string {
 // createNode registers a node kwok manages, with room for plenty of pods.
 func (cp *controlPlane) createNode(name string) {
 	cp.t.Helper()
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{kwokAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-				"kubernetes.io/arch": "amd64", "kubernetes.io/role": "agent", "type": "kwok"},
-		},
-		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
-	}
+	n := upstream.KwokNode(name)
 	if _, err := cp.cs.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 		cp.t.Fatalf("create node %s: %v", name, err)
 	}

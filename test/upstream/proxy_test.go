@@ -121,7 +121,7 @@ func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string)
 		"--config="+stages,
 		"--config="+debugCfg,
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		"--manage-nodes-with-annotation-selector="+upstream.KwokAnnotation+"=fake",
 		"--cidr=10.77.128.0/20",
 		"--node-ip=127.0.0.1",
 		"--node-port="+nodePort,
@@ -129,7 +129,7 @@ func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string)
 		"--tls-cert-file="+testpki.WriteFile(t, dir, "kwok.crt", servingCert),
 		"--tls-private-key-file="+testpki.WriteFile(t, dir, "kwok.key", servingKey),
 	)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-0", Annotations: map[string]string{kwokAnnotation: "fake"},
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-0", Annotations: map[string]string{upstream.KwokAnnotation: "fake"},
 		Labels: map[string]string{"kubernetes.io/hostname": "kwok-node-0", "type": "kwok"}}}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

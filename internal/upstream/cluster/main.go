@@ -25,14 +25,10 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-// kwokAnnotation marks the nodes kwok plays the kubelet of (kwok leaves every other node alone).
-const kwokAnnotation = "kwok.x-k8s.io/node"
 
 type options struct {
 	apiserver     string   // hacp's apiserver binary
@@ -144,7 +140,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	if err := g.start("kwok", bins[upstream.Kwok],
 		"--kubeconfig="+kwokKC, "--config="+stages,
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+kwokAnnotation+"=fake",
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+upstream.KwokAnnotation+"=fake",
 		"--cidr=10.77.128.0/20", // pod IPs: only written into status, never dialled
 		"--node-ip=10.77.127.1"); err != nil {
 		return err
@@ -175,20 +171,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 // createNode registers a node kwok manages, with room for plenty of pods; one left by an
 // earlier run in the same data directory is kept.
 func createNode(ctx context.Context, cs kubernetes.Interface, name string) error {
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{kwokAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-				"kubernetes.io/arch": "amd64", "kubernetes.io/role": "agent", "type": "kwok"},
-		},
-		Status: corev1.NodeStatus{Allocatable: res, Capacity: res},
-	}
+	n := upstream.KwokNode(name)
 	if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
