@@ -67,14 +67,11 @@ type LogConfig struct {
 // LogBackend writes events to a file, rotating it by size.
 type LogBackend struct {
 	cfg    LogConfig
-	mu     sync.Mutex
+	mu     sync.Mutex // serializes writes in blocking mode, and Close
 	w      io.Writer
 	closer io.Closer
-	// batch mode
-	queue   chan []byte
-	done    chan struct{}
-	dropped int
-	closed  bool
+	closed bool
+	batch  *batchQueue // batch mode: the writer's queue
 }
 
 // NewLogBackend opens (creating, mode 0600) the log file.
@@ -108,9 +105,7 @@ func NewLogBackend(cfg LogConfig) (*LogBackend, error) {
 		if size <= 0 {
 			size = DefaultLogBatchBufferSize
 		}
-		b.queue = make(chan []byte, size)
-		b.done = make(chan struct{})
-		go b.drain()
+		b.batch = startBatchQueue(size, "audit", cfg.Logger, b.drain)
 	}
 	return b, nil
 }
@@ -122,25 +117,13 @@ func (b *LogBackend) Process(ev *Event) {
 		b.cfg.Logger.Error("audit: event dropped", "auditID", ev.AuditID, "err", err)
 		return
 	}
-	if b.queue == nil {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.write(line)
+	if b.batch != nil {
+		b.batch.put(line)
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	select {
-	case b.queue <- line:
-	default:
-		b.dropped++
-		if b.dropped == 1 || b.dropped%1000 == 0 {
-			b.cfg.Logger.Error("audit: batch buffer full, events dropped", "dropped", b.dropped)
-		}
-	}
+	b.write(line)
 }
 
 func (b *LogBackend) write(line []byte) {
@@ -149,9 +132,8 @@ func (b *LogBackend) write(line []byte) {
 	}
 }
 
-func (b *LogBackend) drain() {
-	defer close(b.done)
-	for line := range b.queue {
+func (b *LogBackend) drain(lines <-chan []byte) {
+	for line := range lines {
 		b.write(line)
 	}
 }
@@ -164,12 +146,9 @@ func (b *LogBackend) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.queue != nil {
-		close(b.queue)
-	}
 	b.mu.Unlock()
-	if b.done != nil {
-		<-b.done
+	if b.batch != nil {
+		b.batch.close()
 	}
 	if b.closer != nil {
 		return b.closer.Close()

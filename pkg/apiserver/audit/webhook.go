@@ -65,11 +65,9 @@ type WebhookBackend struct {
 	stopCtx    context.Context // done at Close
 	cancelStop context.CancelFunc
 
-	mu      sync.Mutex
-	queue   chan json.RawMessage
-	done    chan struct{}
-	closed  bool
-	dropped int
+	mu     sync.Mutex // guards closed
+	closed bool
+	batch  *batchQueue // batch mode: the sender's queue
 }
 
 // LoadWebhookKubeconfig checks that file is a kubeconfig whose current context names a
@@ -133,9 +131,7 @@ func NewWebhookBackend(cfg WebhookConfig) (*WebhookBackend, error) {
 		b.limiter = rate.NewLimiter(rate.Limit(qps), burst)
 	}
 	if cfg.Mode == ModeBatch {
-		b.queue = make(chan json.RawMessage, cfg.BatchBufferSize)
-		b.done = make(chan struct{})
-		go b.run()
+		b.batch = startBatchQueue(cfg.BatchBufferSize, "audit webhook", cfg.Logger, b.run)
 	}
 	return b, nil
 }
@@ -147,31 +143,18 @@ func (b *WebhookBackend) Process(ev *Event) {
 		b.cfg.Logger.Error("audit webhook: event dropped", "auditID", ev.AuditID, "err", err)
 		return
 	}
-	if b.queue == nil {
+	if b.batch == nil {
 		if err := b.send(context.Background(), []json.RawMessage{data}, 1); err != nil {
 			b.cfg.Logger.Error("audit webhook: event not sent", "auditID", ev.AuditID, "err", err)
 		}
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	select {
-	case b.queue <- data:
-	default:
-		b.dropped++
-		if b.dropped == 1 || b.dropped%1000 == 0 {
-			b.cfg.Logger.Error("audit webhook: batch buffer full, events dropped", "dropped", b.dropped)
-		}
-	}
+	b.batch.put(data)
 }
 
 // run collects batches: a batch goes when it holds BatchMaxSize events or its first event
 // has waited BatchMaxWait, and what is left goes at Close.
-func (b *WebhookBackend) run() {
-	defer close(b.done)
+func (b *WebhookBackend) run(events <-chan []byte) {
 	var batch []json.RawMessage
 	var timer <-chan time.Time
 	flush := func() {
@@ -191,7 +174,7 @@ func (b *WebhookBackend) run() {
 	}
 	for {
 		select {
-		case ev, ok := <-b.queue:
+		case ev, ok := <-events:
 			if !ok {
 				flush()
 				return
@@ -278,12 +261,9 @@ func (b *WebhookBackend) Close() error {
 	}
 	b.closed = true
 	b.cancelStop()
-	if b.queue != nil {
-		close(b.queue)
-	}
 	b.mu.Unlock()
-	if b.done != nil {
-		<-b.done
+	if b.batch != nil {
+		b.batch.close()
 	}
 	return nil
 }
