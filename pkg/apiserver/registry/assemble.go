@@ -136,7 +136,7 @@ func (s *Store) DeleteIfReleased(ctx context.Context, ns, name string, obj runti
 
 // StopCache stops the watch cache under res's store, if it has one.
 func (res *Resource) StopCache() {
-	if c, ok := res.Store.storage.(*storage.Cacher); ok {
+	if c, ok := res.Store.storage.(interface{ Stop() }); ok {
 		c.Stop()
 	}
 }

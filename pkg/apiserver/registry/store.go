@@ -353,7 +353,7 @@ func (s *Store) List(ctx context.Context, ns string, opts *metav1.ListOptions) (
 // ListItems is List for callers that only encode the items (see ItemLister): from the watch
 // cache they are not copied into the list.
 func (s *Store) ListItems(ctx context.Context, ns string, opts *metav1.ListOptions) (runtime.Object, []runtime.Object, bool, error) {
-	c, ok := s.storage.(*storage.Cacher)
+	c, ok := s.storage.(storage.CachedReader)
 	if !ok {
 		list, err := s.List(ctx, ns, opts)
 		if err != nil {
@@ -398,7 +398,7 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 	if err != nil {
 		return nil, Interpret(err, s.gr(), "")
 	}
-	if _, ok := s.storage.(*storage.Cacher); ok {
+	if _, ok := s.storage.(storage.CachedReader); ok {
 		// The cache's objects carry this kind already (the registry's Prepare), etcd's
 		// too when it serves the watch: no filter, whose goroutine and channel would be
 		// one more hand-off per event and watcher.

@@ -443,7 +443,7 @@ func (r *Manager) customResourcesFor(crd *apiextensionsv1.CustomResourceDefiniti
 		return nil, fmt.Errorf("no served version")
 	}
 	for _, res := range out {
-		if c, ok := res.Store.Storage().(*storage.Cacher); ok {
+		if c, ok := res.Store.Storage().(interface{ Start(context.Context) }); ok {
 			c.Start(r.ctx)
 		}
 	}
