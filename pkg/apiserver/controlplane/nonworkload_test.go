@@ -321,12 +321,19 @@ func TestNonWorkloadImmutable(t *testing.T) {
 		_, _, err := pcs.Update(ctx, "", "high", put(pc), &metav1.UpdateOptions{})
 		wantCauses(t, err, "value")
 	})
+	// Upstream's CSR strategy keeps the stored spec on an update: a changed spec is
+	// ignored, not refused.
 	t.Run("csr spec", func(t *testing.T) {
 		csrs := store(r, "certificates.k8s.io", "certificatesigningrequests")
 		csr := create(t, csrs, "", newCSR(t, "spec")).(*certificatesv1.CertificateSigningRequest)
 		csr.Spec.Usages = append(csr.Spec.Usages, certificatesv1.UsageServerAuth)
-		_, _, err := csrs.Update(ctx, "", "spec", put(csr), &metav1.UpdateOptions{})
-		wantCauses(t, err, "spec")
+		out, _, err := csrs.Update(ctx, "", "spec", put(csr), &metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.(*certificatesv1.CertificateSigningRequest).Spec.Usages; slices.Contains(got, certificatesv1.UsageServerAuth) {
+			t.Fatalf("usages %v: the update changed the spec", got)
+		}
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -40,13 +38,18 @@ type Strategy struct {
 	Default func(obj runtime.Object)
 	// PrepareForCreate resets what clients may not set on create (e.g. status).
 	PrepareForCreate func(obj runtime.Object)
-	// PrepareForUpdate adjusts an update before defaults and validation, given the
-	// current object (e.g. carries over server-assigned values the request left out).
+	// PrepareForUpdate adjusts an update of the main resource before defaults and
+	// validation, given the stored object: it keeps what such a write may not change (a
+	// kind with a status subresource keeps old's status here) and carries over
+	// server-assigned values the request left out. Write it with Rule.
 	PrepareForUpdate func(obj, old runtime.Object)
 	// SetCreator records the authenticated caller in a new object (a CSR's requester).
 	SetCreator func(obj runtime.Object, u *request.User)
-	// PrepareForStatusUpdate resets what a /status write may not change besides spec
-	// (a Deployment's labels, a pod's ownerReferences), as upstream's status strategies.
+	// PrepareForStatusUpdate keeps what a /status write may not change: old's spec, and
+	// what else the kind's upstream status strategy keeps (a Deployment's labels, a pod's
+	// ownerReferences). old is a copy of the stored object: its parts may be taken as they
+	// are. Required, with PrepareForUpdate, for a kind with a status subresource. Write it
+	// with Rule.
 	PrepareForStatusUpdate func(obj, old runtime.Object)
 	// Validate checks a new object; metadata is checked by the store.
 	Validate func(obj runtime.Object) field.ErrorList
@@ -58,8 +61,12 @@ type Strategy struct {
 	NameValidation apivalidation.ValidateNameFunc
 	// Fields returns the selectable fields besides metadata.name/namespace.
 	Fields func(obj runtime.Object) fields.Set
-	// GenerationOnSpec bumps metadata.generation when spec changes.
-	GenerationOnSpec bool
+	// SpecChanged, when set, reports whether an update changes what the kind's
+	// metadata.generation counts: its spec for most kinds (write it with Changed), more for
+	// some (a Deployment's annotations too). A new object then starts at generation 1, and
+	// an update that changes it increments it; the comparison is made after defaults, as
+	// upstream compares decoded (defaulted) objects. Unset: generation stays 0.
+	SpecChanged func(obj, old runtime.Object) bool
 	// AllowCreateOnUpdate lets PUT create a missing object.
 	AllowCreateOnUpdate bool
 	// MarkDeleting changes an object being deleted gracefully (namespace: phase Terminating).
@@ -90,7 +97,9 @@ type Kind struct {
 	// KeyRoot is the storage key root below the prefix; Plural if empty.
 	KeyRoot  string
 	Strategy Strategy
-	// Status adds the status subresource; the main resource then ignores status changes.
+	// Status adds the status subresource; Strategy.PrepareForUpdate then keeps the
+	// status on main-resource updates and Strategy.PrepareForStatusUpdate the rest on
+	// status updates.
 	Status bool
 	// Scale, when set, adds the scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
@@ -545,7 +554,7 @@ func (s *Store) prepareForCreate(ctx context.Context, obj runtime.Object, a meta
 	a.SetDeletionGracePeriodSeconds(nil)
 	a.SetResourceVersion("")
 	a.SetSelfLink("")
-	if s.kind.Strategy.GenerationOnSpec {
+	if s.kind.Strategy.SpecChanged != nil {
 		a.SetGeneration(1)
 	} else {
 		a.SetGeneration(0)
@@ -616,7 +625,9 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			//lint:ignore ST1005 upstream's exact message, which clients may match
 			return nil, apierrors.NewConflict(s.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", na.GetUID(), ca.GetUID()))
 		}
-		newObj, na = s.prepareForUpdate(newObj, current, na, ca, statusOnly)
+		if err := s.prepareForUpdate(newObj, current, na, ca, statusOnly); err != nil {
+			return nil, err
+		}
 		if err := s.admitUpdate(ctx, ns, name, newObj, current, na, ca, opts, dry, statusOnly); err != nil {
 			return nil, err
 		}
@@ -680,53 +691,38 @@ func (s *Store) checkUpdateTarget(newObj runtime.Object, ns, name string) (metav
 	return na, nil
 }
 
-// prepareForUpdate carries over from current what the write may not change: the status
-// on the main resource of a kind with a status subresource, everything but status and
-// metadata on /status, the fields the server owns; then runs the kind's preparation and
-// defaults and bumps the generation on a spec change. It returns the object to write and
-// its metadata.
-func (s *Store) prepareForUpdate(newObj, current runtime.Object, na, ca metav1.Object, statusOnly bool) (runtime.Object, metav1.Object) {
-	if statusOnly {
-		// As upstream's status strategies: status and metadata come from the request
-		// (controllers record annotations such as a Deployment's revision through
-		// /status), every other field (spec) from the stored object.
-		merged := current.DeepCopyObject()
-		copyField(merged, newObj, "Status")
-		if _, custom := newObj.(*unstructured.Unstructured); !custom {
-			// A custom resource's /status keeps its metadata, as upstream's.
-			copyField(merged, newObj, "ObjectMeta")
-		}
-		managed := na.GetManagedFields() // the field manager's record of this write
-		newObj = merged
-		na, _ = meta.Accessor(newObj)
-		na.SetManagedFields(managed)
-	} else if s.kind.Status {
-		copyField(newObj, current, "Status")
+// prepareForUpdate sets what the server owns in an update's metadata, then applies the
+// kind's rules: on /status, its PrepareForStatusUpdate keeps what a status write may not
+// change (given a copy of the stored object to take it from); otherwise its
+// PrepareForUpdate keeps what a main-resource write may not change (the status, for a kind
+// with a status subresource), defaults are filled and the generation moves on when the
+// kind's SpecChanged says so. A kind with a status subresource must state both rules.
+func (s *Store) prepareForUpdate(newObj, current runtime.Object, na, ca metav1.Object, statusOnly bool) error {
+	st := &s.kind.Strategy
+	if (statusOnly || s.kind.Status) && (st.PrepareForUpdate == nil || st.PrepareForStatusUpdate == nil) {
+		return apierrors.NewInternalError(fmt.Errorf("%s has a status subresource but no PrepareForUpdate and PrepareForStatusUpdate rules", s.gr()))
 	}
-	// Fields the server owns.
 	na.SetUID(ca.GetUID())
 	na.SetCreationTimestamp(ca.GetCreationTimestamp())
 	na.SetDeletionTimestamp(ca.GetDeletionTimestamp())
 	na.SetDeletionGracePeriodSeconds(ca.GetDeletionGracePeriodSeconds())
 	na.SetGeneration(ca.GetGeneration())
 	if statusOnly {
-		if s.kind.Strategy.PrepareForStatusUpdate != nil {
-			s.kind.Strategy.PrepareForStatusUpdate(newObj, current)
-		}
+		st.PrepareForStatusUpdate(newObj, current.DeepCopyObject())
 	} else {
-		if s.kind.Strategy.PrepareForUpdate != nil {
-			s.kind.Strategy.PrepareForUpdate(newObj, current)
+		if st.PrepareForUpdate != nil {
+			st.PrepareForUpdate(newObj, current)
 		}
-		if s.kind.Strategy.Default != nil {
-			s.kind.Strategy.Default(newObj)
+		if st.Default != nil {
+			st.Default(newObj)
 		}
-		if s.kind.Strategy.GenerationOnSpec && !fieldEqual(newObj, current, "Spec") {
+		if st.SpecChanged != nil && st.SpecChanged(newObj, current) {
 			na.SetGeneration(ca.GetGeneration() + 1)
 		}
 	}
 	na.SetResourceVersion(ca.GetResourceVersion())
 	na.SetSelfLink("")
-	return newObj, na
+	return nil
 }
 
 // admitUpdate runs mutating admission, validation, the kind's admit check and validating
@@ -1049,69 +1045,6 @@ func (s *Store) DeleteCollection(ctx context.Context, ns string, opts *metav1.De
 	return list, nil
 }
 
-// copyField sets dst.<name> = src.<name> for two pointers to the same struct type; for
-// unstructured objects (custom resources) it copies the top-level field of the lowercased
-// name ("Status": .status), or removes it when src has none.
-func copyField(dst, src runtime.Object, name string) {
-	if du, ok := dst.(*unstructured.Unstructured); ok {
-		su, ok := src.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		key := strings.ToLower(name[:1]) + name[1:]
-		if v, ok := su.Object[key]; ok {
-			du.Object[key] = runtime.DeepCopyJSONValue(v)
-		} else {
-			delete(du.Object, key)
-		}
-		return
-	}
-	dv := reflect.ValueOf(dst).Elem()
-	sv := reflect.ValueOf(src).Elem()
-	if dv.Type() != sv.Type() {
-		return
-	}
-	df := dv.FieldByName(name)
-	sf := sv.FieldByName(name)
-	if df.IsValid() && sf.IsValid() && df.CanSet() {
-		df.Set(sf)
-	}
-}
-
-// fieldEqual compares a.<name> and b.<name>. For unstructured objects "Spec" means
-// everything but metadata and status, as upstream bumps a custom resource's generation on
-// any such change.
-func fieldEqual(a, b runtime.Object, name string) bool {
-	if au, ok := a.(*unstructured.Unstructured); ok {
-		bu, ok := b.(*unstructured.Unstructured)
-		if !ok {
-			return false
-		}
-		if name != "Spec" {
-			key := strings.ToLower(name[:1]) + name[1:]
-			return apiequality.Semantic.DeepEqual(au.Object[key], bu.Object[key])
-		}
-		strip := func(m map[string]any) map[string]any {
-			out := make(map[string]any, len(m))
-			for k, v := range m {
-				switch k {
-				case "metadata", "status", "apiVersion", "kind":
-				default:
-					out[k] = v
-				}
-			}
-			return out
-		}
-		return apiequality.Semantic.DeepEqual(strip(au.Object), strip(bu.Object))
-	}
-	av := reflect.ValueOf(a).Elem().FieldByName(name)
-	bv := reflect.ValueOf(b).Elem().FieldByName(name)
-	if !av.IsValid() || !bv.IsValid() {
-		return true
-	}
-	return apiequality.Semantic.DeepEqual(av.Interface(), bv.Interface())
-}
-
 // StatusStore serves the status subresource of a kind.
 type StatusStore struct{ store *Store }
 
@@ -1128,15 +1061,6 @@ func (s *StatusStore) Update(ctx context.Context, ns, name string, transform Tra
 // namespaces, when set, is asked whether a namespace accepts new objects.
 func NewStore(k *Kind, s storage.Interface, namespaces func(ctx context.Context, ns string) error) *Store {
 	return &Store{kind: k, storage: s, namespaces: namespaces}
-}
-
-// KeepObjectMeta is the PrepareForStatusUpdate of kinds whose /status writes may change
-// nothing but status (upstream resets all of metadata for them, managedFields aside).
-func KeepObjectMeta(obj, old runtime.Object) {
-	a, _ := meta.Accessor(obj)
-	managed := a.GetManagedFields()
-	copyField(obj, old, "ObjectMeta")
-	a.SetManagedFields(managed)
 }
 
 // AdmitFunc checks a create (old is nil) or update of obj by the caller in ctx, after

@@ -16,7 +16,10 @@ func MutatingWebhookConfigurationsKind() *registry.Kind {
 		New:     func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
 		NewList: func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			// Any change of the webhooks starts a new generation, as upstream.
+			SpecChanged: registry.Changed(func(c *admissionregistrationv1.MutatingWebhookConfiguration) []admissionregistrationv1.MutatingWebhook {
+				return c.Webhooks
+			}),
 			Default: func(obj runtime.Object) {
 				for i := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
 					w := &obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]

@@ -18,8 +18,16 @@ func ValidatingAdmissionPoliciesKind() *registry.Kind {
 		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForStatusUpdate: registry.KeepObjectMeta,
-			GenerationOnSpec:       true,
+			PrepareForUpdate: registry.Rule(func(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Status = old.Status }),
+			// The type checker's status writes may change status only (upstream resets
+			// metadata as for any status write, managedFields aside).
+			PrepareForStatusUpdate: registry.Rule(func(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) {
+				p.Spec = old.Spec
+				metav1.ResetObjectMetaForStatus(&p.ObjectMeta, &old.ObjectMeta)
+			}),
+			SpecChanged: registry.Changed(func(p *admissionregistrationv1.ValidatingAdmissionPolicy) admissionregistrationv1.ValidatingAdmissionPolicySpec {
+				return p.Spec
+			}),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{}
 			},

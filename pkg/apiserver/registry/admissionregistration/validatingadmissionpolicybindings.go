@@ -15,7 +15,9 @@ func ValidatingAdmissionPolicyBindingsKind() *registry.Kind {
 		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
 		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			SpecChanged: registry.Changed(func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec {
+				return b.Spec
+			}),
 			Default: func(obj runtime.Object) {
 				defaultMatchResources(obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec.MatchResources)
 			},

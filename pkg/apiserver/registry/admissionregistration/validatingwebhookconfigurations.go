@@ -16,7 +16,10 @@ func ValidatingWebhookConfigurationsKind() *registry.Kind {
 		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
 		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			// Any change of the webhooks starts a new generation, as upstream.
+			SpecChanged: registry.Changed(func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []admissionregistrationv1.ValidatingWebhook {
+				return c.Webhooks
+			}),
 			Default: func(obj runtime.Object) {
 				for i := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
 					w := &obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]

@@ -27,6 +27,14 @@ func APIServicesKind() *registry.Kind {
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*apiregistration.APIService).Status = apiregistration.APIServiceStatus{}
 			},
+			PrepareForUpdate: registry.Rule(func(a, old *apiregistration.APIService) { a.Status = old.Status }),
+			// The availability controller's status writes keep the spec and the labels,
+			// annotations, finalizers and owner references, as kube-aggregator's.
+			PrepareForStatusUpdate: registry.Rule(func(a, old *apiregistration.APIService) {
+				a.Spec = old.Spec
+				a.Labels, a.Annotations = old.Labels, old.Annotations
+				a.Finalizers, a.OwnerReferences = old.Finalizers, old.OwnerReferences
+			}),
 			Default: func(obj runtime.Object) { apiregistration.SetDefaults(obj.(*apiregistration.APIService)) },
 			NameValidation: func(name string, _ bool) []string {
 				return content.IsPathSegmentName(name)

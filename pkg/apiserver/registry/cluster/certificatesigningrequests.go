@@ -29,7 +29,7 @@ var keyUsages = []certificatesv1.KeyUsage{
 }
 
 // CertificateSigningRequestsKind serves CSRs. The main resource changes metadata only
-// (spec is immutable, status kept); certificates are set through /status, the Approved
+// (spec and status are kept); certificates are set through /status, the Approved
 // and Denied conditions only through /approval (`kubectl certificate approve`), as upstream.
 func CertificateSigningRequestsKind() *registry.Kind {
 	return &registry.Kind{
@@ -56,12 +56,17 @@ func CertificateSigningRequestsKind() *registry.Kind {
 					csr.Spec.Extra[k] = certificatesv1.ExtraValue(v)
 				}
 			},
+			// The main resource changes metadata only: a write's spec and status are
+			// ignored, as upstream's.
+			PrepareForUpdate: registry.Rule(func(csr, old *certificatesv1.CertificateSigningRequest) {
+				csr.Spec = old.Spec
+				csr.Status = old.Status
+			}),
+			// The served /status is mergeCSRStatus (AddSubresources), which keeps the
+			// approval conditions too; this is the rule of the store's own status writes.
+			PrepareForStatusUpdate: registry.Rule(func(csr, old *certificatesv1.CertificateSigningRequest) { csr.Spec = old.Spec }),
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateCSR(obj.(*certificatesv1.CertificateSigningRequest))
-			},
-			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-				csr, oldCSR := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-				return registry.ImmutableField(csr.Spec, oldCSR.Spec, field.NewPath("spec"))
 			},
 			Fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

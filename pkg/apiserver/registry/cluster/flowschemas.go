@@ -15,9 +15,14 @@ func FlowSchemasKind() *registry.Kind {
 		NewList: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForStatusUpdate: registry.KeepObjectMeta,
-			GenerationOnSpec:       true,
-			PrepareForCreate:       func(obj runtime.Object) { obj.(*flowcontrolv1.FlowSchema).Status = flowcontrolv1.FlowSchemaStatus{} },
+			PrepareForUpdate: registry.Rule(func(fs, old *flowcontrolv1.FlowSchema) { fs.Status = old.Status }),
+			// Status writes change status only: metadata is kept whole, managedFields aside.
+			PrepareForStatusUpdate: registry.Rule(func(fs, old *flowcontrolv1.FlowSchema) {
+				fs.Spec = old.Spec
+				registry.KeepMetadata(&fs.ObjectMeta, &old.ObjectMeta)
+			}),
+			SpecChanged:      registry.Changed(func(fs *flowcontrolv1.FlowSchema) flowcontrolv1.FlowSchemaSpec { return fs.Spec }),
+			PrepareForCreate: func(obj runtime.Object) { obj.(*flowcontrolv1.FlowSchema).Status = flowcontrolv1.FlowSchemaStatus{} },
 			Default: func(obj runtime.Object) {
 				if fs := obj.(*flowcontrolv1.FlowSchema); fs.Spec.MatchingPrecedence == 0 {
 					fs.Spec.MatchingPrecedence = 1000

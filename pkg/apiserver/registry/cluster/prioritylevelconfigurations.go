@@ -15,8 +15,15 @@ func PriorityLevelConfigurationsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForStatusUpdate: registry.KeepObjectMeta,
-			GenerationOnSpec:       true,
+			PrepareForUpdate: registry.Rule(func(pl, old *flowcontrolv1.PriorityLevelConfiguration) { pl.Status = old.Status }),
+			// Status writes change status only: metadata is kept whole, managedFields aside.
+			PrepareForStatusUpdate: registry.Rule(func(pl, old *flowcontrolv1.PriorityLevelConfiguration) {
+				pl.Spec = old.Spec
+				registry.KeepMetadata(&pl.ObjectMeta, &old.ObjectMeta)
+			}),
+			SpecChanged: registry.Changed(func(pl *flowcontrolv1.PriorityLevelConfiguration) flowcontrolv1.PriorityLevelConfigurationSpec {
+				return pl.Spec
+			}),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*flowcontrolv1.PriorityLevelConfiguration).Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
 			},

@@ -28,11 +28,13 @@ func NamespacesKind() *registry.Kind {
 					ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 				}
 			},
-			PrepareForUpdate: func(obj, old runtime.Object) {
-				// spec.finalizers change through namespaces/finalize only, as upstream.
-				obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
-			},
-			Validate: validateNamespaceSpec,
+			// spec.finalizers change through namespaces/finalize only, as upstream.
+			PrepareForUpdate: registry.Rule(func(ns, old *corev1.Namespace) {
+				ns.Spec.Finalizers = old.Spec.Finalizers
+				ns.Status = old.Status
+			}),
+			PrepareForStatusUpdate: registry.Rule(func(ns, old *corev1.Namespace) { ns.Spec = old.Spec }),
+			Validate:               validateNamespaceSpec,
 			DeletionHeld: func(obj runtime.Object) bool {
 				return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0
 			},

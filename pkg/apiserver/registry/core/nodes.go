@@ -18,6 +18,15 @@ func NodesKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.NodeList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
+			PrepareForUpdate: registry.Rule(func(n, old *corev1.Node) { n.Status = old.Status }),
+			// The node agent's status writes keep the spec; status.config (deprecated) only
+			// stays where it was set already, as upstream.
+			PrepareForStatusUpdate: registry.Rule(func(n, old *corev1.Node) {
+				n.Spec = old.Spec
+				if old.Status.Config == nil {
+					n.Status.Config = nil
+				}
+			}),
 			Default: func(obj runtime.Object) {
 				n := obj.(*corev1.Node)
 				// v1's podCIDR is the first of podCIDRs (upstream's conversion).

@@ -15,6 +15,8 @@ func PersistentVolumeClaimsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
+			PrepareForUpdate:       registry.Rule(func(pvc, old *corev1.PersistentVolumeClaim) { pvc.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(pvc, old *corev1.PersistentVolumeClaim) { pvc.Spec = old.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
 			},

@@ -13,6 +13,21 @@ import (
 
 var accessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
 
+// pvStatusUpdate keeps a volume's spec on a /status write and keeps
+// status.lastPhaseTransitionTime current as upstream does: the stored time while the phase
+// stays, now when the phase changes and the write did not set a time of its own.
+func pvStatusUpdate(pv, old *corev1.PersistentVolume) {
+	pv.Spec = old.Spec
+	st, oldSt := &pv.Status, &old.Status
+	switch {
+	case st.Phase == oldSt.Phase && st.LastPhaseTransitionTime == nil:
+		st.LastPhaseTransitionTime = oldSt.LastPhaseTransitionTime
+	case st.Phase != oldSt.Phase && (st.LastPhaseTransitionTime == nil || st.LastPhaseTransitionTime.Equal(oldSt.LastPhaseTransitionTime)):
+		now := metav1.Now()
+		st.LastPhaseTransitionTime = &now
+	}
+}
+
 func PersistentVolumesKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Version: "v1", Kind: "PersistentVolume", ListKind: "PersistentVolumeList", Plural: "persistentvolumes", Singular: "persistentvolume",
@@ -21,6 +36,8 @@ func PersistentVolumesKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.PersistentVolumeList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
+			PrepareForUpdate:       registry.Rule(func(pv, old *corev1.PersistentVolume) { pv.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(pvStatusUpdate),
 			PrepareForCreate: func(obj runtime.Object) {
 				now := metav1.Now()
 				obj.(*corev1.PersistentVolume).Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}

@@ -21,6 +21,43 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// podStatusUpdate is what a pod's /status write (its node agent's) keeps of the stored pod,
+// as upstream's status strategy: the spec; the owner references (old kubelets corrupted
+// them); the QoS class, set at creation, when the write leaves it out; the observed
+// generations it leaves at 0. Its podIP and podIPs are read as upstream reads a v1 pod
+// (podIP wins).
+func podStatusUpdate(pod, old *corev1.Pod) {
+	pod.Spec = old.Spec
+	pod.OwnerReferences = old.OwnerReferences
+	if pod.Status.QOSClass == "" {
+		pod.Status.QOSClass = old.Status.QOSClass
+	}
+	keepObservedGenerations(&pod.Status, &old.Status)
+	normalizePodIPs(&pod.Status)
+}
+
+// keepObservedGenerations keeps old's observedGeneration, of the status and of each
+// condition (the n-th condition of a type takes the n-th old one's), where st has none.
+func keepObservedGenerations(st, old *corev1.PodStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = old.ObservedGeneration
+	}
+	oldGens := map[corev1.PodConditionType][]int64{}
+	for _, c := range old.Conditions {
+		oldGens[c.Type] = append(oldGens[c.Type], c.ObservedGeneration)
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		var gen int64
+		if gens := oldGens[c.Type]; len(gens) > 0 {
+			gen, oldGens[c.Type] = gens[0], gens[1:]
+		}
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = gen
+		}
+	}
+}
+
 func PodsKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Version: "v1", Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
@@ -29,15 +66,10 @@ func PodsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.PodList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GracePeriod: podGracePeriod,
-			// Node agents write /status; they may not touch owner references (upstream: old
-			// kubelets corrupted them).
-			// Its podIP and podIPs are read as upstream reads a v1 pod (podIP wins).
-			PrepareForStatusUpdate: func(obj, old runtime.Object) {
-				obj.(*corev1.Pod).OwnerReferences = old.(*corev1.Pod).OwnerReferences
-				normalizePodIPs(&obj.(*corev1.Pod).Status)
-			},
-			GenerationOnSpec: true,
+			GracePeriod:            podGracePeriod,
+			PrepareForUpdate:       registry.Rule(func(pod, old *corev1.Pod) { pod.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(podStatusUpdate),
+			SpecChanged:            registry.Changed(func(pod *corev1.Pod) corev1.PodSpec { return pod.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				pod := obj.(*corev1.Pod)
 				pod.Status = corev1.PodStatus{Phase: corev1.PodPending}

@@ -14,8 +14,9 @@ func PodTemplatesKind() *registry.Kind {
 		New:     func() runtime.Object { return &corev1.PodTemplate{} },
 		NewList: func() runtime.Object { return &corev1.PodTemplateList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
-			Default:          func(obj runtime.Object) { DefaultPodSpec(&obj.(*corev1.PodTemplate).Template.Spec) },
+			// Any change of the template starts a new generation, as upstream.
+			SpecChanged: registry.Changed(func(t *corev1.PodTemplate) corev1.PodTemplateSpec { return t.Template }),
+			Default:     func(obj runtime.Object) { DefaultPodSpec(&obj.(*corev1.PodTemplate).Template.Spec) },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return ValidatePodTemplate(&obj.(*corev1.PodTemplate).Template, nil, field.NewPath("template"))
 			},

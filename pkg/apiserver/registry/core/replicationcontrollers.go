@@ -27,7 +27,9 @@ func ReplicationControllersKind() *registry.Kind {
 			},
 		},
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			PrepareForUpdate:       registry.Rule(func(rc, old *corev1.ReplicationController) { rc.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(rc, old *corev1.ReplicationController) { rc.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(rc *corev1.ReplicationController) corev1.ReplicationControllerSpec { return rc.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*corev1.ReplicationController).Status = corev1.ReplicationControllerStatus{}
 			},

@@ -15,7 +15,9 @@ func ResourceQuotasKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.ResourceQuotaList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForCreate: func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
+			PrepareForUpdate:       registry.Rule(func(q, old *corev1.ResourceQuota) { q.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(q, old *corev1.ResourceQuota) { q.Spec = old.Spec }),
 			Validate: func(obj runtime.Object) field.ErrorList {
 				q := obj.(*corev1.ResourceQuota)
 				errs := registry.ValidateResourceList(q.Spec.Hard, field.NewPath("spec", "hard"))

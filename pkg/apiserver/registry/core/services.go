@@ -25,13 +25,14 @@ func ServicesKind() *registry.Kind {
 				obj.(*corev1.Service).Status = corev1.ServiceStatus{}
 			},
 			// ClusterIPs and NodePorts are filled by the allocator (servicealloc.go).
-			PrepareForUpdate: func(obj, old runtime.Object) {
-				svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
-				dropTypeDependentFields(svc, oldSvc)
-				patchAllocatedValues(svc, oldSvc)
-			},
-			Default:  defaultService,
-			Validate: validateService,
+			PrepareForUpdate: registry.Rule(func(svc, old *corev1.Service) {
+				svc.Status = old.Status
+				dropTypeDependentFields(svc, old)
+				patchAllocatedValues(svc, old)
+			}),
+			PrepareForStatusUpdate: registry.Rule(func(svc, old *corev1.Service) { svc.Spec = old.Spec }),
+			Default:                defaultService,
+			Validate:               validateService,
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
 				if oldSvc.Spec.ClusterIP != "" && svc.Spec.Type != corev1.ServiceTypeExternalName && oldSvc.Spec.Type != corev1.ServiceTypeExternalName {

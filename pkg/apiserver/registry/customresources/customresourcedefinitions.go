@@ -36,7 +36,13 @@ func CustomResourceDefinitionsKind() *registry.Kind {
 		StorageJSON: true, // as kube-apiserver
 		Status:      true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			PrepareForUpdate: registry.Rule(func(crd, old *apiextensionsv1.CustomResourceDefinition) { crd.Status = old.Status }),
+			// Upstream's status strategy means to reset metadata but resets it from the
+			// request itself: status writes may change metadata.
+			PrepareForStatusUpdate: registry.Rule(func(crd, old *apiextensionsv1.CustomResourceDefinition) { crd.Spec = old.Spec }),
+			SpecChanged: registry.Changed(func(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionSpec {
+				return crd.Spec
+			}),
 			PrepareForCreate: func(obj runtime.Object) {
 				crd := obj.(*apiextensionsv1.CustomResourceDefinition)
 				crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}

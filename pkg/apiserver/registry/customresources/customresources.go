@@ -566,13 +566,15 @@ func customKind(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1
 		KeyRoot: crd.Spec.Group + "/" + names.Plural,
 		Status:  v.Subresources != nil && v.Subresources.Status != nil,
 	}
-	k.Strategy.GenerationOnSpec = true
+	k.Strategy.SpecChanged = customSpecChanged(k.Status)
 	if k.Status {
 		// A create does not set status when the status subresource is on (upstream's
-		// PrepareForCreate); updates keep it through the store's status handling.
+		// PrepareForCreate).
 		k.Strategy.PrepareForCreate = func(obj runtime.Object) {
 			delete(obj.(*unstructured.Unstructured).Object, "status")
 		}
+		k.Strategy.PrepareForUpdate = keepCustomStatus
+		k.Strategy.PrepareForStatusUpdate = takeCustomStatus
 	}
 	if crd.DeletionTimestamp != nil {
 		gr := k.GroupResource()

@@ -5,6 +5,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,7 +20,13 @@ func EndpointSlicesKind() *registry.Kind {
 		New:     func() runtime.Object { return &discoveryv1.EndpointSlice{} },
 		NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			// An EndpointSlice has no spec: anything but metadata counts, and its labels
+			// (the service it belongs to), as upstream.
+			SpecChanged: func(obj, old runtime.Object) bool {
+				s, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
+				return !apiequality.Semantic.DeepEqual(s.Labels, o.Labels) || s.AddressType != o.AddressType ||
+					!apiequality.Semantic.DeepEqual(s.Endpoints, o.Endpoints) || !apiequality.Semantic.DeepEqual(s.Ports, o.Ports)
+			},
 			Default: func(obj runtime.Object) {
 				for i := range obj.(*discoveryv1.EndpointSlice).Ports {
 					pt := &obj.(*discoveryv1.EndpointSlice).Ports[i]

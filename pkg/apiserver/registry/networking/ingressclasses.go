@@ -14,7 +14,7 @@ func IngressClassesKind() *registry.Kind {
 		New:     func() runtime.Object { return &networkingv1.IngressClass{} },
 		NewList: func() runtime.Object { return &networkingv1.IngressClassList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			SpecChanged: registry.Changed(func(c *networkingv1.IngressClass) networkingv1.IngressClassSpec { return c.Spec }),
 			Default: func(obj runtime.Object) {
 				if p := obj.(*networkingv1.IngressClass).Spec.Parameters; p != nil {
 					registry.SetDefault(&p.Scope, networkingv1.IngressClassParametersReferenceScopeCluster)

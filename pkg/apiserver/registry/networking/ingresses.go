@@ -23,8 +23,10 @@ func IngressesKind() *registry.Kind {
 		NewList: func() runtime.Object { return &networkingv1.IngressList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{} },
+			PrepareForUpdate:       registry.Rule(func(ing, old *networkingv1.Ingress) { ing.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(ing, old *networkingv1.Ingress) { ing.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(ing *networkingv1.Ingress) networkingv1.IngressSpec { return ing.Spec }),
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{} },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateIngress(obj.(*networkingv1.Ingress))
 			},

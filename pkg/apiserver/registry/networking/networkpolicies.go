@@ -19,7 +19,7 @@ func NetworkPoliciesKind() *registry.Kind {
 		New:     func() runtime.Object { return &networkingv1.NetworkPolicy{} },
 		NewList: func() runtime.Object { return &networkingv1.NetworkPolicyList{} },
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			SpecChanged: registry.Changed(func(np *networkingv1.NetworkPolicy) networkingv1.NetworkPolicySpec { return np.Spec }),
 			Default: func(obj runtime.Object) {
 				np := obj.(*networkingv1.NetworkPolicy)
 				if len(np.Spec.PolicyTypes) == 0 {

@@ -17,7 +17,9 @@ func ServiceCIDRsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForCreate: func(obj runtime.Object) { obj.(*networkingv1.ServiceCIDR).Status = networkingv1.ServiceCIDRStatus{} },
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*networkingv1.ServiceCIDR).Status = networkingv1.ServiceCIDRStatus{} },
+			PrepareForUpdate:       registry.Rule(func(c, old *networkingv1.ServiceCIDR) { c.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(c, old *networkingv1.ServiceCIDR) { c.Spec = old.Spec }),
 			Validate: func(obj runtime.Object) field.ErrorList {
 				cidrs := obj.(*networkingv1.ServiceCIDR).Spec.CIDRs
 				p := field.NewPath("spec", "cidrs")

@@ -3,6 +3,7 @@ package storagekinds
 import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -15,7 +16,13 @@ func VolumeAttachmentsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForStatusUpdate: registry.KeepObjectMeta,
+			PrepareForUpdate: registry.Rule(func(va, old *storagev1.VolumeAttachment) { va.Status = old.Status }),
+			// The attacher's status writes change status only (upstream resets metadata as
+			// for any status write, managedFields aside).
+			PrepareForStatusUpdate: registry.Rule(func(va, old *storagev1.VolumeAttachment) {
+				va.Spec = old.Spec
+				metav1.ResetObjectMetaForStatus(&va.ObjectMeta, &old.ObjectMeta)
+			}),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
 			},

@@ -21,8 +21,10 @@ func CronJobsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &batchv1.CronJobList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
+			PrepareForUpdate:       registry.Rule(func(cj, old *batchv1.CronJob) { cj.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(cj, old *batchv1.CronJob) { cj.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(cj *batchv1.CronJob) batchv1.CronJobSpec { return cj.Spec }),
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
 			Default: func(obj runtime.Object) {
 				s := &obj.(*batchv1.CronJob).Spec
 				if s.ConcurrencyPolicy == "" {

@@ -20,7 +20,7 @@ func DaemonSetsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &appsv1.DaemonSetList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			SpecChanged: registry.Changed(func(ds *appsv1.DaemonSet) appsv1.DaemonSetSpec { return ds.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				ds := obj.(*appsv1.DaemonSet)
 				ds.Status = appsv1.DaemonSetStatus{}
@@ -29,14 +29,20 @@ func DaemonSetsKind() *registry.Kind {
 				}
 			},
 			// The template generation is the server's: kept, and bumped when the template changes.
-			PrepareForUpdate: func(obj, old runtime.Object) {
-				ds, oldDS := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
-				gen := templateGeneration(oldDS)
-				if !apiequality.Semantic.DeepEqual(ds.Spec.Template, oldDS.Spec.Template) {
+			PrepareForUpdate: registry.Rule(func(ds, old *appsv1.DaemonSet) {
+				ds.Status = old.Status
+				gen := templateGeneration(old)
+				if !apiequality.Semantic.DeepEqual(ds.Spec.Template, old.Spec.Template) {
 					gen++
 				}
 				setTemplateGeneration(ds, gen)
-			},
+			}),
+			// The template generation (upstream's spec.templateGeneration, an annotation in
+			// apps/v1) belongs to the spec a status write keeps.
+			PrepareForStatusUpdate: registry.Rule(func(ds, old *appsv1.DaemonSet) {
+				ds.Spec = old.Spec
+				setTemplateGeneration(ds, templateGeneration(old))
+			}),
 			Default: func(obj runtime.Object) {
 				s := &obj.(*appsv1.DaemonSet).Spec
 				if s.UpdateStrategy.Type == "" {

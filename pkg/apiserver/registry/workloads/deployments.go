@@ -33,20 +33,20 @@ func DeploymentsKind() *registry.Kind {
 			},
 		},
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			PrepareForUpdate: registry.Rule(func(d, old *appsv1.Deployment) { d.Status = old.Status }),
+			// /status may change annotations (the controller's revision) but not labels.
+			PrepareForStatusUpdate: registry.Rule(func(d, old *appsv1.Deployment) {
+				d.Spec = old.Spec
+				d.Labels = old.Labels
+			}),
+			// Annotations count too, as upstream: they are copied to the deployment's
+			// replica sets (rollbacks).
+			SpecChanged: func(obj, old runtime.Object) bool {
+				d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
+				return !apiequality.Semantic.DeepEqual(d.Spec, oldD.Spec) || !apiequality.Semantic.DeepEqual(d.Annotations, oldD.Annotations)
+			},
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{}
-			},
-			// /status may change annotations (the controller's revision) but not labels.
-			PrepareForStatusUpdate: func(obj, old runtime.Object) {
-				obj.(*appsv1.Deployment).Labels = old.(*appsv1.Deployment).Labels
-			},
-			// Upstream bumps a deployment's generation on annotation changes too (rollbacks).
-			PrepareForUpdate: func(obj, old runtime.Object) {
-				d, oldD := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
-				if !apiequality.Semantic.DeepEqual(d.Annotations, oldD.Annotations) {
-					d.Generation = oldD.Generation + 1
-				}
 			},
 			Default: func(obj runtime.Object) {
 				d := obj.(*appsv1.Deployment)

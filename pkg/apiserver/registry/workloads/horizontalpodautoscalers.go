@@ -8,6 +8,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -38,7 +39,9 @@ func HorizontalPodAutoscalersKind() *registry.Kind {
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
 			},
-			Default: func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			PrepareForUpdate:       registry.Rule(func(hpa, old *autoscalingv2.HorizontalPodAutoscaler) { hpa.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(hpa, old *autoscalingv2.HorizontalPodAutoscaler) { hpa.Spec = old.Spec }),
+			Default:                func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
 			},
@@ -65,6 +68,16 @@ func HorizontalPodAutoscalersV1Kind() *registry.Kind {
 				delete(hpa.Annotations, hpaCurrentMetricsAnnotation)
 				delete(hpa.Annotations, hpaConditionsAnnotation)
 			},
+			// v2's status and spec fields that v1 lacks travel in annotations: they belong
+			// to the status and the spec the rules keep, as upstream's conversion makes them.
+			PrepareForUpdate: registry.Rule(func(hpa, old *autoscalingv1.HorizontalPodAutoscaler) {
+				hpa.Status = old.Status
+				keepAnnotations(&hpa.ObjectMeta, &old.ObjectMeta, hpaCurrentMetricsAnnotation, hpaConditionsAnnotation)
+			}),
+			PrepareForStatusUpdate: registry.Rule(func(hpa, old *autoscalingv1.HorizontalPodAutoscaler) {
+				hpa.Spec = old.Spec
+				keepAnnotations(&hpa.ObjectMeta, &old.ObjectMeta, hpaMetricsAnnotation, hpaBehaviorAnnotation)
+			}),
 			Default: func(obj runtime.Object) {
 				hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler)
 				if hpa.Spec.MinReplicas == nil {
@@ -299,6 +312,18 @@ func hpaDropAnnotationsV2(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 	}
 	if len(hpa.Annotations) == 0 {
 		hpa.Annotations = nil
+	}
+}
+
+// keepAnnotations sets obj's annotations of the given keys to old's (removed where old has
+// none).
+func keepAnnotations(obj, old *metav1.ObjectMeta, keys ...string) {
+	for _, k := range keys {
+		if v, ok := old.Annotations[k]; ok {
+			metav1.SetMetaDataAnnotation(obj, k, v)
+		} else {
+			delete(obj.Annotations, k)
+		}
 	}
 }
 

@@ -31,7 +31,9 @@ func JobsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &batchv1.JobList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			PrepareForUpdate:       registry.Rule(func(job, old *batchv1.Job) { job.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(job, old *batchv1.Job) { job.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(job *batchv1.Job) batchv1.JobSpec { return job.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				job := obj.(*batchv1.Job)
 				job.Status = batchv1.JobStatus{}

@@ -18,7 +18,9 @@ func PodDisruptionBudgetsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
+			PrepareForUpdate:       registry.Rule(func(pdb, old *policyv1.PodDisruptionBudget) { pdb.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(pdb, old *policyv1.PodDisruptionBudget) { pdb.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(pdb *policyv1.PodDisruptionBudget) policyv1.PodDisruptionBudgetSpec { return pdb.Spec }),
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{}
 			},

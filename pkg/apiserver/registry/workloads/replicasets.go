@@ -24,8 +24,10 @@ func ReplicaSetsKind() *registry.Kind {
 			},
 		},
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*appsv1.ReplicaSet).Status = appsv1.ReplicaSetStatus{} },
+			PrepareForUpdate:       registry.Rule(func(rs, old *appsv1.ReplicaSet) { rs.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(rs, old *appsv1.ReplicaSet) { rs.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(rs *appsv1.ReplicaSet) appsv1.ReplicaSetSpec { return rs.Spec }),
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*appsv1.ReplicaSet).Status = appsv1.ReplicaSetStatus{} },
 			Default: func(obj runtime.Object) {
 				rs := obj.(*appsv1.ReplicaSet)
 				if rs.Spec.Replicas == nil {

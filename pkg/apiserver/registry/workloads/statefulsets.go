@@ -29,11 +29,13 @@ func StatefulSetsKind() *registry.Kind {
 			},
 		},
 		Strategy: registry.Strategy{
-			GenerationOnSpec: true,
-			NameValidation:   apivalidation.NameIsDNSLabel,
-			PrepareForCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
-			Default:          defaultStatefulSet,
-			Validate:         validateStatefulSet,
+			PrepareForUpdate:       registry.Rule(func(sts, old *appsv1.StatefulSet) { sts.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(sts, old *appsv1.StatefulSet) { sts.Spec = old.Spec }),
+			SpecChanged:            registry.Changed(func(sts *appsv1.StatefulSet) appsv1.StatefulSetSpec { return sts.Spec }),
+			NameValidation:         apivalidation.NameIsDNSLabel,
+			PrepareForCreate:       func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
+			Default:                defaultStatefulSet,
+			Validate:               validateStatefulSet,
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				sts, oldSts := obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet)
 				clone := sts.Spec.DeepCopy()
