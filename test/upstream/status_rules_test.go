@@ -63,6 +63,7 @@ func statusRuleSteps(t *testing.T, rc *rest.Config, csrPEM []byte) []string {
 		seen = append(seen, step+": "+describe())
 	}
 	generationSteps(cs, see)
+	podGenerationSteps(cs, see)
 	statusWriteSteps(cs, see)
 	csrAndAPIServiceSteps(cs, dc, csrPEM, see)
 	customResourceSteps(t, dc, see)
@@ -129,6 +130,55 @@ func generationSteps(cs kubernetes.Interface, see seeFunc) {
 		d, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
 	}
 	see("deployment annotations", err, func() string { return fmt.Sprintf("generation %d", d.GetGeneration()) })
+}
+
+// podGenerationSteps: a pod's generation moves with its spec, through the main resource,
+// /resize and /ephemeralcontainers, not with its status nor its binding to a node.
+func podGenerationSteps(cs kubernetes.Interface, see seeFunc) {
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	cpu := func(v string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}}
+	}
+	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rules-gen"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: cpu("100m")}}}}, metav1.CreateOptions{})
+	see("pod create", err, func() string { return fmt.Sprintf("generation %d", pod.Generation) })
+	steps := []struct {
+		name  string
+		write func(*corev1.Pod) (*corev1.Pod, error)
+	}{
+		{"main resource", func(p *corev1.Pod) (*corev1.Pod, error) {
+			deadline := int64(600)
+			p.Spec.ActiveDeadlineSeconds = &deadline
+			return pods.Update(ctx, p, metav1.UpdateOptions{})
+		}},
+		{"status", func(p *corev1.Pod) (*corev1.Pod, error) {
+			p.Status.Message = "m"
+			return pods.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		}},
+		{"resize", func(p *corev1.Pod) (*corev1.Pod, error) {
+			p.Spec.Containers[0].Resources = cpu("200m")
+			return pods.UpdateResize(ctx, p.Name, p, metav1.UpdateOptions{})
+		}},
+		{"binding", func(p *corev1.Pod) (*corev1.Pod, error) {
+			err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return pods.Get(ctx, p.Name, metav1.GetOptions{})
+		}},
+		{"ephemeralcontainers", func(p *corev1.Pod) (*corev1.Pod, error) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}}}
+			return pods.UpdateEphemeralContainers(ctx, p.Name, p, metav1.UpdateOptions{})
+		}},
+	}
+	for _, step := range steps {
+		if err == nil {
+			pod, err = step.write(pod)
+		}
+		see("pod "+step.name, err, func() string { return fmt.Sprintf("generation %d", pod.Generation) })
+	}
 }
 
 // statusWriteSteps: what /status writes keep of pods, persistent volumes and daemon sets,

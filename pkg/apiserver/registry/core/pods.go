@@ -58,6 +58,20 @@ func keepObservedGenerations(st, old *corev1.PodStatus) {
 	}
 }
 
+// withPodGeneration makes a pods subresource's merge move the generation when it changes
+// the spec, as the main resource's SpecChanged does (upstream's ephemeralcontainers and
+// resize strategies).
+func withPodGeneration(merge registry.MergeFunc) registry.MergeFunc {
+	return func(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
+		before := current.(*corev1.Pod).Spec.DeepCopy()
+		out, errs, err := merge(current, request)
+		if pod, ok := out.(*corev1.Pod); ok && err == nil && len(errs) == 0 && !apiequality.Semantic.DeepEqual(pod.Spec, *before) {
+			pod.Generation++
+		}
+		return out, errs, err
+	}
+}
+
 func PodsKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Version: "v1", Kind: "Pod", ListKind: "PodList", Plural: "pods", Singular: "pod",
@@ -191,10 +205,9 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
 	}
 	dry := opts != nil && registry.DryRun(opts.DryRun)
-	_, _, err := b.pods.Update(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-		if cur == nil {
-			return nil, apierrors.NewNotFound(b.pods.GroupResource(), name)
-		}
+	// A binding writes the node name and its annotations, nothing else: as upstream's, it
+	// is no update of the pod's spec (its generation stays).
+	_, _, err := b.pods.UpdateSubresource(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
@@ -210,11 +223,18 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 			pod.Annotations[k] = v
 		}
 		return pod, nil
-	}, &metav1.UpdateOptions{DryRun: dryIf(dry)})
+	}, &metav1.UpdateOptions{DryRun: dryIf(dry)}, mergeBinding)
 	if err != nil {
 		return nil, err
 	}
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+}
+
+// mergeBinding takes of a binding's write the node name and annotations.
+func mergeBinding(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
+	pod, req := current.(*corev1.Pod), request.(*corev1.Pod)
+	pod.Spec.NodeName, pod.Annotations = req.Spec.NodeName, req.Annotations
+	return pod, nil, nil
 }
 
 func dryIf(dry bool) []string {

@@ -30,8 +30,8 @@ func AddSubresources(resource func(schema.GroupResource) *registry.Resource) {
 		}
 		return nil
 	}}
-	pods.Subresources["ephemeralcontainers"] = registry.NewSubresourceStore(pods.Store, mergeEphemeralContainers)
-	pods.Subresources["resize"] = registry.NewSubresourceStore(pods.Store, mergeResize)
+	pods.Subresources["ephemeralcontainers"] = registry.NewSubresourceStore(pods.Store, withPodGeneration(mergeEphemeralContainers))
+	pods.Subresources["resize"] = registry.NewSubresourceStore(pods.Store, withPodGeneration(mergeResize))
 	ns := resource(schema.GroupResource{Resource: "namespaces"})
 	ns.Subresources["finalize"] = registry.NewUpdateOnlyStore(ns.Store, FinalizeNamespace)
 }
