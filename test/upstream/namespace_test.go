@@ -28,6 +28,12 @@ func TestNamespaceFinalizersAsKubeAPIServer(t *testing.T) {
 	hacp := servertest.New(t, nil)
 	want := namespaceFinalizerSteps(t, kubernetes.NewForConfigOrDie(kas.config))
 	got := namespaceFinalizerSteps(t, kubernetes.NewForConfigOrDie(servertest.RestConfig(t, hacp)))
+	sameSteps(t, got, want)
+}
+
+// sameSteps: hacp saw at each step what kube-apiserver saw.
+func sameSteps(t *testing.T, got, want []string) {
+	t.Helper()
 	for i := range want {
 		if i >= len(got) || got[i] != want[i] {
 			t.Errorf("step %d:\n hacp:           %s\n kube-apiserver: %s", i, at(got, i), want[i])

@@ -43,11 +43,7 @@ func TestStatusRulesAsKubeAPIServer(t *testing.T) {
 	csrPEM := csrRequest(t)
 	want := statusRuleSteps(t, kas.config, csrPEM)
 	got := statusRuleSteps(t, servertest.RestConfig(t, hacp), csrPEM)
-	for i := range want {
-		if i >= len(got) || got[i] != want[i] {
-			t.Errorf("step %d:\n hacp:           %s\n kube-apiserver: %s", i, at(got, i), want[i])
-		}
-	}
+	sameSteps(t, got, want)
 }
 
 // statusRuleSteps runs the steps against one server and describes what each saw.
