@@ -268,6 +268,11 @@ func TestRelistAfterWatchEnds(t *testing.T) {
 	r.waitFor(t, true, "add gone=1", "add changed=1", "add same=1")
 
 	src := e.sources[configMaps]
+	for deadline := time.Now().Add(30 * time.Second); !inf.Watching(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not watching after the first list")
+		}
+	}
 	held, release := src.holdNextList()
 	src.mu.Lock()
 	src.open.Stop() // the watch ends, as when the watch cache drops a watcher

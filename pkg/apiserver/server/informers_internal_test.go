@@ -126,6 +126,17 @@ func TestInformersWatchOncePerResource(t *testing.T) {
 			t.Errorf("no shared informer of %s; have %v", gr, shared)
 		}
 	}
+	// An informer opens its watch just after its first list (which Start waits for).
+	waitFor(t, "every informer's watch", func() bool {
+		calls.mu.Lock()
+		defer calls.mu.Unlock()
+		for _, gr := range shared {
+			if calls.watches[gr] == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	calls.mu.Lock()
 	defer calls.mu.Unlock()
 	t.Logf("watches opened: %v", calls.watches)
@@ -161,7 +172,11 @@ func TestReadyzWaitsForInformers(t *testing.T) {
 	calls.hold = podTemplates
 	calls.mu.Unlock()
 	inf := informer.For[*corev1.PodTemplate](s.registry.Informers(), podTemplates)
-	<-calls.held
+	select {
+	case <-calls.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the podtemplates informer did not list")
+	}
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: s.bundle.CAPool,
 		Certificates: []tls.Certificate{s.bundle.AdminTLS}}}}

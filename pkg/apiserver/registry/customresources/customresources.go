@@ -46,7 +46,7 @@ const (
 )
 
 // customResources is what the registry serves for CustomResourceDefinitions: it follows
-// the definitions through an etcd watch on every apiserver.
+// the definitions through the shared informer on every apiserver (crd_controller.go).
 type customResources struct {
 	mu       sync.RWMutex
 	defs     map[string]*apiextensionsv1.CustomResourceDefinition // every definition, by name
