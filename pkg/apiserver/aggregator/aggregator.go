@@ -16,15 +16,16 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/aggregator/apiregistration"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Config configures an Aggregator.
 type Config struct {
 	Registry registry.Resources
+	// Informers gives the shared informer of the APIServices.
+	Informers *informer.Factory
 	// BuiltIn are the group versions this server serves itself; each gets a local APIService
 	// (labelled automanaged=onstart, as kube-apiserver's autoregister controller does).
 	BuiltIn []schema.GroupVersion
@@ -52,6 +53,7 @@ type Aggregator struct {
 	cfg         Config
 	log         *slog.Logger
 	apiServices *registry.Store
+	informer    *informer.Informer[*apiregistration.APIService]
 	services    *registry.Store
 	endpoints   *registry.Store
 	status      registry.Storage
@@ -89,10 +91,11 @@ func New(cfg Config) *Aggregator {
 		cfg.Custom = func() []schema.GroupVersion { return nil }
 	}
 	reg := cfg.Registry
-	res := reg.Resource(apiregistration.Resource("apiservices"))
+	res := reg.Resource(apiServicesGR)
 	a := &Aggregator{
 		cfg: cfg, log: cfg.Logger,
 		apiServices:  res.Store,
+		informer:     informer.For[*apiregistration.APIService](cfg.Informers, apiServicesGR),
 		status:       res.Subresources["status"],
 		services:     reg.Resource(schema.GroupResource{Resource: "services"}).Store,
 		endpoints:    reg.Resource(schema.GroupResource{Resource: "endpoints"}).Store,
@@ -122,79 +125,20 @@ func (a *Aggregator) Run(ctx context.Context) {
 	if !a.started.CompareAndSwap(false, true) {
 		return
 	}
+	a.follow()
 	a.wg.Add(3)
-	go func() { defer a.wg.Done(); a.follow(ctx) }()
+	go func() {
+		defer a.wg.Done()
+		if a.informer.WaitForSync(ctx) == nil {
+			close(a.synced)
+		}
+	}()
 	go func() { defer a.wg.Done(); a.keepLocal(ctx) }()
 	go func() { defer a.wg.Done(); a.keepChecking(ctx) }()
 }
 
 // Wait waits for Run's goroutines to end (after its context is cancelled).
 func (a *Aggregator) Wait() { a.wg.Wait() }
-
-// follow lists and watches the APIServices into a.known, re-listing whenever a watch ends.
-func (a *Aggregator) follow(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := a.followOnce(ctx); err != nil && ctx.Err() == nil {
-			a.log.Debug("aggregator: apiservice watch ended", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (a *Aggregator) followOnce(ctx context.Context) error {
-	obj, err := a.apiServices.List(ctx, "", &metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	list := obj.(*apiregistration.APIServiceList)
-	known := map[string]*apiregistration.APIService{}
-	for i := range list.Items {
-		known[list.Items[i].Name] = &list.Items[i]
-	}
-	a.mu.Lock()
-	a.known = known
-	a.rebuildLocked()
-	a.mu.Unlock()
-	select {
-	case <-a.synced:
-	default:
-		close(a.synced)
-	}
-	w, err := a.apiServices.Watch(ctx, "", &metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return nil
-			}
-			s, isService := ev.Object.(*apiregistration.APIService)
-			if !isService {
-				if ev.Type == watch.Error {
-					return nil
-				}
-				continue
-			}
-			a.mu.Lock()
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				a.known[s.Name] = s
-			case watch.Deleted:
-				delete(a.known, s.Name)
-			}
-			a.rebuildLocked()
-			a.mu.Unlock()
-		}
-	}
-}
 
 // rebuildLocked brings the backends in line with the known APIServices and publishes a
 // new view. A backend whose spec did not change keeps its transport and discovery.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Config configures the authorizer.
@@ -22,7 +22,10 @@ type Config struct {
 	// Modes are the --authorization-mode values, in order (see ParseModes).
 	Modes    []string
 	Registry registry.Resources
-	Logger   *slog.Logger
+	// Informers gives the shared informers the caches are fed from (started by the
+	// registry: authz's start at once).
+	Informers *informer.Factory
+	Logger    *slog.Logger
 }
 
 // Authz is the apiserver's authorizer: system:masters, then the configured modes, in order.
@@ -34,6 +37,7 @@ type Authz struct {
 	rbac  *RBAC
 	node  *Node
 	reg   registry.Resources
+	inf   *informer.Factory
 	log   *slog.Logger
 	wg    sync.WaitGroup
 }
@@ -59,7 +63,7 @@ func New(cfg Config) (*Authz, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	z := &Authz{rbac: newRBAC(), node: newNode(), reg: cfg.Registry, log: cfg.Logger}
+	z := &Authz{rbac: newRBAC(), node: newNode(), reg: cfg.Registry, inf: cfg.Informers, log: cfg.Logger}
 	z.union = Union{privileged}
 	z.modes = cfg.Modes
 	for _, m := range cfg.Modes {
@@ -97,42 +101,12 @@ func (z *Authz) Authorize(ctx context.Context, a Attributes) (Decision, string, 
 // escalation checks whatever the modes).
 func (z *Authz) RBAC() *RBAC { return z.rbac }
 
-// Start fills the caches from etcd and keeps them in step until ctx ends, reconciles the
+// Start feeds the caches from the shared informers until ctx ends, reconciles the
 // bootstrap policy, and keeps aggregated ClusterRoles up to date. It returns once the
 // caches hold what etcd held when it started.
 func (z *Authz) Start(ctx context.Context) error {
-	type kind struct {
-		gr      schema.GroupResource
-		replace func([]runtime.Object)
-		apply   func(watch.EventType, runtime.Object)
-	}
-	replacePVs, applyPV := nameIndex(z.node, &z.node.pvClaims, pvClaim)
-	replaceVAs, applyVA := nameIndex(z.node, &z.node.vaNodes, vaNode)
-	kinds := []kind{
-		{grRoles, z.rbac.replaceRoles, z.rbac.applyRole},
-		{grClusterRoles, z.rbac.replaceClusterRoles, z.rbac.applyClusterRole},
-		{grRoleBindings, z.rbac.replaceRoleBindings, z.rbac.applyRoleBinding},
-		{grClusterRoleBindings, z.rbac.replaceClusterRoleBindings, z.rbac.applyClusterRoleBinding},
-		{grPods, z.node.replacePods, z.node.applyPod},
-		{grPVs, replacePVs, applyPV},
-		{grVAs, replaceVAs, applyVA},
-	}
-	var synced []chan struct{}
-	for _, k := range kinds {
-		ch := make(chan struct{})
-		synced = append(synced, ch)
-		z.wg.Add(1)
-		go func() {
-			defer z.wg.Done()
-			reflect(ctx, z.log, k.gr.String(), z.reg.Resource(k.gr).Store, k.replace, k.apply, ch)
-		}()
-	}
-	for _, ch := range synced {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := z.startCaches(ctx); err != nil {
+		return err
 	}
 	if err := z.reconcileBootstrap(ctx); err != nil {
 		return err

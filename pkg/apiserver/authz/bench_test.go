@@ -8,7 +8,6 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // BenchmarkRBACAuthorize is one authorization decision with the bootstrap policy and 1000
@@ -16,7 +15,9 @@ import (
 func BenchmarkRBACAuthorize(b *testing.B) {
 	r := newRBAC()
 	p := BootstrapPolicy()
-	var crs, crbs, rbs []runtime.Object
+	var crs []*rbacv1.ClusterRole
+	var crbs []*rbacv1.ClusterRoleBinding
+	var rbs []*rbacv1.RoleBinding
 	for i := range p.ClusterRoles {
 		cr := p.ClusterRoles[i]
 		if cr.Name == "edit" {
@@ -33,9 +34,15 @@ func BenchmarkRBACAuthorize(b *testing.B) {
 	}
 	rbs = append(rbs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "ns"},
 		RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"}, Subjects: []rbacv1.Subject{{Kind: "Group", Name: "team"}}})
-	r.replaceClusterRoles(crs)
-	r.replaceClusterRoleBindings(crbs)
-	r.replaceRoleBindings(rbs)
+	for _, cr := range crs {
+		r.applyClusterRole(false, cr)
+	}
+	for _, crb := range crbs {
+		r.applyClusterRoleBinding(false, crb)
+	}
+	for _, rb := range rbs {
+		r.applyRoleBinding(false, rb)
+	}
 	u := &request.User{Name: "alice", Groups: []string{"team", request.AllAuthenticated}}
 	z := Union{privileged, newNode(), r}
 	for _, tc := range []struct {

@@ -9,7 +9,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Node authorizes kubelets (user system:node:NAME in group system:nodes) as upstream's
@@ -161,24 +160,9 @@ func (n *Node) setPodLocked(key string, p *corev1.Pod) {
 	}
 }
 
-func (n *Node) replacePods(items []runtime.Object) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.pods, n.refs = map[string]*podRefs{}, map[string]int{}
-	for _, o := range items {
-		if p, ok := o.(*corev1.Pod); ok {
-			n.setPodLocked(nsName(p.Namespace, p.Name), p)
-		}
-	}
-}
-
-func (n *Node) applyPod(t watch.EventType, o runtime.Object) {
-	p, ok := o.(*corev1.Pod)
-	if !ok {
-		return
-	}
+func (n *Node) applyPod(deleted bool, p *corev1.Pod) {
 	key := nsName(p.Namespace, p.Name)
-	if t == watch.Deleted {
+	if deleted {
 		p = nil
 	}
 	n.mu.Lock()
@@ -186,38 +170,21 @@ func (n *Node) applyPod(t watch.EventType, o runtime.Object) {
 	n.setPodLocked(key, p)
 }
 
-// nameIndex returns the replace and apply functions that keep *m, an object's name to
-// edge(obj), from a list of T and its watch; edge's ok is false for an object the graph
-// has no edge for (a PersistentVolume not bound to a claim).
+// nameIndex returns the handler that keeps *m, an object's name to edge(obj), from an
+// informer of T; edge's ok is false for an object the graph has no edge for (a
+// PersistentVolume not bound to a claim).
 func nameIndex[T interface {
 	runtime.Object
 	GetName() string
-}](n *Node, m *map[string]string, edge func(T) (string, bool)) (func([]runtime.Object), func(watch.EventType, runtime.Object)) {
-	replace := func(items []runtime.Object) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		*m = map[string]string{}
-		for _, o := range items {
-			if obj, ok := o.(T); ok {
-				if v, ok := edge(obj); ok {
-					(*m)[obj.GetName()] = v
-				}
-			}
-		}
-	}
-	apply := func(t watch.EventType, o runtime.Object) {
-		obj, ok := o.(T)
-		if !ok {
-			return
-		}
+}](n *Node, m *map[string]string, edge func(T) (string, bool)) func(deleted bool, obj T) {
+	return func(deleted bool, obj T) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		delete(*m, obj.GetName())
-		if v, ok := edge(obj); ok && t != watch.Deleted {
+		if v, ok := edge(obj); ok && !deleted {
 			(*m)[obj.GetName()] = v
 		}
 	}
-	return replace, apply
 }
 
 // pvClaim is a PersistentVolume's edge: the namespace/name of the claim it is bound to.

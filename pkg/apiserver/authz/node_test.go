@@ -9,33 +9,32 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // nodeGraph is a graph with pod p1 on n1 (Secret s1, claim c1 bound to PV pv1), pod p2 on
 // n2 (Secret s2, claim c2 bound to PV pv2) and VolumeAttachments va1 (n1) and va2 (n2).
 func nodeGraph() *Node {
 	n := newNode()
-	pod := func(name, node, secret, claim string) runtime.Object {
+	pod := func(name, node, secret, claim string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: node, Volumes: []corev1.Volume{
 			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}},
 			{Name: "c", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}},
 		}}}
 	}
-	n.replacePods([]runtime.Object{pod("p1", "n1", "s1", "c1"), pod("p2", "n2", "s2", "c2")})
-	pv := func(name, claim string) runtime.Object {
+	n.applyPod(false, pod("p1", "n1", "s1", "c1"))
+	n.applyPod(false, pod("p2", "n2", "s2", "c2"))
+	pv := func(name, claim string) *corev1.PersistentVolume {
 		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: claim}}}
 	}
-	replacePVs, applyPV := nameIndex(n, &n.pvClaims, pvClaim)
-	replacePVs([]runtime.Object{pv("pv1", "c1")})
-	applyPV(watch.Added, pv("pv2", "c2"))
-	va := func(name, node string) runtime.Object {
+	applyPV := nameIndex(n, &n.pvClaims, pvClaim)
+	applyPV(false, pv("pv1", "c1"))
+	applyPV(false, pv("pv2", "c2"))
+	va := func(name, node string) *storagev1.VolumeAttachment {
 		return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.VolumeAttachmentSpec{NodeName: node}}
 	}
-	replaceVAs, applyVA := nameIndex(n, &n.vaNodes, vaNode)
-	replaceVAs([]runtime.Object{va("va1", "n1")})
-	applyVA(watch.Added, va("va2", "n2"))
+	applyVA := nameIndex(n, &n.vaNodes, vaNode)
+	applyVA(false, va("va1", "n1"))
+	applyVA(false, va("va2", "n2"))
 	return n
 }
 
@@ -105,7 +104,7 @@ func TestNodeDecisions(t *testing.T) {
 	if d, _, _ := n.Authorize(context.Background(), Attributes{User: &request.User{Name: "system:node:n1"}, ResourceRequest: true, Verb: "list", Resource: "services"}); d != NoOpinion {
 		t.Errorf("a user outside system:nodes: %v, want NoOpinion", d)
 	}
-	n.applyPod(watch.Deleted, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "ns"}})
+	n.applyPod(true, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "ns"}})
 	for _, a := range []Attributes{{Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s1"}, {Verb: "get", Resource: "persistentvolumes", Name: "pv1"}} {
 		a.User, a.ResourceRequest = &request.User{Name: "system:node:n1", Groups: []string{"system:nodes"}}, true
 		if d, _, _ := n.Authorize(context.Background(), a); d != NoOpinion {

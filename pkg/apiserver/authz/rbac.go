@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // RBAC authorizes by Roles, ClusterRoles and their bindings, read from an in-process copy
@@ -205,52 +204,21 @@ func (r *RBAC) signal() {
 	}
 }
 
-// The cache handlers, one set per kind; the watch delivers whole objects.
+// The cache handlers, one per kind, fed by the shared informers (caches.go).
 
-func (r *RBAC) replaceRoles(items []runtime.Object) {
+func (r *RBAC) applyRole(deleted bool, x *rbacv1.Role) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.roles = map[string]*rbacv1.Role{}
-	for _, o := range items {
-		if x, ok := o.(*rbacv1.Role); ok {
-			r.roles[nsName(x.Namespace, x.Name)] = x
-		}
-	}
-}
-
-func (r *RBAC) applyRole(t watch.EventType, o runtime.Object) {
-	x, ok := o.(*rbacv1.Role)
-	if !ok {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t == watch.Deleted {
+	if deleted {
 		delete(r.roles, nsName(x.Namespace, x.Name))
 	} else {
 		r.roles[nsName(x.Namespace, x.Name)] = x
 	}
 }
 
-func (r *RBAC) replaceClusterRoles(items []runtime.Object) {
+func (r *RBAC) applyClusterRole(deleted bool, x *rbacv1.ClusterRole) {
 	r.mu.Lock()
-	r.clusterRoles = map[string]*rbacv1.ClusterRole{}
-	for _, o := range items {
-		if x, ok := o.(*rbacv1.ClusterRole); ok {
-			r.clusterRoles[x.Name] = x
-		}
-	}
-	r.mu.Unlock()
-	r.signal()
-}
-
-func (r *RBAC) applyClusterRole(t watch.EventType, o runtime.Object) {
-	x, ok := o.(*rbacv1.ClusterRole)
-	if !ok {
-		return
-	}
-	r.mu.Lock()
-	if t == watch.Deleted {
+	if deleted {
 		delete(r.clusterRoles, x.Name)
 	} else {
 		r.clusterRoles[x.Name] = x
@@ -297,24 +265,7 @@ func (r *RBAC) indexCRB(b *rbacv1.ClusterRoleBinding, add bool) {
 	}
 }
 
-func (r *RBAC) replaceRoleBindings(items []runtime.Object) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rbs = map[string]*rbacv1.RoleBinding{}
-	r.rbIndex = map[string]map[string]*rbacv1.RoleBinding{}
-	for _, o := range items {
-		if x, ok := o.(*rbacv1.RoleBinding); ok {
-			r.rbs[nsName(x.Namespace, x.Name)] = x
-			r.indexRB(x, true)
-		}
-	}
-}
-
-func (r *RBAC) applyRoleBinding(t watch.EventType, o runtime.Object) {
-	x, ok := o.(*rbacv1.RoleBinding)
-	if !ok {
-		return
-	}
+func (r *RBAC) applyRoleBinding(deleted bool, x *rbacv1.RoleBinding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := nsName(x.Namespace, x.Name)
@@ -322,37 +273,20 @@ func (r *RBAC) applyRoleBinding(t watch.EventType, o runtime.Object) {
 		r.indexRB(old, false)
 		delete(r.rbs, key)
 	}
-	if t != watch.Deleted {
+	if !deleted {
 		r.rbs[key] = x
 		r.indexRB(x, true)
 	}
 }
 
-func (r *RBAC) replaceClusterRoleBindings(items []runtime.Object) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.crbs = map[string]*rbacv1.ClusterRoleBinding{}
-	r.crbIndex = map[string]map[string]*rbacv1.ClusterRoleBinding{}
-	for _, o := range items {
-		if x, ok := o.(*rbacv1.ClusterRoleBinding); ok {
-			r.crbs[x.Name] = x
-			r.indexCRB(x, true)
-		}
-	}
-}
-
-func (r *RBAC) applyClusterRoleBinding(t watch.EventType, o runtime.Object) {
-	x, ok := o.(*rbacv1.ClusterRoleBinding)
-	if !ok {
-		return
-	}
+func (r *RBAC) applyClusterRoleBinding(deleted bool, x *rbacv1.ClusterRoleBinding) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old := r.crbs[x.Name]; old != nil {
 		r.indexCRB(old, false)
 		delete(r.crbs, x.Name)
 	}
-	if t != watch.Deleted {
+	if !deleted {
 		r.crbs[x.Name] = x
 		r.indexCRB(x, true)
 	}

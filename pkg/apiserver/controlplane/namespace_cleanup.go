@@ -131,7 +131,7 @@ func (r *Registry) finishNamespace(ctx context.Context, ns string) (done bool, e
 
 // getNamespace reads ns from etcd; nil without an error when it is gone.
 func (r *Registry) getNamespace(ctx context.Context, ns string) (*corev1.Namespace, error) {
-	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	obj, err := r.namespaceStore().Get(ctx, "", ns, &metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -174,7 +174,7 @@ func total(counts map[schema.GroupResource]int) int {
 // through the finalize subresource, which deletes the namespace when nothing else holds
 // it; a namespace without that finalizer is deleted if nothing holds it.
 func (r *Registry) finalizeNamespaceCleanup(ctx context.Context, ns string) error {
-	s := r.namespaces()
+	s := r.namespaceStore()
 	n, err := r.getNamespace(ctx, ns)
 	if n == nil || err != nil {
 		return err
@@ -313,7 +313,7 @@ func mergeNamespaceConditions(status *corev1.NamespaceStatus, want []corev1.Name
 // an apiserver that only set deletionTimestamp may have left out) in ns's status. An
 // unchanged status is not written: each write wakes the cleanup again.
 func (r *Registry) setNamespaceConditions(ctx context.Context, ns string, pending map[schema.GroupResource]int) error {
-	s := r.namespaces()
+	s := r.namespaceStore()
 	want := namespaceConditions(pending)
 	err := s.Storage().GuaranteedUpdate(ctx, s.StorageKey("", ns), s.Definition().New(), false, nil, func(cur runtime.Object) (runtime.Object, error) {
 		n := cur.(*corev1.Namespace)

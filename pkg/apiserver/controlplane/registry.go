@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	"github.com/hacp/hacp/pkg/apiserver/registry/customresources"
@@ -24,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Registry holds every built-in resource.
@@ -41,8 +41,10 @@ type Registry struct {
 	wg          sync.WaitGroup
 	ctx         context.Context
 
-	nsMu    sync.RWMutex
-	nsCache map[string]corev1.NamespacePhase // fed by a watch; a miss falls back to etcd
+	// informers are the shared informers of the apiserver's own controllers and caches
+	// (this package's, the CRDs', authz's, admission's, the aggregator's).
+	informers  *informer.Factory
+	namespaces *informer.Informer[*corev1.Namespace] // a miss falls back to etcd
 
 	client *clientv3.Client
 	cfg    Config
@@ -94,6 +96,9 @@ type Config struct {
 	DefaultWatchCacheSize int
 	// WatchCacheMetrics, when set, count the caches' work (the server registers them).
 	WatchCacheMetrics *storage.CacherMetrics
+	// WrapStorage, when set, wraps each built-in kind's storage (after its watch cache) for
+	// tests that count or hold up the calls through it.
+	WrapStorage func(schema.GroupResource, storage.Interface) storage.Interface
 	// StorageMediaType is how objects are written to etcd: StorageProtobuf (the default, as
 	// kube-apiserver), StorageJSON or StorageYAML. Every encoding is always read. An unknown
 	// type (callers check it with CheckStorageMediaType) is logged and the default used.
@@ -120,9 +125,10 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Registry{byGR: map[schema.GroupResource]*registry.Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(), nsCache: map[string]corev1.NamespacePhase{},
+	r := &Registry{byGR: map[schema.GroupResource]*registry.Resource{}, log: cfg.Logger, terminating: map[string]bool{}, ctx: context.Background(),
 		client: client, cfg: cfg}
-	r.crd = customresources.NewManager(customresources.Config{Client: client, Prefix: cfg.Prefix, BookmarkInterval: cfg.BookmarkInterval,
+	r.informers = informer.NewFactory(r.informerSource, cfg.Logger)
+	r.crd = customresources.NewManager(customresources.Config{Client: client, Prefix: cfg.Prefix, BookmarkInterval: cfg.BookmarkInterval, Informers: r.informers,
 		AttemptTimeout: cfg.AttemptTimeout, Transformer: cfg.Transformers, NewCacher: r.newCacher, NamespaceCheck: r.namespaceAccepts,
 		Builtin: func(gr schema.GroupResource) *registry.Resource { return r.byGR[gr] }, ServesBuiltin: r.servesBuiltin, Logger: cfg.Logger})
 	if err := registry.CheckStorageMediaType(cfg.StorageMediaType); cfg.StorageMediaType != "" && err != nil {
@@ -139,6 +145,9 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 		if c := r.newCacher(st.(*storage.Etcd3), k, gvk); c != nil {
 			st = c
 			r.cachers = append(r.cachers, c)
+		}
+		if cfg.WrapStorage != nil {
+			st = cfg.WrapStorage(k.GroupResource(), st)
 		}
 		res := registry.NewResource(k, st)
 		r.Resources = append(r.Resources, res)
@@ -180,8 +189,22 @@ func New(client *clientv3.Client, cfg Config) *Registry {
 	r.serviceAlloc = alloc
 	r.byGR[servicesGR].Store.SetAllocator(alloc)
 	r.addViewsAndSubresources()
+	r.namespaces = informer.For[*corev1.Namespace](r.informers, namespacesGR)
 	return r
 }
+
+// informerSource is where the shared informers read gr: its store (for a custom resource,
+// its storage version's); nil when it is not served.
+func (r *Registry) informerSource(gr schema.GroupResource) informer.Source {
+	if res := r.Resource(gr); res != nil {
+		return res.Store
+	}
+	return nil
+}
+
+// Informers returns the shared informer factory of the apiserver's own controllers and
+// caches; Start starts it.
+func (r *Registry) Informers() *informer.Factory { return r.informers }
 
 // newCacher returns the watch cache for kind k over st, whose objects are of kind gvk, or
 // nil when the cache is off for it.
@@ -221,39 +244,47 @@ func (r *Registry) Resource(gr schema.GroupResource) *registry.Resource {
 	return r.crd.Resource(gr)
 }
 
-func (r *Registry) namespaces() *registry.Store {
-	return r.byGR[schema.GroupResource{Resource: "namespaces"}].Store
-}
+func (r *Registry) namespaceStore() *registry.Store { return r.byGR[namespacesGR].Store }
 
 // namespaceAccepts refuses content for missing or terminating namespaces.
 func (r *Registry) namespaceAccepts(ctx context.Context, ns string) error {
 	if ns == "" {
 		return apierrors.NewBadRequest("a namespace is required for namespaced resources")
 	}
-	r.nsMu.RLock()
-	phase, cached := r.nsCache[ns]
-	r.nsMu.RUnlock()
-	if cached && phase != corev1.NamespaceTerminating {
+	// The informer is trusted only while it watches: what happened between a watch's end and
+	// the next list is unknown.
+	if n, ok := r.namespaces.Get("", ns); ok && r.namespaces.Watching() && !namespaceTerminating(n) {
 		return nil
 	}
 	// Not (yet) in the cache, or on its way out: ask etcd.
-	obj, err := r.namespaces().Get(ctx, "", ns, &metav1.GetOptions{})
+	obj, err := r.namespaceStore().Get(ctx, "", ns, &metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	if n := obj.(*corev1.Namespace); n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating {
+	if namespaceTerminating(obj.(*corev1.Namespace)) {
 		return &registry.NamespaceTerminatingError{Namespace: ns}
 	}
 	return nil
 }
 
-// Start creates the standard namespaces, starts finishing every namespace that is or becomes
-// terminating (whichever apiserver marked it) and starts compaction when configured. All of
-// it stops when ctx ends.
+func namespaceTerminating(n *corev1.Namespace) bool {
+	return n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating
+}
+
+// Start starts the watch caches and the shared informers, creates the standard namespaces,
+// starts finishing every namespace that is or becomes terminating (whichever apiserver
+// marked it), serving the custom resources and compaction when configured. All of it stops
+// when ctx ends. The informers asked for later (authz, admission, aggregator) start at once.
 func (r *Registry) Start(ctx context.Context) error {
 	r.ctx = ctx
 	for _, c := range r.cachers {
 		c.Start(ctx)
+	}
+	r.startNamespaceController()
+	r.crd.Start(ctx) // its handlers before the first list
+	r.informers.Start(ctx)
+	if err := r.namespaces.WaitForSync(ctx); err != nil {
+		return err
 	}
 	if err := r.ensureSystemNamespaces(ctx); err != nil {
 		return err
@@ -261,9 +292,7 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err := r.createBootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
-	r.crd.Start(ctx)
-	r.wg.Add(3)
-	go r.watchNamespaces(ctx)
+	r.wg.Add(2)
 	go r.keepSystemNamespaces(ctx)
 	go func() {
 		defer r.wg.Done()
@@ -308,68 +337,11 @@ func (r *Registry) Start(ctx context.Context) error {
 	return nil
 }
 
-// ensureDefaultServiceAccount does the job of upstream's service account
-// controller: every active namespace has a "default" ServiceAccount.
-func (r *Registry) ensureDefaultServiceAccount(ctx context.Context, ns string) {
-	sa := r.byGR[schema.GroupResource{Resource: "serviceaccounts"}].Store
-	if _, err := sa.Get(ctx, ns, "default", &metav1.GetOptions{ResourceVersion: "0"}); err == nil {
-		return
-	}
-	_, err := sa.Create(ctx, ns, "", &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, &metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		r.log.Warn("could not create the default service account", "namespace", ns, "err", err)
-	}
-}
-
-// watchNamespaces keeps nsCache in step with etcd until ctx ends, the way
-// upstream's namespace lifecycle admission uses an informer.
-func (r *Registry) watchNamespaces(ctx context.Context) {
-	defer r.wg.Done()
-	for ctx.Err() == nil {
-		w, err := r.namespaces().Watch(ctx, "", &metav1.ListOptions{ResourceVersion: "0"})
-		if err == nil {
-			for ev := range w.ResultChan() {
-				ns, ok := ev.Object.(*corev1.Namespace)
-				if !ok {
-					break // error event: start over
-				}
-				r.nsMu.Lock()
-				switch ev.Type {
-				case watch.Deleted:
-					delete(r.nsCache, ns.Name)
-				case watch.Added, watch.Modified:
-					phase := ns.Status.Phase
-					if ns.DeletionTimestamp != nil {
-						phase = corev1.NamespaceTerminating
-					}
-					r.nsCache[ns.Name] = phase
-				}
-				r.nsMu.Unlock()
-				if ev.Type == watch.Added && ns.DeletionTimestamp == nil {
-					r.ensureDefaultServiceAccount(ctx, ns.Name)
-				}
-				if ev.Type != watch.Deleted && ns.DeletionTimestamp != nil {
-					// Whoever marked it may be gone: every apiserver sees to it.
-					r.terminateNamespace(ctx, ns)
-				}
-			}
-			w.Stop()
-		}
-		// Whatever happened while not watching is unknown: forget it all.
-		r.nsMu.Lock()
-		r.nsCache = map[string]corev1.NamespacePhase{}
-		r.nsMu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 // Wait waits for background namespace cleanups to end.
 func (r *Registry) Wait() {
 	r.wg.Wait()
 	r.crd.Wait()
+	r.informers.Wait()
 }
 
 // OnCustomResourcesChange registers fn, called (serially) after the set of served custom
@@ -397,5 +369,7 @@ func (r *Registry) servesBuiltin(group, version, plural string) bool {
 	return false
 }
 
-// servicesGR is where Services are served.
-var servicesGR = schema.GroupResource{Resource: "services"}
+var (
+	servicesGR   = schema.GroupResource{Resource: "services"}
+	namespacesGR = schema.GroupResource{Resource: "namespaces"}
+)

@@ -20,17 +20,14 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 const defaultSystemNamespacesInterval = time.Minute
 
 // ensureSystemNamespaces creates the system namespaces that are missing. One that the
-// namespace watch has seen is left alone (it may be on its way out: it is created again
-// once gone).
+// namespace informer holds while it watches is left alone (it may be on its way out: it is
+// created again once gone).
 func (r *Registry) ensureSystemNamespaces(ctx context.Context) error {
 	for _, name := range systemNamespaces {
-		r.nsMu.RLock()
-		_, seen := r.nsCache[name]
-		r.nsMu.RUnlock()
-		if seen {
+		if _, seen := r.namespaces.Get("", name); seen && r.namespaces.Watching() {
 			continue
 		}
-		_, err := r.namespaces().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
+		_, err := r.namespaceStore().Create(ctx, "", "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("registry: create namespace %s: %w", name, err)
 		}

@@ -130,9 +130,7 @@ func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
 	}
 	s := b.s
 	b.hooks = webhook.New(webhook.Config{
-		Mutating:   b.store("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-		Validating: b.store("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-		Namespaces: b.store("", "namespaces"),
+		Informers:  s.registry.Informers(),
 		Resolve:    webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
 		Logger:     s.log,
 		Authorizer: celAuthorizer{s},
@@ -152,24 +150,23 @@ func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
 // plugin builds the admission plugin named n; nil for one the registry's stores enforce
 // themselves (NamespaceLifecycle).
 func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
-	s, store := b.s, b.store
+	s, store, inf := b.s, b.store, b.s.registry.Informers()
 	switch n {
 	case admission.NamespaceLifecycle:
 		// The registry's stores refuse content in missing or terminating namespaces and
 		// the deletion of the standard ones themselves (see registry.namespaceAccepts).
 	case admission.LimitRanger:
-		return b.start(plugins.NewLimitRanger(store("", "limitranges"))), nil
+		return b.start(plugins.NewLimitRanger(inf)), nil
 	case admission.ServiceAccount:
-		sa := store("", "serviceaccounts")
-		return b.start(plugins.NewServiceAccount(sa, getFrom(sa))), nil
+		return b.start(plugins.NewServiceAccount(inf, getFrom(store("", "serviceaccounts")))), nil
 	case admission.NodeRestriction:
 		return plugins.NewNodeRestriction(getFrom(store("", "pods"))), nil
 	case admission.PodSecurity:
 		return b.podSecurity()
 	case admission.Priority:
-		return b.start(plugins.NewPriority(store("scheduling.k8s.io", "priorityclasses"))), nil
+		return b.start(plugins.NewPriority(inf)), nil
 	case admission.DefaultStorageClass:
-		return b.start(plugins.NewDefaultStorageClass(store("storage.k8s.io", "storageclasses"))), nil
+		return b.start(plugins.NewDefaultStorageClass(inf)), nil
 	case admission.TaintNodesByCondition:
 		return plugins.NewTaintNodesByCondition(), nil
 	case admission.DefaultTolerationSeconds:
@@ -177,9 +174,9 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 	case admission.StorageObjectInUseProtection:
 		return plugins.NewStorageObjectInUseProtection(), nil
 	case admission.PersistentVolumeClaimResize:
-		return b.start(plugins.NewPersistentVolumeClaimResize(store("storage.k8s.io", "storageclasses"))), nil
+		return b.start(plugins.NewPersistentVolumeClaimResize(inf)), nil
 	case admission.RuntimeClass:
-		return b.start(plugins.NewRuntimeClass(store("node.k8s.io", "runtimeclasses"))), nil
+		return b.start(plugins.NewRuntimeClass(inf)), nil
 	case admission.CertificateApproval:
 		return plugins.NewCertificateApproval(s.signerAuthorizer), nil
 	case admission.CertificateSigning:
@@ -187,7 +184,7 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 	case admission.CertificateSubjectRestriction:
 		return plugins.NewCertificateSubjectRestriction(), nil
 	case admission.DefaultIngressClass:
-		return b.start(plugins.NewDefaultIngressClass(store("networking.k8s.io", "ingressclasses"))), nil
+		return b.start(plugins.NewDefaultIngressClass(inf)), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
 	case admission.ValidatingAdmissionWebhook:
@@ -203,7 +200,7 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 // podSecurity builds PodSecurity, configured from --admission-control-config-file when
 // given, listing a namespace's pods from the registry.
 func (b *admissionBuilder) podSecurity() (admission.Handler, error) {
-	ps, err := plugins.NewPodSecurity(b.store("", "namespaces"))
+	ps, err := plugins.NewPodSecurity(b.s.registry.Informers())
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +283,7 @@ func (s *Server) resourceQuotaPlugin() *plugins.ResourceQuota {
 		}
 		return out, nil
 	}
-	return plugins.NewResourceQuota(res.Store, get, update)
+	return plugins.NewResourceQuota(s.registry.Informers(), get, update)
 }
 
 // celAuthorizer is the server's authorizer in k8s.io/apiserver's terms, for the

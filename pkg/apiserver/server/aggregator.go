@@ -34,8 +34,9 @@ func (s *Server) newAggregator(res []endpoints.Resource) (*aggregator.Aggregator
 		cert = &c
 	}
 	return aggregator.New(aggregator.Config{
-		Registry: s.registry,
-		BuiltIn:  builtIn,
+		Registry:  s.registry,
+		Informers: s.registry.Informers(),
+		BuiltIn:   builtIn,
 		Custom: func() []schema.GroupVersion {
 			var out []schema.GroupVersion
 			for _, r := range s.registry.CustomResources() {

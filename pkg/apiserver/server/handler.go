@@ -294,9 +294,11 @@ func (s *Server) healthHandlers() http.Handler {
 		}
 		return nil
 	}}
+	// As kube-apiserver's: every shared informer has its first list.
+	informerSync := check{"informer-sync", func(context.Context) error { return s.registry.Informers().Synced() }}
 	sets := map[string][]check{
 		"/livez":   {ping},
-		"/readyz":  {ping, etcd, shutdown},
+		"/readyz":  {ping, etcd, informerSync, shutdown},
 		"/healthz": {ping, etcd, shutdown},
 	}
 	if s.encryption.HasKMS() { // as kube-apiserver: a KMS plugin that fails its status check

@@ -29,9 +29,11 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/encryption"
 	"github.com/hacp/hacp/pkg/apiserver/proxy"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
+	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Server is a running apiserver.
@@ -80,6 +82,8 @@ type Server struct {
 
 	// encryption transforms the stored values (nil without --encryption-provider-config).
 	encryption *encryption.Transformers
+	// wrapStorage, set by tests before Start, wraps each built-in kind's storage.
+	wrapStorage func(schema.GroupResource, storage.Interface) storage.Interface
 }
 
 // New checks cfg and prepares a server; Start brings it up.
@@ -136,6 +140,12 @@ func (s *Server) Start(ctx context.Context) error {
 		_ = s.Shutdown()
 		return err
 	}
+	// Every shared informer (the APIServices' was asked for with the handler) has its first
+	// list before Start returns; until then /readyz fails its informer-sync check.
+	if err := s.registry.Informers().WaitForSync(ctx); err != nil {
+		_ = s.Shutdown()
+		return err
+	}
 	meCtx, meCancel := context.WithCancel(regCtx)
 	s.stopMasterEndpoint = meCancel
 	s.registry.RunMasterEndpoint(meCtx, controlplane.MasterEndpoint{IP: s.advertiseAddress(), Port: ln.Addr().(*net.TCPAddr).Port})
@@ -165,6 +175,7 @@ func (s *Server) startRegistry(regCtx context.Context) error {
 		Transformers: s.encryption.For,
 		WatchCache:   s.cfg.WatchCache, WatchCacheSizes: cacheSizes, DefaultWatchCacheSize: s.cfg.DefaultWatchCacheSize, WatchCacheMetrics: s.metrics.cache,
 		AttemptTimeout: s.cfg.EtcdElectionTimeout, CompactionInterval: compaction, StorageMediaType: s.cfg.StorageMediaType,
+		WrapStorage:   s.wrapStorage,
 		ServiceRanges: core.ServiceRanges{ClusterIPRange: s.cfg.ServiceClusterIPRange, NodePortRange: s.cfg.ServiceNodePortRange}})
 	return s.registry.Start(regCtx)
 }
@@ -261,7 +272,7 @@ func (s *Server) startAuthz(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.authz, err = authz.New(authz.Config{Modes: modes, Registry: s.registry, Logger: s.log}); err != nil {
+	if s.authz, err = authz.New(authz.Config{Modes: modes, Registry: s.registry, Informers: s.registry.Informers(), Logger: s.log}); err != nil {
 		return err
 	}
 	return s.authz.Start(ctx)

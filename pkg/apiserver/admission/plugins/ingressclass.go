@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Annotations of the Ingress class defaulting.
@@ -19,16 +21,16 @@ const (
 // ingressclass.kubernetes.io/is-default-class: "true".
 type DefaultIngressClass struct {
 	admission.Operations
-	classes *admission.Cache[*networkingv1.IngressClass]
+	classes *informer.Informer[*networkingv1.IngressClass]
 }
 
-// NewDefaultIngressClass reads IngressClasses from src.
-func NewDefaultIngressClass(src admission.Source) *DefaultIngressClass {
-	return &DefaultIngressClass{Operations: admission.Operations{admission.Create}, classes: admission.NewCache[*networkingv1.IngressClass](src, nil)}
+// NewDefaultIngressClass reads IngressClasses from the shared informers.
+func NewDefaultIngressClass(f *informer.Factory) *DefaultIngressClass {
+	return &DefaultIngressClass{Operations: admission.Operations{admission.Create}, classes: informer.For[*networkingv1.IngressClass](f, schema.GroupResource{Group: "networking.k8s.io", Resource: "ingressclasses"})}
 }
 
-// Start fills the class cache.
-func (d *DefaultIngressClass) Start(ctx context.Context) { d.classes.Start(ctx) }
+// Start waits until the class informer holds its first list.
+func (d *DefaultIngressClass) Start(ctx context.Context) { _ = d.classes.WaitForSync(ctx) }
 
 // Admit sets the default class.
 func (d *DefaultIngressClass) Admit(_ context.Context, a *admission.Attributes) error {

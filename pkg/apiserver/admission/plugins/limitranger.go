@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 )
 
@@ -23,16 +25,16 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 // outside their min, max or maxLimitRequestRatio are refused with upstream's messages.
 type LimitRanger struct {
 	admission.Operations
-	ranges *admission.Cache[*corev1.LimitRange]
+	ranges *informer.Informer[*corev1.LimitRange]
 }
 
-// NewLimitRanger reads LimitRanges from src.
-func NewLimitRanger(src admission.Source) *LimitRanger {
-	return &LimitRanger{Operations: admission.Operations{admission.Create, admission.Update}, ranges: admission.NewCache[*corev1.LimitRange](src, nil)}
+// NewLimitRanger reads LimitRanges from the shared informers.
+func NewLimitRanger(f *informer.Factory) *LimitRanger {
+	return &LimitRanger{Operations: admission.Operations{admission.Create, admission.Update}, ranges: informer.For[*corev1.LimitRange](f, schema.GroupResource{Resource: "limitranges"})}
 }
 
-// Start fills the LimitRange cache.
-func (l *LimitRanger) Start(ctx context.Context) { l.ranges.Start(ctx) }
+// Start waits until the LimitRange informer holds its first list.
+func (l *LimitRanger) Start(ctx context.Context) { _ = l.ranges.WaitForSync(ctx) }
 
 // rangesOf are the namespace's LimitRanges in name order (the order defaults apply in).
 func (l *LimitRanger) rangesOf(ns string) []*corev1.LimitRange {

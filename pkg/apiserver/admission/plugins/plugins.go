@@ -1,6 +1,6 @@
 // Package plugins holds hacp's built-in admission plugins, each upstream's plugin of the same
 // name: what it defaults, what it refuses and with which message. Each reads the objects it
-// needs from caches fed by a watch (admission.Cache), never from storage per request, except
+// needs from the shared informers (pkg/apiserver/informer), never from storage per request, except
 // for a read-through on a cache miss where upstream does the same.
 package plugins
 

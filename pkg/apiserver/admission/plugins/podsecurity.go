@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,7 +38,7 @@ import (
 // labels are refused (422). Not done: exemptions (upstream's admission configuration file).
 type PodSecurity struct {
 	admission.Operations
-	namespaces *admission.Cache[*corev1.Namespace]
+	namespaces *informer.Informer[*corev1.Namespace]
 	evaluator  policy.Evaluator
 	// ListPods, when set, lists a namespace's pods for the enforce-label-change warnings.
 	ListPods func(ctx context.Context, ns string) ([]*corev1.Pod, error)
@@ -101,18 +102,18 @@ const (
 	namespacePodCheckTimeout = time.Second
 )
 
-// NewPodSecurity reads namespaces from src.
-func NewPodSecurity(src admission.Source) (*PodSecurity, error) {
+// NewPodSecurity reads namespaces from the shared informers.
+func NewPodSecurity(f *informer.Factory) (*PodSecurity, error) {
 	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("pod security: %w", err)
 	}
 	return &PodSecurity{Operations: admission.Operations{admission.Create, admission.Update},
-		namespaces: admission.NewCache[*corev1.Namespace](src, nil), evaluator: ev, defaults: defaultPolicy}, nil
+		namespaces: informer.For[*corev1.Namespace](f, schema.GroupResource{Resource: "namespaces"}), evaluator: ev, defaults: defaultPolicy}, nil
 }
 
-// Start fills the namespace cache.
-func (p *PodSecurity) Start(ctx context.Context) { p.namespaces.Start(ctx) }
+// Start waits until the namespace informer holds its first list.
+func (p *PodSecurity) Start(ctx context.Context) { _ = p.namespaces.WaitForSync(ctx) }
 
 // defaultPolicy is upstream's default configuration: privileged:latest for every mode.
 var defaultPolicy = psaapi.Policy{

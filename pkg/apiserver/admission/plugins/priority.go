@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Priority is upstream's Priority plugin: a pod's priorityClassName becomes its priority
@@ -14,16 +16,16 @@ import (
 // at most one PriorityClass is the global default.
 type Priority struct {
 	admission.Operations
-	classes *admission.Cache[*schedulingv1.PriorityClass]
+	classes *informer.Informer[*schedulingv1.PriorityClass]
 }
 
-// NewPriority reads PriorityClasses from src.
-func NewPriority(src admission.Source) *Priority {
-	return &Priority{Operations: admission.Operations{admission.Create, admission.Update}, classes: admission.NewCache[*schedulingv1.PriorityClass](src, nil)}
+// NewPriority reads PriorityClasses from the shared informers.
+func NewPriority(f *informer.Factory) *Priority {
+	return &Priority{Operations: admission.Operations{admission.Create, admission.Update}, classes: informer.For[*schedulingv1.PriorityClass](f, schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"})}
 }
 
-// Start fills the class cache.
-func (p *Priority) Start(ctx context.Context) { p.classes.Start(ctx) }
+// Start waits until the class informer holds its first list.
+func (p *Priority) Start(ctx context.Context) { _ = p.classes.WaitForSync(ctx) }
 
 func isPriorityClass(a *admission.Attributes) bool {
 	return a.Resource.Group == "scheduling.k8s.io" && a.Resource.Resource == "priorityclasses" && a.Subresource == ""

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,7 +34,7 @@ import (
 // sets status.hard and recomputes status.used (releasing what deleted objects used).
 type ResourceQuota struct {
 	admission.Operations
-	quotas *admission.Cache[*corev1.ResourceQuota]
+	quotas *informer.Informer[*corev1.ResourceQuota]
 	// get reads a quota from storage (after a conflict); update writes its status with the
 	// object's resourceVersion as a precondition.
 	get    func(ctx context.Context, ns, name string) (*corev1.ResourceQuota, error)
@@ -49,16 +50,16 @@ type ResourceQuota struct {
 // evaluator (which tries three times).
 const quotaRetries = 3
 
-// NewResourceQuota reads quotas from src and writes their status through update.
-func NewResourceQuota(src admission.Source, get func(ctx context.Context, ns, name string) (*corev1.ResourceQuota, error),
+// NewResourceQuota reads quotas from the shared informers and writes their status through update.
+func NewResourceQuota(f *informer.Factory, get func(ctx context.Context, ns, name string) (*corev1.ResourceQuota, error),
 	update func(ctx context.Context, q *corev1.ResourceQuota) (*corev1.ResourceQuota, error)) *ResourceQuota {
 	return &ResourceQuota{Operations: admission.Operations{admission.Create, admission.Update},
-		quotas: admission.NewCache[*corev1.ResourceQuota](src, nil), get: get, update: update, now: time.Now,
+		quotas: informer.For[*corev1.ResourceQuota](f, schema.GroupResource{Resource: "resourcequotas"}), get: get, update: update, now: time.Now,
 		locks: map[string]*sync.Mutex{}, written: map[string]*corev1.ResourceQuota{}}
 }
 
-// Start fills the quota cache.
-func (p *ResourceQuota) Start(ctx context.Context) { p.quotas.Start(ctx) }
+// Start waits until the quota informer holds its first list.
+func (p *ResourceQuota) Start(ctx context.Context) { _ = p.quotas.WaitForSync(ctx) }
 
 // Validate charges the request to its namespace's quotas, or refuses it.
 func (p *ResourceQuota) Validate(ctx context.Context, a *admission.Attributes) error {

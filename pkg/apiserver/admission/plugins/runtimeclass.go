@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // RuntimeClass is upstream's plugin of that name: a new pod naming a RuntimeClass must name
@@ -15,16 +17,16 @@ import (
 // selector, tolerations); an overhead the class does not define is refused.
 type RuntimeClass struct {
 	admission.Operations
-	classes *admission.Cache[*nodev1.RuntimeClass]
+	classes *informer.Informer[*nodev1.RuntimeClass]
 }
 
-// NewRuntimeClass reads RuntimeClasses from src.
-func NewRuntimeClass(src admission.Source) *RuntimeClass {
-	return &RuntimeClass{Operations: admission.Operations{admission.Create}, classes: admission.NewCache[*nodev1.RuntimeClass](src, nil)}
+// NewRuntimeClass reads RuntimeClasses from the shared informers.
+func NewRuntimeClass(f *informer.Factory) *RuntimeClass {
+	return &RuntimeClass{Operations: admission.Operations{admission.Create}, classes: informer.For[*nodev1.RuntimeClass](f, schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"})}
 }
 
-// Start fills the class cache.
-func (r *RuntimeClass) Start(ctx context.Context) { r.classes.Start(ctx) }
+// Start waits until the class informer holds its first list.
+func (r *RuntimeClass) Start(ctx context.Context) { _ = r.classes.WaitForSync(ctx) }
 
 // class is the pod's RuntimeClass, nil when it names none.
 func (r *RuntimeClass) class(a *admission.Attributes) (*corev1.Pod, *nodev1.RuntimeClass, error) {

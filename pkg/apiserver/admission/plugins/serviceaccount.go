@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -32,18 +34,18 @@ const (
 // namespace) at /var/run/secrets/kubernetes.io/serviceaccount.
 type ServiceAccount struct {
 	admission.Operations
-	accounts *admission.Cache[*corev1.ServiceAccount]
+	accounts *informer.Informer[*corev1.ServiceAccount]
 	get      func(ctx context.Context, ns, name string) (runtime.Object, error)
 }
 
-// NewServiceAccount reads accounts from src, and from get on a cache miss (an account just
+// NewServiceAccount reads accounts from the shared informers, and from get on a cache miss (an account just
 // created), as upstream does.
-func NewServiceAccount(src admission.Source, get func(ctx context.Context, ns, name string) (runtime.Object, error)) *ServiceAccount {
-	return &ServiceAccount{Operations: admission.Operations{admission.Create}, accounts: admission.NewCache[*corev1.ServiceAccount](src, nil), get: get}
+func NewServiceAccount(f *informer.Factory, get func(ctx context.Context, ns, name string) (runtime.Object, error)) *ServiceAccount {
+	return &ServiceAccount{Operations: admission.Operations{admission.Create}, accounts: informer.For[*corev1.ServiceAccount](f, schema.GroupResource{Resource: "serviceaccounts"}), get: get}
 }
 
-// Start fills the account cache.
-func (s *ServiceAccount) Start(ctx context.Context) { s.accounts.Start(ctx) }
+// Start waits until the account informer holds its first list.
+func (s *ServiceAccount) Start(ctx context.Context) { _ = s.accounts.WaitForSync(ctx) }
 
 // Upstream's lookups of the default account, which is created just after its namespace:
 // a pod created right after the namespace waits for it rather than failing.

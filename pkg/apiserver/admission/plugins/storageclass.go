@@ -4,9 +4,11 @@ import (
 	"context"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Annotations that mark the default StorageClass.
@@ -20,16 +22,16 @@ const (
 // of those marked default, by name when created at the same time).
 type DefaultStorageClass struct {
 	admission.Operations
-	classes *admission.Cache[*storagev1.StorageClass]
+	classes *informer.Informer[*storagev1.StorageClass]
 }
 
-// NewDefaultStorageClass reads StorageClasses from src.
-func NewDefaultStorageClass(src admission.Source) *DefaultStorageClass {
-	return &DefaultStorageClass{Operations: admission.Operations{admission.Create}, classes: admission.NewCache[*storagev1.StorageClass](src, nil)}
+// NewDefaultStorageClass reads StorageClasses from the shared informers.
+func NewDefaultStorageClass(f *informer.Factory) *DefaultStorageClass {
+	return &DefaultStorageClass{Operations: admission.Operations{admission.Create}, classes: informer.For[*storagev1.StorageClass](f, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"})}
 }
 
-// Start fills the class cache.
-func (d *DefaultStorageClass) Start(ctx context.Context) { d.classes.Start(ctx) }
+// Start waits until the class informer holds its first list.
+func (d *DefaultStorageClass) Start(ctx context.Context) { _ = d.classes.WaitForSync(ctx) }
 
 // Admit sets the default class.
 func (d *DefaultStorageClass) Admit(_ context.Context, a *admission.Attributes) error {

@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The finalizers StorageObjectInUseProtection adds; kube-controller-manager's pvc-protection
@@ -51,16 +53,16 @@ func (StorageObjectInUseProtection) Admit(_ context.Context, a *admission.Attrib
 // may grow only once it is bound, and only when its StorageClass allows volume expansion.
 type PersistentVolumeClaimResize struct {
 	admission.Operations
-	classes *admission.Cache[*storagev1.StorageClass]
+	classes *informer.Informer[*storagev1.StorageClass]
 }
 
-// NewPersistentVolumeClaimResize reads StorageClasses from src.
-func NewPersistentVolumeClaimResize(src admission.Source) *PersistentVolumeClaimResize {
-	return &PersistentVolumeClaimResize{Operations: admission.Operations{admission.Update}, classes: admission.NewCache[*storagev1.StorageClass](src, nil)}
+// NewPersistentVolumeClaimResize reads StorageClasses from the shared informers.
+func NewPersistentVolumeClaimResize(f *informer.Factory) *PersistentVolumeClaimResize {
+	return &PersistentVolumeClaimResize{Operations: admission.Operations{admission.Update}, classes: informer.For[*storagev1.StorageClass](f, schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"})}
 }
 
-// Start fills the class cache.
-func (p *PersistentVolumeClaimResize) Start(ctx context.Context) { p.classes.Start(ctx) }
+// Start waits until the class informer holds its first list.
+func (p *PersistentVolumeClaimResize) Start(ctx context.Context) { _ = p.classes.WaitForSync(ctx) }
 
 // Validate refuses a growth the claim's state or class does not allow.
 func (p *PersistentVolumeClaimResize) Validate(_ context.Context, a *admission.Attributes) error {

@@ -22,6 +22,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -41,11 +42,11 @@ import (
 
 // Config configures the webhook plugins.
 type Config struct {
-	Mutating   admission.Source // MutatingWebhookConfigurations
-	Validating admission.Source // ValidatingWebhookConfigurations
-	Namespaces admission.Source // for namespaceSelector
-	Resolve    webhookclient.ServiceResolver
-	Logger     *slog.Logger
+	// Informers gives the shared informers of the MutatingWebhookConfigurations,
+	// ValidatingWebhookConfigurations and namespaces (for namespaceSelector).
+	Informers *informer.Factory
+	Resolve   webhookclient.ServiceResolver
+	Logger    *slog.Logger
 	// Authorizer answers matchConditions' authorizer checks (nil: such checks fail).
 	Authorizer authorizer.UnconditionalAuthorizer
 	// Equivalents are the resources serving the same objects as a resource (other versions,
@@ -82,9 +83,9 @@ type hook struct {
 // Dispatcher is the shared state of both webhook plugins.
 type Dispatcher struct {
 	cfg        Config
-	mutating   *admission.Cache[*admissionregv1.MutatingWebhookConfiguration]
-	validating *admission.Cache[*admissionregv1.ValidatingWebhookConfiguration]
-	namespaces *admission.Cache[*corev1.Namespace]
+	mutating   *informer.Informer[*admissionregv1.MutatingWebhookConfiguration]
+	validating *informer.Informer[*admissionregv1.ValidatingWebhookConfiguration]
+	namespaces *informer.Informer[*corev1.Namespace]
 
 	mutatingHooks   atomic.Pointer[[]*hook]
 	validatingHooks atomic.Pointer[[]*hook]
@@ -92,29 +93,30 @@ type Dispatcher struct {
 	clients *webhookclient.Clients
 }
 
-// New returns the dispatcher; Start fills its caches.
+// New returns the dispatcher; Start waits for its informers.
 func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dispatcher{cfg: cfg, clients: webhookclient.New(cfg.Resolve)}
-	d.mutating = admission.NewCache[*admissionregv1.MutatingWebhookConfiguration](cfg.Mutating, cfg.Logger)
-	d.validating = admission.NewCache[*admissionregv1.ValidatingWebhookConfiguration](cfg.Validating, cfg.Logger)
-	d.namespaces = admission.NewCache[*corev1.Namespace](cfg.Namespaces, cfg.Logger)
-	d.mutating.OnChange = d.rebuildMutating
-	d.validating.OnChange = d.rebuildValidating
 	empty := []*hook{}
 	d.mutatingHooks.Store(&empty)
 	d.validatingHooks.Store(&empty)
+	const group = "admissionregistration.k8s.io"
+	d.mutating = informer.For[*admissionregv1.MutatingWebhookConfiguration](cfg.Informers, schema.GroupResource{Group: group, Resource: "mutatingwebhookconfigurations"})
+	d.validating = informer.For[*admissionregv1.ValidatingWebhookConfiguration](cfg.Informers, schema.GroupResource{Group: group, Resource: "validatingwebhookconfigurations"})
+	d.namespaces = informer.For[*corev1.Namespace](cfg.Informers, schema.GroupResource{Resource: "namespaces"})
+	d.mutating.AddHandler(informer.OnChange[*admissionregv1.MutatingWebhookConfiguration](d.rebuildMutating))
+	d.validating.AddHandler(informer.OnChange[*admissionregv1.ValidatingWebhookConfiguration](d.rebuildValidating))
 	return d
 }
 
-// Start watches the configurations and namespaces until ctx ends; it returns once each
-// cache holds a first list.
+// Start returns once the informers of the configurations and namespaces hold a first list
+// (or ctx ends).
 func (d *Dispatcher) Start(ctx context.Context) {
-	d.mutating.Start(ctx)
-	d.validating.Start(ctx)
-	d.namespaces.Start(ctx)
+	_ = d.mutating.WaitForSync(ctx)
+	_ = d.validating.WaitForSync(ctx)
+	_ = d.namespaces.WaitForSync(ctx)
 }
 
 // Synced reports whether the configurations of name are in the caches (tests).

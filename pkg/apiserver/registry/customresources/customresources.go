@@ -32,7 +32,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
@@ -47,7 +46,7 @@ const (
 )
 
 // customResources is what the registry serves for CustomResourceDefinitions: it follows
-// the definitions through an etcd watch on every apiserver.
+// the definitions through the shared informer on every apiserver (crd_controller.go).
 type customResources struct {
 	mu       sync.RWMutex
 	defs     map[string]*apiextensionsv1.CustomResourceDefinition // every definition, by name
@@ -92,62 +91,6 @@ func (r *Manager) customResource(gr schema.GroupResource) *registry.Resource {
 }
 
 func (r *Manager) crds() *registry.Store { return r.cfg.Builtin(crdGR).Store }
-
-// watchCRDs keeps the served custom resources in step with the definitions in etcd, sets
-// their status (names accepted, established) and removes the custom objects of a
-// definition being deleted, until ctx ends.
-func (r *Manager) watchCRDs(ctx context.Context) {
-	defer r.wg.Done()
-	for ctx.Err() == nil {
-		if err := r.followCRDs(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("custom resource definitions: watch ended, starting over", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-func (r *Manager) followCRDs(ctx context.Context) error {
-	list, err := r.crds().List(ctx, "", &metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	l := list.(*apiextensionsv1.CustomResourceDefinitionList)
-	all := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	for i := range l.Items {
-		all[l.Items[i].Name] = &l.Items[i]
-	}
-	r.replaceCRDs(ctx, all)
-	w, err := r.crds().Watch(ctx, "", &metav1.ListOptions{ResourceVersion: l.ResourceVersion, AllowWatchBookmarks: true})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for ev := range w.ResultChan() {
-		switch ev.Type {
-		case watch.Error:
-			return apierrors.FromObject(ev.Object)
-		case watch.Bookmark:
-			continue
-		}
-		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok {
-			continue
-		}
-		r.custom.mu.Lock()
-		all = maps.Clone(r.custom.defs)
-		r.custom.mu.Unlock()
-		if ev.Type == watch.Deleted {
-			delete(all, crd.Name)
-		} else {
-			all[crd.Name] = crd
-		}
-		r.replaceCRDs(ctx, all)
-	}
-	return errors.New("watch closed")
-}
 
 // replaceCRDs makes defs the definitions known, serves the established ones, and sets
 // status or cleans up where a definition needs it.

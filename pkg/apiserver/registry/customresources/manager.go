@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
+	"github.com/hacp/hacp/pkg/apiserver/informer"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
@@ -39,6 +40,8 @@ type Config struct {
 	// and plural: a definition may not take its place.
 	ServesBuiltin func(group, version, plural string) bool
 	Logger        *slog.Logger
+	// Informers gives the shared informer of the definitions.
+	Informers *informer.Factory
 }
 
 func (c *Config) transformer(gr schema.GroupResource) storage.Transformer {
@@ -70,11 +73,11 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{cfg: cfg, log: cfg.Logger, ctx: context.Background()}
 }
 
-// Start follows the definitions until ctx ends (Wait waits for that).
+// Start follows the definitions through the shared informer until ctx ends (Wait waits for
+// that); call it before the informers start.
 func (r *Manager) Start(ctx context.Context) {
 	r.ctx = ctx
-	r.wg.Add(1)
-	go r.watchCRDs(ctx)
+	r.startCRDController(ctx)
 }
 
 // Wait waits for the Manager's background work (following definitions, cleanups) to end.
