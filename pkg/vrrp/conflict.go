@@ -26,6 +26,10 @@ type ConflictConfig struct {
 	// counted: the old holder keeps answering for the addresses while it lingers and drains
 	// (MachineConfig.HandoverLinger and the host's drain), or until it hears the new master.
 	Grace time.Duration
+	// Confirm is how long a link-layer address must go on claiming a VIP before it counts:
+	// a new master's gratuitous ARP may be read just before its advert, which makes us its
+	// backup (or makes us follow it) at once.
+	Confirm time.Duration
 }
 
 // Conflicts decides, from what the host observes, whether a router other than the VRRP
@@ -34,10 +38,11 @@ type ConflictConfig struct {
 // calls Update on a clock.
 //
 // A VIP is in conflict
-//   - in Master, when a link-layer address that is not ours claims it (outside Grace), or
+//   - in Master, when a link-layer address that is not ours claims it (for Confirm, and
+//     outside Grace unless an episode is on), or
 //     when a router keeps advertising it in adverts we cannot accept (authentication,
 //     version, interval, checksum, or another VRID): another master we do not hear;
-//   - in Backup, when two link-layer addresses claim it (outside Grace), or when, while we
+//   - in Backup, when two link-layer addresses claim it (the same way), or when, while we
 //     follow a master, another router keeps advertising it in adverts we cannot accept.
 //
 // In every other state (Initialize, Fault, Leaving) nothing is in conflict. It is not safe
@@ -60,8 +65,8 @@ type vipSigns struct {
 }
 
 type claim struct {
-	last time.Time
-	kind string
+	first, last time.Time
+	kind        string
 }
 
 type droppedBy struct {
@@ -121,7 +126,12 @@ func (c *Conflicts) Claim(vip netip.Addr, mac net.HardwareAddr, kind string, now
 	if v == nil || len(mac) == 0 || c.own[mac.String()] {
 		return
 	}
-	v.claims[mac.String()] = claim{last: now, kind: kind}
+	cl, ok := v.claims[mac.String()]
+	if !ok || now.Sub(cl.last) > c.cfg.Hold {
+		cl.first = now
+	}
+	cl.last, cl.kind = now, kind
+	v.claims[mac.String()] = cl
 }
 
 // Dropped records an advert dropped for reason: from sender, with its priority, advert
@@ -181,7 +191,10 @@ func (c *Conflicts) evaluate(vip netip.Addr, v *vipSigns, now time.Time) (VIPCon
 		switch {
 		case now.Sub(cl.last) > c.cfg.Hold || c.own[mac]:
 			delete(v.claims, mac)
-		case !cl.last.Before(countFrom):
+		case cl.last.Sub(cl.first) >= c.cfg.Confirm && (v.active || !cl.last.Before(countFrom)):
+			// Grace keeps a lingering old master from starting an episode, not from
+			// sustaining one (adverts we drop may pause: keepalived skips its own while
+			// it hears another master's, valid or not).
 			cur.MACs = append(cur.MACs, mac+" ("+cl.kind+")")
 		}
 	}

@@ -44,7 +44,7 @@ func dropped(from netip.Addr, reason string, prio uint8, addrs ...netip.Addr) fu
 var noop = func(*Conflicts, time.Time) {}
 
 func TestConflicts(t *testing.T) {
-	cfg := ConflictConfig{VIPs: []netip.Addr{vipA, vipB}, Hold: 3 * sec, Grace: 2 * sec}
+	cfg := ConflictConfig{VIPs: []netip.Addr{vipA, vipB}, Hold: 3 * sec, Grace: 2 * sec, Confirm: 500 * ms}
 	tests := []struct {
 		name  string
 		steps []cstep
@@ -57,12 +57,16 @@ func TestConflicts(t *testing.T) {
 		}},
 		{"master: another address answering is a conflict until Hold passes without it", []cstep{
 			{0, observe(Master, netip.Addr{}), true, nil, nil},
-			{5 * sec, claimed(vipA, macOther), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
-			{6 * sec, noop, true, nil, []netip.Addr{vipA}},
+			// One answer is not enough: a new master's gratuitous ARP may come just before
+			// its advert.
+			{5 * sec, claimed(vipA, macOther), true, nil, nil},
+			{5*sec + 400*ms, claimed(vipA, macOther), true, nil, nil},
+			{6 * sec, claimed(vipA, macOther), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
+			{7 * sec, noop, true, nil, []netip.Addr{vipA}},
 			// A probe without answer (lost) does not end the episode: Hold is longer.
-			{7 * sec, claimed(vipA, macOther), true, nil, []netip.Addr{vipA}},
-			{10 * sec, noop, true, nil, []netip.Addr{vipA}},
-			{10*sec + 1, noop, true, []string{"-10.77.1.100"}, nil},
+			{8 * sec, claimed(vipA, macOther), true, nil, []netip.Addr{vipA}},
+			{11 * sec, noop, true, nil, []netip.Addr{vipA}},
+			{11*sec + 1, noop, true, []string{"-10.77.1.100"}, nil},
 		}},
 		{"master: the old master's lingering answers within the grace window are ignored", []cstep{
 			{0, observe(Backup, addrHi), true, nil, nil},
@@ -82,7 +86,8 @@ func TestConflicts(t *testing.T) {
 			{0, observe(Backup, addrHi), true, nil, nil},
 			{3 * sec, claimed(vipA, macOld), true, nil, nil},
 			{4 * sec, claimed(vipA, macOld), true, nil, nil},
-			{5 * sec, claimed(vipA, macOther), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
+			{5 * sec, claimed(vipA, macOther), true, nil, nil},
+			{6 * sec, claimed(vipA, macOther), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
 			{9 * sec, claimed(vipA, macOther), true, []string{"-10.77.1.100"}, nil},
 		}},
 		{"backup: a new master taking over while the old one lingers is no conflict", []cstep{
@@ -102,6 +107,18 @@ func TestConflicts(t *testing.T) {
 			{3*sec + 100*ms, dropped(addrHi, DropAuth, 101, vipA), true, nil, []netip.Addr{vipA}},
 			{6*sec + 100*ms, noop, true, nil, []netip.Addr{vipA}},
 			{6*sec + 200*ms, noop, true, []string{"-10.77.1.100"}, nil},
+		}},
+		{"a grace window does not end an episode while the other holder answers", []cstep{
+			{0, observe(Backup, netip.Addr{}), true, nil, nil},
+			{100 * ms, dropped(addrHi, DropAuth, 101, vipA), false, nil, nil},
+			{500 * ms, claimed(vipA, macOther), false, nil, nil},
+			{1100 * ms, dropped(addrHi, DropAuth, 101, vipA), false, nil, nil},
+			{1500 * ms, claimed(vipA, macOther), false, nil, nil},
+			{3 * sec, observe(Master, netip.Addr{}), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
+			{3500 * ms, claimed(vipA, macOther), false, nil, nil},
+			{4200 * ms, noop, true, nil, []netip.Addr{vipA}}, // the adverts pause: their signs expired
+			{4500 * ms, claimed(vipA, macOther), true, nil, []netip.Addr{vipA}},
+			{7600 * ms, noop, true, []string{"-10.77.1.100"}, nil},
 		}},
 		{"dropped adverts that are no sign of another master", []cstep{
 			{0, observe(Master, netip.Addr{}), true, nil, nil},
@@ -131,6 +148,7 @@ func TestConflicts(t *testing.T) {
 		}},
 		{"fault and leaving end an episode", []cstep{
 			{0, observe(Master, netip.Addr{}), true, nil, nil},
+			{2 * sec, claimed(vipA, macOther), true, nil, nil},
 			{3 * sec, claimed(vipA, macOther), true, []string{"+10.77.1.100"}, []netip.Addr{vipA}},
 			{3*sec + 100*ms, observe(Leaving, netip.Addr{}), true, []string{"-10.77.1.100"}, nil},
 			{3*sec + 200*ms, observe(Fault, netip.Addr{}), true, nil, nil},
@@ -172,7 +190,7 @@ func TestConflicts(t *testing.T) {
 // TestConflictEvidence: an episode names the other holder's address and the dropped adverts'
 // sender with their reason, and each episode is counted once.
 func TestConflictEvidence(t *testing.T) {
-	c := NewConflicts(ConflictConfig{VIPs: []netip.Addr{vipA}, Hold: 3 * sec, Grace: sec})
+	c := NewConflicts(ConflictConfig{VIPs: []netip.Addr{vipA}, Hold: 3 * sec, Grace: sec, Confirm: 500 * ms})
 	c.SetOwn([]net.HardwareAddr{macOwn})
 	c.Observe(Master, netip.Addr{}, t0)
 	for i := range 3 {
@@ -180,16 +198,16 @@ func TestConflictEvidence(t *testing.T) {
 		c.Claim(vipA, macOther, ClaimARP, at)
 		c.Dropped(addrHi, DropAuth, 101, sec, []netip.Addr{vipA}, at)
 		ch := c.Update(at)
-		if i == 0 && (len(ch) != 1 || !ch[0].Start) {
-			t.Fatalf("first signs: changes %+v, want one start", ch)
+		if i == 1 && (len(ch) != 1 || !ch[0].Start) {
+			t.Fatalf("second signs: changes %+v, want one start", ch)
 		}
-		if i > 0 && len(ch) != 0 {
+		if i != 1 && len(ch) != 0 {
 			t.Fatalf("signs go on: changes %+v, want none", ch)
 		}
 	}
 	cur := c.Current(t0.Add(4 * sec))
 	if len(cur) != 1 || !slices.Equal(cur[0].MACs, []string{macOther.String() + " (arp)"}) ||
-		!slices.Equal(cur[0].Senders, []string{addrHi.String() + " (auth)"}) || !cur[0].Since.Equal(t0.Add(2*sec)) {
+		!slices.Equal(cur[0].Senders, []string{addrHi.String() + " (auth)"}) || !cur[0].Since.Equal(t0.Add(3*sec)) {
 		t.Fatalf("conflict %+v", cur)
 	}
 	if !c.Foreign(t0.Add(4 * sec)) {
@@ -197,7 +215,8 @@ func TestConflictEvidence(t *testing.T) {
 	}
 	c.Update(t0.Add(10 * sec))
 	c.Claim(vipA, macOther, ClaimARP, t0.Add(11*sec))
-	c.Update(t0.Add(11 * sec))
+	c.Claim(vipA, macOther, ClaimARP, t0.Add(12*sec))
+	c.Update(t0.Add(12 * sec))
 	if n := c.Episodes(vipA); n != 2 {
 		t.Fatalf("episodes %d, want 2", n)
 	}
