@@ -13,6 +13,19 @@ import (
 	"github.com/hacp/hacp/pkg/vip"
 )
 
+// linkLocalReady turns duplicate address detection off on the hosts' eth0 and waits until
+// their link-local addresses are usable (the NDP sockets bind to them).
+func linkLocalReady(t *testing.T, hosts ...*netns.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		h.Run("sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0")
+		waitFor(t, 10*time.Second, h.Name+" link-local address ready", func() bool {
+			out, _ := h.Exec("ip", "-6", "addr", "show", "dev", "eth0", "scope", "link")
+			return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
+		})
+	}
+}
+
 // conflictOf returns the first instance's conflict view, and whether /status answered.
 func conflictOf(h *netns.Host) (vip.InstanceStatus, bool) {
 	st, err := getStatus(h)
@@ -155,13 +168,7 @@ func TestConflictStaticAddress(t *testing.T) {
 		t.Run(fmt.Sprintf("yield=%v", yield), func(t *testing.T) {
 			n := netns.New(t, "hc-", subnet)
 			m1, rogue := n.AddHost("m1", 11), n.AddHost("x", 66)
-			for _, h := range []*netns.Host{m1, rogue} {
-				h.Run("sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0")
-				waitFor(t, 10*time.Second, h.Name+" link-local address ready", func() bool {
-					out, _ := h.Exec("ip", "-6", "addr", "show", "dev", "eth0", "scope", "link")
-					return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
-				})
-			}
+			linkLocalReady(t, m1, rogue)
 			args := baseArgs(100, "--vip", vip6+"/64", fmt.Sprintf("--yield-on-conflict=%v", yield))
 			p := startVipd(t, m1, args...)
 			waitFor(t, 20*time.Second, "m1 MASTER", func() bool { return state(m1) == "MASTER" && hasVIP(t, m1, vipA) })
