@@ -39,9 +39,9 @@ type ConflictConfig struct {
 //
 // A VIP is in conflict
 //   - in Master, when a link-layer address that is not ours claims it (for Confirm, and
-//     outside Grace unless an episode is on), or
-//     when a router keeps advertising it in adverts we cannot accept (authentication,
-//     version, interval, checksum, or another VRID): another master we do not hear;
+//     outside Grace unless an episode is on), or when a router keeps advertising it in
+//     adverts we cannot accept (authentication, version, interval, checksum, or another
+//     VRID): another master we do not hear;
 //   - in Backup, when two link-layer addresses claim it (the same way), or when, while we
 //     follow a master, another router keeps advertising it in adverts we cannot accept.
 //
