@@ -136,7 +136,7 @@ func TestConflictFailoversRaiseNone(t *testing.T) {
 	kp.Signal(syscall.SIGTERM) // priority 0: m1 takes over
 	waitExit(t, kp)
 	waitHolder(t, "m1", 20*time.Second, all...)
-	kp = k.start(t, kh) // preempts m1, which drains with the VIP deprecated
+	k.start(t, kh) // preempts m1, which drains with the VIP deprecated
 	waitHolder(t, "ka", 30*time.Second, all...)
 	waitFor(t, 20*time.Second, "m1 BACKUP", func() bool { return state(m1) == "BACKUP" })
 	noConflict("keepalived preempted m1")
