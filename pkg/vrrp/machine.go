@@ -298,11 +298,9 @@ func (m *Machine) yield(until time.Time, reason string, now time.Time) []Action 
 		}
 		return nil
 	}
-	var acts []Action
-	if m.bound {
-		acts = []Action{{Kind: ActSendAdvert, Priority: 0}, {Kind: ActRemoveAddrs}}
-	} else {
-		acts = []Action{{Kind: ActSendAdvert, Priority: 0}} // still settling: nothing bound
+	acts := []Action{{Kind: ActSendAdvert, Priority: 0}}
+	if m.bound { // not while settling: nothing is bound then
+		acts = append(acts, Action{Kind: ActRemoveAddrs})
 	}
 	m.adverTimer, m.bindAt, m.bound = time.Time{}, time.Time{}, false
 	m.masterAddr, m.masterPrio = netip.Addr{}, 0
