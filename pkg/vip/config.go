@@ -53,6 +53,13 @@ type Config struct {
 	CheckAction   string        `yaml:"check-action"`
 	CheckWeight   int           `yaml:"check-weight"`
 
+	// ConflictProbe is how often a master or backup ARP/NDP-probes its VIPs for another
+	// holder; 0 only listens (gratuitous ARPs, dropped adverts).
+	ConflictProbe time.Duration `yaml:"conflict-probe-interval"`
+	// YieldOnConflict makes a master that finds another holder step down and stay BACKUP
+	// while that holder is there.
+	YieldOnConflict bool `yaml:"yield-on-conflict"`
+
 	Notify     string        `yaml:"notify"`
 	FlapMax    int           `yaml:"flap-max"`
 	FlapWindow time.Duration `yaml:"flap-window"`
@@ -143,6 +150,7 @@ func DefaultConfig() *Config {
 		CheckInsecure:   true,
 		CheckAction:     "weight",
 		CheckWeight:     -50,
+		ConflictProbe:   time.Second,
 		FlapMax:         0,
 		FlapWindow:      time.Minute,
 		FlapHold:        30 * time.Second,
@@ -223,6 +231,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CheckAction, "check-action", c.CheckAction, "what a failing check does: `weight` (add --check-weight to the priority) or fault (give up mastership with a priority 0 advert)")
 	fs.IntVar(&c.CheckWeight, "check-weight", c.CheckWeight, "priority `change`, -254 to 254, like keepalived's weight: a negative one applies while the check fails, a positive one while it passes")
 
+	fs.DurationVar(&c.ConflictProbe, "conflict-probe-interval", c.ConflictProbe, "ARP-probe (NDP-probe for IPv6) every VIP this often, as MASTER and as BACKUP, to notice a second holder (a peer with another password, VRID or version, or a host with the address configured); 0 disables the probes but still watches gratuitous ARPs and dropped adverts. A conflict is logged at ERROR, shown in /status and in vipd_vip_conflict")
+	fs.BoolVar(&c.YieldOnConflict, "yield-on-conflict", c.YieldOnConflict, "a MASTER that finds another holder of its VIPs steps down (priority 0 advert, addresses removed) and stays BACKUP while the other holder answers or advertises them, instead of holding the VIP beside it")
 	fs.StringVar(&c.Notify, "notify", c.Notify, "`command` (split on spaces, no shell) run on every transition with arguments INSTANCE <name> <state> <priority>, like keepalived's notify")
 	fs.IntVar(&c.FlapMax, "flap-max", c.FlapMax, "flap damping: at most `n` takeovers per --flap-window, then hold in BACKUP for --flap-hold (0 disables)")
 	fs.DurationVar(&c.FlapWindow, "flap-window", c.FlapWindow, "flap damping: the `window` in which --flap-max takeovers are counted")
@@ -510,6 +520,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HandoverDrain < 0 {
 		bad("handover-drain", "must not be negative, got %s", c.HandoverDrain)
+	}
+	if c.ConflictProbe < 0 || (c.ConflictProbe > 0 && c.ConflictProbe < 10*time.Millisecond) {
+		bad("conflict-probe-interval", "must be 0 (off) or at least 10ms, got %s", c.ConflictProbe)
 	}
 	if c.VIPLifetime != 0 && c.VIPLifetime < time.Second {
 		bad("vip-lifetime", "must be at least 1s (netlink lifetimes are whole seconds), got %s", c.VIPLifetime)

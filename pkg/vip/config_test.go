@@ -51,6 +51,9 @@ func TestValidate(t *testing.T) {
 		{"bad check action", func(c *Config) { c.CheckAction = "panic" }, "check-action"},
 		{"weight out of range", func(c *Config) { c.CheckWeight = -300 }, "check-weight"},
 		{"lifetime below a second", func(c *Config) { c.VIPLifetime = 500 * time.Millisecond }, "vip-lifetime"},
+		{"conflict probes off", func(c *Config) { c.ConflictProbe = 0 }, ""},
+		{"negative conflict probe interval", func(c *Config) { c.ConflictProbe = -time.Second }, "conflict-probe-interval"},
+		{"conflict probes every microsecond", func(c *Config) { c.ConflictProbe = time.Microsecond }, "conflict-probe-interval"},
 		{"duplicate vrid", func(c *Config) { c.Instances = []Instance{{VRID: 7}, {VRID: 7, Name: "b"}} }, "instances.1.vrid"},
 		{"instance with bad priority", func(c *Config) { c.Instances = []Instance{{VRID: 7}, {VRID: 8, Priority: 300}} }, "instances.1.priority"},
 	}

@@ -61,6 +61,8 @@ type Status struct {
 	Check     *health.Status   `json:"check,omitempty"`
 	Mode      string           `json:"mode"`
 	BGP       *BGPStatus       `json:"bgp,omitempty"`
+	// Conflict is true while any instance sees another holder of one of its VIPs.
+	Conflict bool `json:"conflict"`
 }
 
 // New checks cfg against the host (interfaces, addresses) and opens the instances'
@@ -130,6 +132,7 @@ func (d *Daemon) closeAll() {
 	for _, ri := range d.insts {
 		ri.conn.Close()
 		ri.ann.Close()
+		ri.cw.probe.Close()
 	}
 }
 
@@ -288,7 +291,8 @@ func (d *Daemon) reloadBGP(cfg *Config) error {
 // globals returns the daemon-wide settings other than the instances and the checks.
 func globals(c *Config) []any {
 	return []any{c.GARPCount, c.GARPSpacing, c.GARPRepeatDelay, c.GARPRefresh, c.VIPLifetime, c.Notify,
-		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight, c.HandoverTimeout, c.HandoverDrain, c.HandoverForward}
+		c.FlapMax, c.FlapWindow, c.FlapHold, c.CheckAction, c.CheckWeight, c.HandoverTimeout, c.HandoverDrain, c.HandoverForward,
+		c.ConflictProbe, c.YieldOnConflict}
 }
 
 func checks(c *Config) []any {
@@ -471,7 +475,9 @@ func (d *Daemon) Status() Status {
 	d.mu.Unlock()
 	st := Status{Healthy: d.healthy(), Instances: []InstanceStatus{}, Mode: "vrrp"}
 	for _, ri := range insts {
-		st.Instances = append(st.Instances, ri.status())
+		in := ri.status()
+		st.Conflict = st.Conflict || in.Conflict
+		st.Instances = append(st.Instances, in)
 	}
 	if d.bgp != nil {
 		st.Mode, st.BGP = "bgp", d.bgp.status()

@@ -31,6 +31,7 @@ type instance struct {
 	binder addrBinder
 	filter vrrp.Filter
 	m      *vrrp.Machine
+	cw     *conflictWatch
 
 	settleBurst atomic.Bool // the burst that follows a takeover or re-assertion is pending
 
@@ -74,6 +75,11 @@ type InstanceStatus struct {
 	LastTakeover *Takeover `json:"lastTakeover,omitempty"`
 	// LastHandover times the last make-before-break shutdown (LEAVING).
 	LastHandover *Handover `json:"lastHandover,omitempty"`
+	// Conflict is true while another host holds one of the VIPs (Conflicts says which,
+	// since when, who and how it was seen); ConflictEpisodes counts the episodes.
+	Conflict         bool               `json:"conflict"`
+	Conflicts        []vrrp.VIPConflict `json:"conflicts,omitempty"`
+	ConflictEpisodes uint64             `json:"conflictEpisodes"`
 }
 
 // Handover records one make-before-break shutdown: from the priority 0 advert until the
@@ -149,6 +155,11 @@ func newInstance(d *Daemon, g *Config, r Resolved) (*instance, error) {
 		in.conn.Close()
 		return nil, err
 	}
+	if in.cw, err = newConflictWatch(in); err != nil {
+		in.conn.Close()
+		in.ann.Close()
+		return nil, err
+	}
 	return in, nil
 }
 
@@ -173,6 +184,7 @@ func (in *instance) allVIPs() []netip.Prefix {
 // passed), lets its addresses go; connections still on them are reset after the drain.
 func (in *instance) run(ctx context.Context) {
 	defer close(in.done)
+	defer in.forgetConflicts()
 	defer in.ann.Close()
 	defer in.conn.Close()
 	// Adverts are read until run returns: a leaving master waits for its successor's.
@@ -200,6 +212,8 @@ func (in *instance) run(ctx context.Context) {
 		defer t.Stop()
 		garpRefresh = t.C
 	}
+	conflictTick := time.NewTicker(in.cw.tick)
+	defer conflictTick.Stop()
 	stopping := ctx.Done()
 	for {
 		if stopping == nil && in.m.State() != vrrp.Leaving {
@@ -240,6 +254,8 @@ func (in *instance) run(ctx context.Context) {
 			if in.m.Bound() {
 				go in.burst(in.gen())
 			}
+		case <-conflictTick.C:
+			in.checkConflicts()
 		}
 	}
 }
@@ -381,6 +397,7 @@ func (in *instance) exec(acts []vrrp.Action, now time.Time) {
 	in.st.HoldUntil = in.m.HoldUntil()
 	in.mu.Unlock()
 	in.d.metrics.priority.WithLabelValues(in.r.Name).Set(float64(in.m.Priority()))
+	in.observeConflicts(now)
 }
 
 // release lets the addresses go to the master whose advert just arrived (it has bound and
@@ -639,6 +656,7 @@ func (in *instance) room() bool { return len(in.adverts) < cap(in.adverts) }
 func (in *instance) receive(rc received) {
 	reason, mismatch, p := in.check(rc, in.peers)
 	if reason != "" {
+		in.cw.dropped(rc, reason, p)
 		if reason != vrrp.DropVRID {
 			in.log.Debug("advert dropped", "from", rc.src.String(), "reason", reason)
 		}
@@ -677,9 +695,9 @@ func (in *instance) check(rc received, peers map[netip.Addr]bool) (string, bool,
 	p, err := vrrp.Decode(rc.payload, rc.src.WithZone(""), rc.dst.WithZone(""), in.r.Checksum)
 	if err != nil {
 		if p != nil && p.VRID != in.r.VRID {
-			return vrrp.DropVRID, false, nil // another group's advert, perhaps another checksum mode
+			return vrrp.DropVRID, false, p // another group's advert, perhaps another checksum mode
 		}
-		return vrrp.DropReason(err), false, nil
+		return vrrp.DropReason(err), false, p
 	}
 	reason, mismatch := in.filter.Check(p, rc.ttl)
 	return reason, mismatch, p
@@ -701,5 +719,6 @@ func (in *instance) status() InstanceStatus {
 		h := *in.st.LastHandover
 		s.LastHandover = &h
 	}
+	s.Conflicts = append([]vrrp.VIPConflict(nil), in.st.Conflicts...)
 	return s
 }

@@ -154,13 +154,7 @@ func TestIPv6Adverts(t *testing.T) {
 	setup := func(t *testing.T) (*netns.Host, *netns.Host) {
 		n := netns.New(t, "hv-", subnet)
 		a, b := n.AddHost("m1", 11), n.AddHost("m2", 12)
-		for _, h := range []*netns.Host{a, b} {
-			h.Run("sysctl", "-q", "-w", "net.ipv6.conf.eth0.accept_dad=0")
-			waitFor(t, 10*time.Second, h.Name+" link-local address ready", func() bool {
-				out, _ := h.Exec("ip", "-6", "addr", "show", "dev", "eth0", "scope", "link")
-				return strings.Contains(out, "fe80::") && !strings.Contains(out, "tentative")
-			})
-		}
+		linkLocalReady(t, a, b)
 		return a, b
 	}
 	has6 := func(h *netns.Host) bool {

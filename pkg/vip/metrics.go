@@ -16,6 +16,8 @@ type metrics struct {
 	mismatch      *prometheus.CounterVec
 	masterless    *prometheus.CounterVec
 	announceDelay *prometheus.GaugeVec
+	conflict      *prometheus.GaugeVec
+	conflicts     *prometheus.CounterVec
 	healthy       prometheus.Gauge
 	announced     prometheus.Gauge
 	leader        prometheus.Gauge
@@ -42,6 +44,10 @@ func newMetrics() *metrics {
 			Help: "Time without a master as seen by this instance: gaps between signs of a master beyond one advert interval."}, []string{"instance"}),
 		announceDelay: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipd_announce_delay_seconds",
 			Help: "At the last takeover, time from binding the addresses to the first gratuitous ARP."}, []string{"instance"}),
+		conflict: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vipd_vip_conflict",
+			Help: "1 while another host than the VRRP master holds the VIP: it answers ARP/NDP for it, or advertises it in adverts this vipd drops (password, VRID, version). /status says who."}, []string{"instance", "vip"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vipd_vip_conflicts_total",
+			Help: "Conflict episodes of the VIP (vipd_vip_conflict going to 1)."}, []string{"instance", "vip"}),
 		healthy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_health_check_up",
 			Help: "1 while the health checks pass."}),
 		announced: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_announced",
@@ -49,7 +55,7 @@ func newMetrics() *metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vipd_bgp_leader",
 			Help: "BGP mode with --bgp-announce leader: 1 while this host holds the Lease."}),
 	}
-	m.reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.received, m.dropped, m.mismatch, m.masterless, m.announceDelay, m.healthy)
+	m.reg.MustRegister(m.state, m.priority, m.transitions, m.sent, m.received, m.dropped, m.mismatch, m.masterless, m.announceDelay, m.conflict, m.conflicts, m.healthy)
 	return m
 }
 

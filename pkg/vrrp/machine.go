@@ -98,6 +98,11 @@ const (
 	EvPriority
 	// EvFault enters (Event.Fault true) or leaves the Fault state.
 	EvFault
+	// EvYield gives way to another holder of the addresses that does not take part in our
+	// election (see Conflicts): a master steps down to Backup (a priority 0 advert, the
+	// addresses removed), and a backup does not take over before Event.Until. Sent again, it
+	// extends the hold.
+	EvYield
 )
 
 // Event is an input to the state machine.
@@ -108,9 +113,11 @@ type Event struct {
 	From     netip.Addr
 	Priority uint8
 	Interval time.Duration
-	// Fault is the new fault state of an EvFault; Reason says why.
+	// Fault is the new fault state of an EvFault; Reason says why (also of an EvYield).
 	Fault  bool
 	Reason string
+	// Until ends the hold of an EvYield.
+	Until time.Time
 }
 
 // ActionKind says what the host must do.
@@ -158,7 +165,7 @@ type Machine struct {
 	masterAddr          netip.Addr
 	masterPrio          uint8
 	lowerSince          time.Time  // first advert of a lower-priority master (preempt delay)
-	holdUntil           time.Time  // flap damping hold-down
+	holdUntil           time.Time  // flap damping or yield hold-down
 	leaveBy             time.Time  // Leaving: let go by then even without another advert
 	successor           netip.Addr // Leaving: the new master whose advert arrived
 	bindAt              time.Time  // Master: bind and announce then (TakeoverSettle)
@@ -271,8 +278,34 @@ func (m *Machine) Handle(ev Event, now time.Time) []Action {
 		return m.setPriority(ev.Priority, now)
 	case EvFault:
 		return m.setFault(ev.Fault, ev.Reason, now)
+	case EvYield:
+		return m.yield(ev.Until, ev.Reason, now)
 	}
 	return nil
+}
+
+// yield holds the instance in Backup until until; a master steps down to it.
+func (m *Machine) yield(until time.Time, reason string, now time.Time) []Action {
+	if m.state != Master && m.state != Backup {
+		return nil
+	}
+	if until.After(m.holdUntil) {
+		m.holdUntil = until
+	}
+	if m.state == Backup {
+		if m.masterDown.Before(m.holdUntil) {
+			m.masterDown = m.holdUntil
+		}
+		return nil
+	}
+	acts := []Action{{Kind: ActSendAdvert, Priority: 0}}
+	if m.bound { // not while settling: nothing is bound then
+		acts = append(acts, Action{Kind: ActRemoveAddrs})
+	}
+	m.adverTimer, m.bindAt, m.bound = time.Time{}, time.Time{}, false
+	m.masterAddr, m.masterPrio = netip.Addr{}, 0
+	m.masterDown = m.holdUntil
+	return m.to(Backup, now, reason, acts)
 }
 
 func (m *Machine) to(s State, now time.Time, reason string, acts []Action) []Action {

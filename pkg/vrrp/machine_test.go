@@ -60,6 +60,10 @@ func advert(from netip.Addr, prio uint8, interval time.Duration) Event {
 	return Event{Kind: EvAdvert, From: from, Priority: prio, Interval: interval}
 }
 
+func yieldUntil(d time.Duration) Event {
+	return Event{Kind: EvYield, Until: t0.Add(d), Reason: "conflict"}
+}
+
 var (
 	startup  = Event{Kind: EvStartup}
 	shutdown = Event{Kind: EvShutdown}
@@ -204,6 +208,23 @@ func TestMachine(t *testing.T) {
 			{4 * time.Second, tick, []string{"hold:9s"}, Backup, 9 * time.Second},
 			{5 * time.Second, advert(addrHi, 200, 100*ms), nil, Backup, 9 * time.Second},
 			{9 * time.Second, tick, toMaster, Master, 9*time.Second + 100*ms},
+		}},
+		{"yield: a master steps down and holds in backup, extended while sent again", v3(100), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, toMaster, Master, down100 + 100*ms},
+			{time.Second, yieldUntil(4 * time.Second), []string{"advert:0", "remove", "MASTER->BACKUP"}, Backup, 4 * time.Second},
+			{2 * time.Second, advert(addrHi, 0, 100*ms), nil, Backup, 2*time.Second + skew100},
+			{2*time.Second + skew100, tick, nil, Backup, 4 * time.Second},
+			{3 * time.Second, yieldUntil(6 * time.Second), nil, Backup, 6 * time.Second},
+			{5 * time.Second, yieldUntil(5 * time.Second), nil, Backup, 6 * time.Second},
+			{6 * time.Second, tick, toMaster, Master, 6*time.Second + 100*ms},
+		}},
+		{"yield while settling removes nothing; ignored in fault", func() MachineConfig { c := v3(100); c.TakeoverSettle = 10 * ms; return c }(), []step{
+			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
+			{down100, tick, []string{"advert:100", "BACKUP->MASTER"}, Master, down100 + 10*ms},
+			{down100 + ms, yieldUntil(time.Second), []string{"advert:0", "MASTER->BACKUP"}, Backup, time.Second},
+			{down100 + 2*ms, Event{Kind: EvFault, Fault: true, Reason: "link"}, []string{"BACKUP->FAULT"}, Fault, noTimer},
+			{down100 + 3*ms, yieldUntil(2 * time.Second), nil, Fault, noTimer},
 		}},
 		{"handover: leaving master keeps its addresses until a new master advertises", handover(v3(100), 400*ms), []step{
 			{0, startup, []string{"INIT->BACKUP"}, Backup, down100},
