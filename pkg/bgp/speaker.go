@@ -138,9 +138,11 @@ func (s *Speaker) apiPeer(p Peer) *api.Peer {
 	ap := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.AS, AuthPassword: p.Password},
 		Timers: &api.Timers{Config: &api.TimersConfig{
-			ConnectRetry:      uint64(max(1, s.cfg.ConnectRetry/time.Second)),
-			HoldTime:          uint64(p.HoldTime / time.Second),
-			KeepaliveInterval: uint64(p.Keepalive / time.Second),
+			ConnectRetry: uint64(max(1, s.cfg.ConnectRetry/time.Second)),
+			// After ResetPeer (BFD down), retry as after any failure, not GoBGP's 30 s.
+			IdleHoldTimeAfterReset: uint64(max(1, s.cfg.ConnectRetry/time.Second)),
+			HoldTime:               uint64(p.HoldTime / time.Second),
+			KeepaliveInterval:      uint64(p.Keepalive / time.Second),
 		}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  families(p),
@@ -245,6 +247,23 @@ func (s *Speaker) withdrawLocked(ctx context.Context, ps []netip.Prefix) error {
 		delete(s.uuids, p)
 	}
 	return errors.Join(errs...)
+}
+
+// ResetPeer tears the session with addr down at once (a CEASE notification, administrative
+// reset, with reason as its text) and lets it be opened again as after any failure: what
+// a BFD session that went down asks of BGP (RFC 5882 4.3). The routes learnt from addr go,
+// those announced to it are sent again when the session is back.
+func (s *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, reason string) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return errors.New("bgp: speaker stopped") // GoBGP's calls would wait for ever
+	}
+	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: reason}); err != nil {
+		return fmt.Errorf("bgp: reset session with %s: %w", addr, err)
+	}
+	return nil
 }
 
 // Announced returns the prefixes currently announced, sorted.
