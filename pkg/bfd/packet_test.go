@@ -8,11 +8,18 @@ import (
 	"time"
 )
 
-// frrDown is the first packet of FRR 8.4's bfdd to a new peer (captured with tcpdump in
-// TestBFDWithFRR's router namespace): version 1, diagnostic 0, state Down, detect
-// multiplier 3, my discriminator set, yours 0, desired TX 1 s (its slow rate while not
-// Up), required RX 100 ms, echo RX 50 ms.
-const frrDown = "20400318" + "2f7f6a1e" + "00000000" + "000f4240" + "000186a0" + "0000c350"
+// Captured with tcpdump in the router namespace of cmd/vipd's TestBGPBFDWithFRR.
+const (
+	// frrInit is FRR 8.4 bfdd's answer to vipd's first packet: version 1, diagnostic 0,
+	// state Init, detect multiplier 3, both discriminators, desired TX and required RX 1 s
+	// (its rates while not Up), echo RX 50 ms.
+	frrInit = "20800318" + "b869e5da" + "d4e44a83" + "000f4240" + "000f4240" + "0000c350"
+	// vipdUp is vipd's answer to it: Up, Poll (the switch from 1 s to the configured
+	// 100 ms), no echo.
+	vipdUp = "20e00318" + "d4e44a83" + "b869e5da" + "000186a0" + "000186a0" + "00000000"
+	// frrDown is a Down packet as FRR's first one to a new peer: no Your Discriminator.
+	frrDown = "20400318" + "2f7f6a1e" + "00000000" + "000f4240" + "000186a0" + "0000c350"
+)
 
 func mustHex(t testing.TB, s string) []byte {
 	t.Helper()
@@ -25,6 +32,23 @@ func mustHex(t testing.TB, s string) []byte {
 
 func TestUnmarshal(t *testing.T) {
 	var p ControlPacket
+	if err := p.UnmarshalBinary(mustHex(t, frrInit)); err != nil {
+		t.Fatal(err)
+	}
+	if want := (ControlPacket{State: Init, DetectMult: 3, MyDiscriminator: 0xb869e5da, YourDiscriminator: 0xd4e44a83,
+		DesiredMinTxInterval: time.Second, RequiredMinRxInterval: time.Second, RequiredMinEchoRxInterval: 50 * time.Millisecond}); p != want {
+		t.Errorf("decoded %+v\nwant    %+v", p, want)
+	}
+	if err := p.UnmarshalBinary(mustHex(t, vipdUp)); err != nil {
+		t.Fatal(err)
+	}
+	if want := (ControlPacket{State: Up, Poll: true, DetectMult: 3, MyDiscriminator: 0xd4e44a83, YourDiscriminator: 0xb869e5da,
+		DesiredMinTxInterval: 100 * time.Millisecond, RequiredMinRxInterval: 100 * time.Millisecond}); p != want {
+		t.Errorf("decoded %+v\nwant    %+v", p, want)
+	}
+	if b, err := p.MarshalBinary(); err != nil || hex.EncodeToString(b) != vipdUp {
+		t.Errorf("re-encoded %x, %v; want %s", b, err, vipdUp)
+	}
 	if err := p.UnmarshalBinary(mustHex(t, frrDown)); err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +126,8 @@ func TestMarshal(t *testing.T) {
 // same 24 bytes (the flag bits it keeps, the fields as sent).
 func FuzzUnmarshal(f *testing.F) {
 	f.Add(mustHex(f, frrDown))
+	f.Add(mustHex(f, frrInit))
+	f.Add(mustHex(f, vipdUp))
 	f.Add(mustHex(f, "23e80518 00000007 00000009 000186a0 000186a0 00000000 0000"))
 	f.Add([]byte{0x20, 0x44, 3, 26})
 	f.Fuzz(func(t *testing.T, b []byte) {
