@@ -37,7 +37,9 @@ func startEnd(t *testing.T, h *netns.Host, peer netip.Addr) *peerEnd {
 	t.Helper()
 	pe := &peerEnd{changes: make(chan string, 64)}
 	pe.e = NewEndpoint(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		func(_ netip.Addr, from, to State, diag Diag) { pe.changes <- from.String() + "->" + to.String() + ":" + diag.String() })
+		func(_ netip.Addr, from, to State, diag Diag) {
+			pe.changes <- from.String() + "->" + to.String() + ":" + diag.String()
+		})
 	t.Cleanup(pe.e.Close)
 	if err := h.Do(func() (err error) {
 		pe.s, err = pe.e.Add(context.Background(), SessionConfig{Peer: peer, Timers: fast})
