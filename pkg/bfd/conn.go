@@ -46,8 +46,19 @@ type SessionConfig struct {
 	Timers Timers
 }
 
-// ChangeFunc is told of every state change of a session.
-type ChangeFunc func(peer netip.Addr, from, to State, diag Diag)
+// Change is a state change of a session.
+type Change struct {
+	Peer     netip.Addr
+	From, To State
+	Diag     Diag
+	// PeerRestarted: the change came with a new session of the peer (see Action).
+	PeerRestarted bool
+	// UpSince is when the session had come Up, for a change from Up.
+	UpSince time.Time
+}
+
+// ChangeFunc is told of every state change of a session, from the session's goroutine.
+type ChangeFunc func(Change)
 
 // Endpoint runs a host's single-hop sessions: it receives every control packet on UDP
 // port 3784 (one socket per address family), checks and decodes it and hands it to its
@@ -69,7 +80,7 @@ type Endpoint struct {
 // NewEndpoint returns an endpoint without sessions; onChange may be nil.
 func NewEndpoint(log *slog.Logger, onChange ChangeFunc) *Endpoint {
 	if onChange == nil {
-		onChange = func(netip.Addr, State, State, Diag) {}
+		onChange = func(Change) {}
 	}
 	return &Endpoint{log: log, onChange: onChange, byDiscr: map[uint32]*Session{}, byPeer: map[netip.Addr]*Session{},
 		listeners: map[bool]*net.UDPConn{}, drops: map[DropReason]uint64{}}
@@ -129,6 +140,24 @@ func (e *Endpoint) Add(ctx context.Context, cfg SessionConfig) (*Session, error)
 		s.run(sctx, conn, err)
 	}()
 	return s, nil
+}
+
+// Listen opens the receiving socket of a family (is4: IPv4) now rather than at the first
+// Add, so that a port taken by another BFD daemon shows at once.
+func (e *Endpoint) Listen(is4 bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("bfd: endpoint closed")
+	}
+	return e.listenLocked(is4)
+}
+
+// Session returns the session with peer, or nil.
+func (e *Endpoint) Session(peer netip.Addr) *Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.byPeer[peer.Unmap()]
 }
 
 // listenLocked opens the family's receiving socket once.
@@ -402,6 +431,7 @@ func (s *Session) run(ctx context.Context, conn *net.UDPConn, openErr error) {
 // exec carries out the machine's actions: packets go out on conn (when it is open),
 // transitions are recorded, logged and reported.
 func (s *Session) exec(conn *net.UDPConn, acts []Action) {
+	var changes []Change
 	for _, a := range acts {
 		switch a.Kind {
 		case ActSend:
@@ -418,19 +448,22 @@ func (s *Session) exec(conn *net.UDPConn, acts []Action) {
 			}
 		case ActTransition:
 			s.mu.Lock()
+			c := Change{Peer: s.cfg.Peer, From: a.From, To: a.To, Diag: a.Diag, PeerRestarted: a.PeerRestarted}
+			if a.From == Up {
+				c.UpSince = s.since
+			}
+			changes = append(changes, c)
 			s.since = time.Now()
 			if a.From == Up {
 				s.flaps++
 			}
 			s.mu.Unlock()
-			s.e.log.Info("BFD session changed", "peer", s.cfg.Peer.String(), "from", a.From.String(), "to", a.To.String(), "diagnostic", a.Diag.String())
+			s.e.log.Info("BFD session changed", "peer", s.cfg.Peer.String(), "from", a.From.String(), "to", a.To.String(), "diagnostic", a.Diag.String(), "peer_restarted", a.PeerRestarted)
 		}
 	}
 	s.snapshot()
-	for _, a := range acts {
-		if a.Kind == ActTransition {
-			s.e.onChange(s.cfg.Peer, a.From, a.To, a.Diag)
-		}
+	for _, c := range changes {
+		s.e.onChange(c)
 	}
 }
 

@@ -37,8 +37,11 @@ func startEnd(t *testing.T, h *netns.Host, peer netip.Addr) *peerEnd {
 	t.Helper()
 	pe := &peerEnd{changes: make(chan string, 64)}
 	pe.e = NewEndpoint(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		func(_ netip.Addr, from, to State, diag Diag) {
-			pe.changes <- from.String() + "->" + to.String() + ":" + diag.String()
+		func(c Change) {
+			select { // never block the session
+			case pe.changes <- c.From.String() + "->" + c.To.String() + ":" + c.Diag.String():
+			default:
+			}
 		})
 	t.Cleanup(pe.e.Close)
 	if err := h.Do(func() (err error) {

@@ -76,6 +76,10 @@ type Action struct {
 	Packet   ControlPacket
 	From, To State
 	Diag     Diag
+	// PeerRestarted marks a transition caused by a packet from a new session of the peer
+	// (another My Discriminator than the one it had: its BFD daemon restarted or
+	// re-created the session). The path is fine, the peer's old session is gone.
+	PeerRestarted bool
 }
 
 // DropReason says why Machine.Handle discarded a packet that decoded well.
@@ -337,6 +341,7 @@ func (m *Machine) receive(p *ControlPacket, now time.Time) ([]Action, DropReason
 	if p.YourDiscriminator != 0 && p.YourDiscriminator != m.localDiscr {
 		return nil, DropDiscr
 	}
+	restarted := m.remoteDiscr != 0 && p.MyDiscriminator != m.remoteDiscr
 	m.remoteDiscr = p.MyDiscriminator
 	m.remoteState = p.State
 	m.remoteDemand = p.Demand
@@ -375,6 +380,9 @@ func (m *Machine) receive(p *ControlPacket, now time.Time) ([]Action, DropReason
 		if p.State == Down {
 			acts = m.transition(Down, DiagNeighborDown, now)
 		}
+	}
+	if restarted && len(acts) > 0 {
+		acts[0].PeerRestarted = true
 	}
 	switch {
 	case p.Poll:

@@ -300,3 +300,27 @@ func TestDemandMode(t *testing.T) {
 		t.Errorf("periodic packet in demand mode: %v", summarize(acts))
 	}
 }
+
+// TestPeerRestarted: a Down from a new session of the peer (another discriminator, Your
+// Discriminator zero) takes the session Down as any Down does, marked as a restart; a Down
+// from the same session (its detection timer ran out) is not.
+func TestPeerRestarted(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		discr     uint32
+		restarted bool
+	}{{"new session", 0x3333, true}, {"same session", peer, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			m := machineIn(t, Up)
+			p := from(Down)
+			p.MyDiscriminator = c.discr
+			acts, _ := m.Handle(Event{Kind: EvPacket, Packet: p}, t0)
+			if len(acts) == 0 || acts[0].Kind != ActTransition || acts[0].To != Init && acts[0].To != Down || acts[0].PeerRestarted != c.restarted {
+				t.Fatalf("actions %+v, want a transition with PeerRestarted %v", acts, c.restarted)
+			}
+			if m.RemoteDiscr() != c.discr {
+				t.Errorf("remote discriminator %x, want %x", m.RemoteDiscr(), c.discr)
+			}
+		})
+	}
+}

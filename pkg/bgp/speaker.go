@@ -38,6 +38,9 @@ type Config struct {
 	// ConnectRetry is the interval between attempts to open a session that is down
 	// (GoBGP adds up to as much again at random); 0: 5s.
 	ConnectRetry time.Duration
+	// OnSessionChange, if not nil, is told when a session becomes established or stops
+	// being so, from GoBGP's event goroutine.
+	OnSessionChange func(peer netip.Addr, established bool)
 }
 
 // Validate checks cfg without touching the network.
@@ -163,6 +166,9 @@ func (s *Speaker) peerEvent(r *api.WatchEventResponse) {
 	}
 	st := pe.GetPeer().GetState()
 	s.log.Info("BGP session changed", "peer", st.GetNeighborAddress(), "as", st.GetPeerAsn(), "state", sessionState(st.GetSessionState()))
+	if a, err := netip.ParseAddr(st.GetNeighborAddress()); err == nil && s.cfg.OnSessionChange != nil {
+		s.cfg.OnSessionChange(a.Unmap(), st.GetSessionState() == api.PeerState_ESTABLISHED)
+	}
 }
 
 // path builds the announcement of p with the configured next hop and communities.

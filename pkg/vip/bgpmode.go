@@ -97,6 +97,7 @@ func newBGPRunner(d *Daemon, cfg *Config) (*bgpRunner, error) {
 		since:  time.Now(),
 	}
 	if r.BFD != nil {
+		b.r.Speaker.OnSessionChange = b.bgpSessionChanged
 		b.bfd = bfd.NewEndpoint(d.log, b.bfdChanged)
 		d.metrics.reg.MustRegister(bfdCollector{b})
 	}
