@@ -113,11 +113,10 @@ type Machine struct {
 	detectAt   time.Time // zero: not armed
 	// A poll sequence in progress (6.5): old are the timers the peer knew before it;
 	// until its Final, transmission uses the smaller interval and detection the larger.
-	polling  bool
-	old      Timers
-	oldTx    time.Duration // the DesiredMinTx advertised before the poll (slow while not Up)
-	jitter   func(max time.Duration) time.Duration
-	sendBack bool // a Final is owed at once
+	polling bool
+	old     Timers
+	oldTx   time.Duration // the DesiredMinTx advertised before the poll (slow while not Up)
+	jitter  func(max time.Duration) time.Duration
 }
 
 // NewMachine returns a session in state Down with the local discriminator discr (nonzero,
