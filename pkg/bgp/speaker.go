@@ -142,8 +142,9 @@ func (s *Speaker) apiPeer(p Peer) *api.Peer {
 		Conf: &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.AS, AuthPassword: p.Password},
 		Timers: &api.Timers{Config: &api.TimersConfig{
 			ConnectRetry: uint64(max(1, s.cfg.ConnectRetry/time.Second)),
-			// After ResetPeer (BFD down), retry as after any failure, not GoBGP's 30 s.
-			IdleHoldTimeAfterReset: uint64(max(1, s.cfg.ConnectRetry/time.Second)),
+			// After ResetPeer (BFD down) the session is opened again 2-3 s later (1 s idle,
+			// then GoBGP's first attempt), not after GoBGP's default 30 s.
+			IdleHoldTimeAfterReset: 1,
 			HoldTime:               uint64(p.HoldTime / time.Second),
 			KeepaliveInterval:      uint64(p.Keepalive / time.Second),
 		}},
