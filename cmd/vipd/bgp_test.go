@@ -101,8 +101,19 @@ type frr struct {
 
 func startFRR(t *testing.T, h *netns.Host, bgpdConf string) *frr {
 	t.Helper()
+	return startFRRWithBFD(t, h, bgpdConf, "")
+}
+
+// startFRRWithBFD is startFRR with FRR's bfdd as well, configured by bfddConf, when that
+// is not empty.
+func startFRRWithBFD(t *testing.T, h *netns.Host, bgpdConf, bfddConf string) *frr {
+	t.Helper()
 	testenv.RequireCommand(t, "vtysh")
-	for _, d := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd"} {
+	daemons := []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd"}
+	if bfddConf != "" {
+		daemons = append(daemons, "/usr/lib/frr/bfdd")
+	}
+	for _, d := range daemons {
 		_, err := os.Stat(d)
 		testenv.Require(t, err == nil, d+" (Debian package frr)")
 	}
@@ -140,6 +151,14 @@ func startFRR(t *testing.T, h *netns.Host, bgpdConf string) *frr {
 		_, err := os.Stat(filepath.Join(f.dir, "zserv.api"))
 		return err == nil
 	})
+	if bfddConf != "" {
+		h.Start("/usr/lib/frr/bfdd", append([]string{"-f", write("bfdd.conf", bfddConf), "-i", filepath.Join(f.dir, "bfdd.pid"),
+			"--bfdctl", filepath.Join(f.dir, "bfdd.sock")}, common...)...)
+		waitFor(t, 30*time.Second, "bfdd answering vtysh", func() bool {
+			_, err := f.vtyshErr("show bfd peers")
+			return err == nil
+		})
+	}
 	h.Start("/usr/lib/frr/bgpd", append([]string{"-f", bconf, "-i", filepath.Join(f.dir, "bgpd.pid")}, common...)...)
 	waitFor(t, 30*time.Second, "bgpd answering vtysh", func() bool {
 		_, err := f.vtyshErr("show bgp summary")

@@ -38,6 +38,9 @@ type Config struct {
 	// ConnectRetry is the interval between attempts to open a session that is down
 	// (GoBGP adds up to as much again at random); 0: 5s.
 	ConnectRetry time.Duration
+	// OnSessionChange, if not nil, is told when a session becomes established or stops
+	// being so, from GoBGP's event goroutine.
+	OnSessionChange func(peer netip.Addr, established bool)
 }
 
 // Validate checks cfg without touching the network.
@@ -138,9 +141,12 @@ func (s *Speaker) apiPeer(p Peer) *api.Peer {
 	ap := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.AS, AuthPassword: p.Password},
 		Timers: &api.Timers{Config: &api.TimersConfig{
-			ConnectRetry:      uint64(max(1, s.cfg.ConnectRetry/time.Second)),
-			HoldTime:          uint64(p.HoldTime / time.Second),
-			KeepaliveInterval: uint64(p.Keepalive / time.Second),
+			ConnectRetry: uint64(max(1, s.cfg.ConnectRetry/time.Second)),
+			// After ResetPeer (BFD down) the session is opened again 2-3 s later (1 s idle,
+			// then GoBGP's first attempt), not after GoBGP's default 30 s.
+			IdleHoldTimeAfterReset: 1,
+			HoldTime:               uint64(p.HoldTime / time.Second),
+			KeepaliveInterval:      uint64(p.Keepalive / time.Second),
 		}},
 		Transport: &api.Transport{RemotePort: uint32(p.Port)},
 		AfiSafis:  families(p),
@@ -161,6 +167,9 @@ func (s *Speaker) peerEvent(r *api.WatchEventResponse) {
 	}
 	st := pe.GetPeer().GetState()
 	s.log.Info("BGP session changed", "peer", st.GetNeighborAddress(), "as", st.GetPeerAsn(), "state", sessionState(st.GetSessionState()))
+	if a, err := netip.ParseAddr(st.GetNeighborAddress()); err == nil && s.cfg.OnSessionChange != nil {
+		s.cfg.OnSessionChange(a.Unmap(), st.GetSessionState() == api.PeerState_ESTABLISHED)
+	}
 }
 
 // path builds the announcement of p with the configured next hop and communities.
@@ -245,6 +254,23 @@ func (s *Speaker) withdrawLocked(ctx context.Context, ps []netip.Prefix) error {
 		delete(s.uuids, p)
 	}
 	return errors.Join(errs...)
+}
+
+// ResetPeer tears the session with addr down at once (a CEASE notification, administrative
+// reset, with reason as its text) and lets it be opened again as after any failure: what
+// a BFD session that went down asks of BGP (RFC 5882 4.3). The routes learnt from addr go,
+// those announced to it are sent again when the session is back.
+func (s *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, reason string) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return errors.New("bgp: speaker stopped") // GoBGP's calls would wait for ever
+	}
+	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: reason}); err != nil {
+		return fmt.Errorf("bgp: reset session with %s: %w", addr, err)
+	}
+	return nil
 }
 
 // Announced returns the prefixes currently announced, sorted.

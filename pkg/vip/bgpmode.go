@@ -12,6 +12,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/hacp/hacp/pkg/bfd"
 	"github.com/hacp/hacp/pkg/bgp"
 	"github.com/hacp/hacp/pkg/lease"
 )
@@ -31,6 +32,7 @@ type bgpRunner struct {
 	done   chan struct{}
 
 	elector     *lease.Elector // leader mode; nil for anycast
+	bfd         *bfd.Endpoint  // --bfd; nil without
 	electorDone chan struct{}
 	runCtx      context.Context
 
@@ -49,6 +51,8 @@ type BGPStatus struct {
 	VIPs     []VIPStatus      `json:"vips"`
 	Peers    []bgp.PeerStatus `json:"peers"`
 	Leader   *lease.Status    `json:"leader,omitempty"` // leader mode
+	// BFD has a session per peer with --bfd.
+	BFD []bfd.SessionStatus `json:"bfd,omitempty"`
 }
 
 // VIPStatus is one announced address.
@@ -91,6 +95,11 @@ func newBGPRunner(d *Daemon, cfg *Config) (*bgpRunner, error) {
 		done:   make(chan struct{}),
 		reason: "starting",
 		since:  time.Now(),
+	}
+	if r.BFD != nil {
+		b.r.Speaker.OnSessionChange = b.bgpSessionChanged
+		b.bfd = bfd.NewEndpoint(d.log, b.bfdChanged)
+		d.metrics.reg.MustRegister(bfdCollector{b})
 	}
 	if le := r.Leader; le != nil {
 		creds, err := lease.LoadKubeconfig(le.Kubeconfig, le.Server)
@@ -198,8 +207,12 @@ func (b *bgpRunner) eligible() (bool, string) {
 // sessions and unbinds the addresses.
 func (b *bgpRunner) run(ctx context.Context) error {
 	defer close(b.done)
+	if err := b.startBFD(); err != nil {
+		return err
+	}
 	spk, err := bgp.Start(ctx, b.r.Speaker, b.d.log)
 	if err != nil {
+		b.stopBFD()
 		return err
 	}
 	b.mu.Lock()
@@ -296,6 +309,7 @@ func (b *bgpRunner) stop() {
 	if err := b.spk.Stop(ctx, b.r.StopGrace, release); err != nil {
 		b.d.log.Warn("BGP speaker stop", "err", err.Error())
 	}
+	b.stopBFD() // after the sessions closed: AdminDown tells the peers it is on purpose
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.announced {
@@ -320,6 +334,7 @@ func (b *bgpRunner) status() *BGPStatus {
 		st.VIPs = append(st.VIPs, VIPStatus{Prefix: p.String(), Announced: b.announced, Since: b.since, Reason: b.reason, Error: b.lastErr})
 	}
 	b.mu.Unlock()
+	st.BFD = b.bfdStatus()
 	if spk != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

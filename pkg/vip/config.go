@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/hacp/hacp/pkg/bfd"
 	"github.com/hacp/hacp/pkg/bgp"
 	"github.com/hacp/hacp/pkg/config"
 	"github.com/hacp/hacp/pkg/vrrp"
@@ -91,6 +92,12 @@ type BGPConfig struct {
 	BGPAnnounce     string        `yaml:"bgp-announce"`
 	BGPIface        string        `yaml:"bgp-iface"`
 	BGPStopGrace    time.Duration `yaml:"bgp-stop-grace"`
+	// BFD (RFC 5880, single-hop RFC 5881) with every peer, off unless set: a router whose
+	// bfdd hears nothing for BFDMultiplier x BFDInterval drops this host's routes, and
+	// this host tears down the BGP session of a peer whose BFD session goes down.
+	BFD           bool          `yaml:"bfd"`
+	BFDInterval   time.Duration `yaml:"bfd-interval"`
+	BFDMultiplier int           `yaml:"bfd-multiplier"`
 
 	// Leader election (bgp-announce: leader) through a coordination.k8s.io/v1 Lease.
 	Kubeconfig         string        `yaml:"kubeconfig"`
@@ -163,6 +170,8 @@ func DefaultConfig() *Config {
 			BGPAnnounce:     "anycast",
 			BGPIface:        "lo",
 			BGPStopGrace:    time.Second,
+			BFDInterval:     300 * time.Millisecond, // FRR bfdd's defaults
+			BFDMultiplier:   3,
 			// client-go's and kube-vip's defaults
 			LeaseNamespace:     "kube-system",
 			LeaseName:          "vipd-bgp",
@@ -261,6 +270,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&b.LeaseRenewDeadline, "lease-renew-deadline", b.LeaseRenewDeadline, "BGP leader mode: a leader that could not renew the Lease for this `long` withdraws its routes (below --lease-duration)")
 	fs.DurationVar(&b.LeaseRetryPeriod, "lease-retry-period", b.LeaseRetryPeriod, "BGP leader mode: `interval` between renewals and between the candidates' attempts")
 	fs.DurationVar(&b.BGPStopGrace, "bgp-stop-grace", b.BGPStopGrace, "BGP mode: on SIGTERM, after the withdrawals are sent, keep the address and the sessions this `long` so the routers have moved traffic away before vipd exits (order lbproxy to stop after vipd)")
+	fs.BoolVar(&b.BFD, "bfd", b.BFD, "BGP mode: run a BFD session (RFC 5880, single-hop, UDP 3784) with every peer; the router (FRR: bfdd, neighbor X bfd) then drops a crashed host's routes after --bfd-multiplier x --bfd-interval instead of its hold time, and a peer whose BFD session goes down has its BGP session torn down at once")
+	fs.DurationVar(&b.BFDInterval, "bfd-interval", b.BFDInterval, "BGP mode with --bfd: desired transmit and required receive `interval` (10ms-1m; the session uses the larger of both sides'; FRR's default is 300ms)")
+	fs.IntVar(&b.BFDMultiplier, "bfd-multiplier", b.BFDMultiplier, "BGP mode with --bfd: detect multiplier, the packets a side may miss before the session goes down (2-255)")
 	fs.StringVar(&b.BGPIface, "bgp-iface", b.BGPIface, "BGP mode: `interface` the announced addresses are bound on while announced (as /32 or /128, so the host answers no ARP for them)")
 
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
@@ -576,6 +588,7 @@ type ResolvedBGP struct {
 	Iface       string         // where the addresses are bound while announced
 	TrackIfaces []string
 	StopGrace   time.Duration   // SIGTERM: withdrawn, then this long before the sessions close
+	BFD         *bfd.Timers     // nil: no BFD
 	Leader      *LeaderElection // nil: anycast
 }
 
@@ -603,6 +616,7 @@ func (c *Config) ResolveBGP() (ResolvedBGP, error) {
 	source := resolveSpeaker(&r, b, bad)
 	resolvePeers(&r, b, source, bad)
 	resolveAnnouncement(&r, b, bad)
+	resolveBFD(&r, b, bad)
 	r.VIPs = resolveHostRoutes(c.VIPs, bad)
 	return r, errors.Join(errs...)
 }
@@ -675,6 +689,23 @@ func resolvePeers(r *ResolvedBGP, b BGPConfig, source netip.Addr, bad func(key, 
 		}
 		r.Speaker.Peers = append(r.Speaker.Peers, p)
 	}
+}
+
+// resolveBFD checks the BFD settings; sessions are single-hop only.
+func resolveBFD(r *ResolvedBGP, b BGPConfig, bad func(key, format string, args ...any)) {
+	if !b.BFD {
+		return
+	}
+	if b.BGPMultihop > 0 {
+		bad("bfd", "is single-hop (RFC 5881: packets must arrive with TTL 255); it cannot run with bgp-multihop")
+	}
+	if b.BFDInterval < 10*time.Millisecond || b.BFDInterval > time.Minute {
+		bad("bfd-interval", "must be 10ms to 1m, got %s", b.BFDInterval)
+	}
+	if b.BFDMultiplier < 2 || b.BFDMultiplier > 255 {
+		bad("bfd-multiplier", "must be 2 to 255, got %d", b.BFDMultiplier)
+	}
+	r.BFD = &bfd.Timers{DesiredMinTx: b.BFDInterval, RequiredMinRx: b.BFDInterval, DetectMult: uint8(max(0, min(255, b.BFDMultiplier)))}
 }
 
 // resolveAnnouncement checks and copies what is announced how: next hop, communities, the

@@ -210,6 +210,12 @@ func TestValidateBGP(t *testing.T) {
 		{"negative stop grace", func(c *Config) { c.BGPStopGrace = -time.Second }, "bgp-stop-grace"},
 		{"announce nonsense", func(c *Config) { c.BGPAnnounce = "some" }, "bgp-announce"},
 		{"announce all is anycast", func(c *Config) { c.BGPAnnounce = "all" }, ""},
+		{"bfd", func(c *Config) { c.BFD, c.BFDInterval = true, 100*time.Millisecond }, ""},
+		{"bfd interval 5ms", func(c *Config) { c.BFD, c.BFDInterval = true, 5*time.Millisecond }, "bfd-interval"},
+		{"bfd multiplier 1", func(c *Config) { c.BFD, c.BFDMultiplier = true, 1 }, "bfd-multiplier"},
+		{"bfd multiplier 256", func(c *Config) { c.BFD, c.BFDMultiplier = true, 256 }, "bfd-multiplier"},
+		{"bfd with multihop", func(c *Config) { c.BFD, c.BGPMultihop = true, 2 }, "bfd"},
+		{"bfd timers ignored without bfd", func(c *Config) { c.BFDInterval = time.Hour }, ""},
 		{"leader", func(c *Config) { c.BGPAnnounce, c.Kubeconfig = "leader", "/etc/kubernetes/admin.conf" }, ""},
 		{"leader with server and timers", func(c *Config) {
 			c.BGPAnnounce, c.Kubeconfig, c.LeaseServer = "leader", "/etc/kubernetes/admin.conf", "https://127.0.0.1:6443"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -20,6 +21,7 @@ import (
 const (
 	frrZebra = "/usr/lib/frr/zebra"
 	frrBGPd  = "/usr/lib/frr/bgpd"
+	frrBFDd  = "/usr/lib/frr/bfdd"
 
 	routerAS  = 65000
 	mastersAS = 65100
@@ -34,8 +36,8 @@ var frrVersion = sync.OnceValue(func() string {
 	return strings.TrimSpace(line)
 })
 
-// startFRR starts zebra and bgpd in the router namespace, peering with every master, and
-// returns their processes.
+// startFRR starts zebra, bfdd (with BFD) and bgpd in the router namespace, peering with
+// every master, and returns their processes.
 func (c *cluster) startFRR() ([]*proc, error) {
 	r := c.d.router
 	u, err := user.Lookup("frr")
@@ -59,11 +61,20 @@ func (c *cluster) startFRR() ([]*proc, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\nlog stdout informational\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", routerAS, routerAddr)
+	bfd := c.spec.BFDInterval > 0
 	for _, m := range c.d.masters {
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", m.Addr, mastersAS)
+		if bfd {
+			fmt.Fprintf(&b, " neighbor %s bfd profile hacp\n", m.Addr)
+		}
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
 	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": b.String()}
+	if bfd {
+		ms := c.spec.BFDInterval.Milliseconds()
+		files["bfdd.conf"] = fmt.Sprintf("hostname router\nlog stdout informational\nbfd\n profile hacp\n  transmit-interval %d\n  receive-interval %d\n  detect-multiplier %d\n !\n!\n",
+			ms, ms, c.spec.BFDMultiplier)
+	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			return nil, err
@@ -77,11 +88,44 @@ func (c *cluster) startFRR() ([]*proc, error) {
 	if err := pollFile(filepath.Join(dir, "zserv.api")); err != nil {
 		return []*proc{z}, fmt.Errorf("zebra did not create its socket: %w\n%s", err, z.Tail(1500))
 	}
+	procs := []*proc{z}
+	if bfd {
+		bf, err := r.start(frrBFDd, append([]string{"-f", filepath.Join(dir, "bfdd.conf"), "-i", filepath.Join(dir, "bfdd.pid"),
+			"--bfdctl", filepath.Join(dir, "bfdd.sock")}, common...)...)
+		if err != nil {
+			return procs, err
+		}
+		procs = append(procs, bf)
+	}
 	bg, err := r.start(frrBGPd, append([]string{"-f", filepath.Join(dir, "bgpd.conf"), "-i", filepath.Join(dir, "bgpd.pid")}, common...)...)
 	if err != nil {
-		return []*proc{z}, err
+		return procs, err
 	}
-	return []*proc{z, bg}, nil
+	return append(procs, bg), nil
+}
+
+// bfdUp reports whether the router's bfdd has an Up session with every master.
+func (c *cluster) bfdUp() bool {
+	out, err := c.d.router.Exec("vtysh", "--vty_socket", c.frrDir, "-c", "show bfd peers json")
+	if err != nil {
+		return false
+	}
+	var peers []struct {
+		Peer   string `json:"peer"`
+		Status string `json:"status"`
+	}
+	if json.Unmarshal([]byte(out), &peers) != nil {
+		return false
+	}
+	up := 0
+	for _, m := range c.d.masters {
+		for _, p := range peers {
+			if p.Peer == m.Addr.String() && p.Status == "up" {
+				up++
+			}
+		}
+	}
+	return up == len(c.d.masters)
 }
 
 func pollFile(path string) error {
@@ -93,7 +137,7 @@ func pollFile(path string) error {
 
 // vipdBGPArgs is vipd's command line in the hacp-bgp stack on m.
 func (c *cluster) vipdBGPArgs() []string {
-	return []string{
+	args := []string{
 		"--mode", "bgp",
 		"--vip", bgpVIPAddr + "/32",
 		"--bgp-as", strconv.Itoa(mastersAS),
@@ -103,6 +147,10 @@ func (c *cluster) vipdBGPArgs() []string {
 		"--check-url", fmt.Sprintf("https://127.0.0.1:%d/healthz", apiPort),
 		"--check-ca-file", c.d.bundle.CACert,
 	}
+	if c.spec.BFDInterval > 0 {
+		args = append(args, "--bfd", "--bfd-interval", c.spec.BFDInterval.String(), "--bfd-multiplier", strconv.Itoa(c.spec.BFDMultiplier))
+	}
+	return args
 }
 
 // vip is the stack's VIP address.

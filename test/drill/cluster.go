@@ -414,6 +414,13 @@ func (c *cluster) waitSettled(ctx context.Context, timeout time.Duration) error 
 	}); err != nil {
 		return fmt.Errorf("%s: VIP not settled (holders %v): %w%s", c.spec.Name, c.holders(), err, c.procTails())
 	}
+	if c.spec.BGP && c.spec.BFDInterval > 0 {
+		// vipd starts BFD once its BGP session is up: a fault before that would measure
+		// the hold timer.
+		if err := poll(ctx, timeout, c.bfdUp); err != nil {
+			return fmt.Errorf("%s: the router's BFD sessions with the masters did not come up: %w%s", c.spec.Name, err, c.procTails())
+		}
+	}
 	var nsErr error
 	if err := poll(ctx, timeout, func() bool { nsErr = ensureNamespace(ctx, c.writes); return nsErr == nil }); err != nil {
 		return fmt.Errorf("%s: create namespace %s: %w (last: %v)", c.spec.Name, drillNamespace, err, nsErr)

@@ -41,6 +41,7 @@ type options struct {
 	etcdElection  time.Duration
 	shutdownDelay time.Duration
 	pin           bool
+	bgpBFD        bool
 	connSync      bool
 	controlPlane  bool
 	proxyPaths    bool
@@ -88,6 +89,7 @@ func run() int {
 	flag.DurationVar(&o.shutdownDelay, "apiserver-shutdown-delay", 0, "every apiserver's --shutdown-delay (all stacks; 0: the apiserver's default, 1s): how long a stopping apiserver fails /healthz before closing its listener, which other masters' balancers need to notice")
 	flag.BoolVar(&o.connSync, "lbproxy-sync", true, "hacp stack: lbproxy's connection-table sync between the masters (issue 19; false runs the stack as before it, to compare)")
 	flag.BoolVar(&o.pin, "router-pin-connections", true, "hacp-bgp: the router keeps each established connection on the master its first packet went to (conntrack mark + fwmark rules, needs nft from Debian's nftables) instead of rehashing it when the ECMP route changes")
+	flag.BoolVar(&o.bgpBFD, "bgp-bfd", true, "hacp-bgp: BFD (100ms x 3) between every vipd and the router's FRR bfdd, so a crashed master's route goes in 0.3 s instead of the hold timer's 9 s (false runs the stack as before BFD, to compare)")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
 	flag.BoolVar(&o.proxyPaths, "proxy-paths", true, "with --control-plane: before the faults, use every proxy subresource (pods/log -f, exec, exec -i, attach, portforward, pods/proxy, nodes/proxy, services/proxy, to kwok's node server on the client) and an aggregated API (sample-apiserver on the client, registered by an APIService) through the VIP with kubectl, and during the scenarios watch and create its flunders through the VIP (issue 22); a failed path fails the drill")
 	var vipdArgs string
@@ -222,6 +224,9 @@ func (d *drill) checkTools() (bgp bool, err error) {
 		case stackHACPBGP:
 			bgp = true
 			need = append(need, frrZebra, frrBGPd)
+			if d.opts.bgpBFD {
+				need = append(need, frrBFDd, "vtysh")
+			}
 			if d.opts.pin {
 				need = append(need, "nft")
 			}
@@ -427,8 +432,8 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		fmt.Fprintf(&h, "\n**hacp-bgp** runs on the same hosts, but the client reaches its VIP %s:%d only through the router %s (a route to %s.0/24 via it), which learns the VIP's /32 from the three vipd over eBGP. "+
 			"There, `vip_failover_s` is fault -> the router's kernel route to the VIP no longer through m1 (rejoin: through m1 again) and a TLS handshake through the VIP completed; "+
 			"`split_brain_s` is 0 by construction (every healthy master holds the VIP: anycast), and `client_arp_stale_s` does not apply. "+
-			"A crashed or cut-off master keeps its share of the connections until the router's hold timer (%v) expires; the anchor is kube-vip's BGP mode, whose users measure 15-18 s with its default timers. No BFD (GoBGP has none).\n",
-			bgpVIPAddr, lbPort, routerAddr, strings.TrimSuffix(bgpVIPAddr, ".100"), bgpStack().HoldTime)
+			"A crashed or cut-off master keeps its share of the connections until the router notices: its bfdd after %v x %d without vipd's BFD packets (vipd's own BFD, RFC 5880; GoBGP has none), or without BFD (--bgp-bfd=false) its hold timer (%v); the anchor is kube-vip's BGP mode, whose users measure 15-18 s with its default timers.\n",
+			bgpVIPAddr, lbPort, routerAddr, strings.TrimSuffix(bgpVIPAddr, ".100"), bgpStack().BFDInterval, bgpStack().BFDMultiplier, bgpStack().HoldTime)
 	}
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
 	if len(d.opts.vipdArgs) > 0 {
@@ -479,6 +484,9 @@ func (d *drill) stackSpec(name string) stackSpec {
 	spec := stackSpecs(d.opts.advert)[name]
 	if !d.opts.connSync {
 		spec.ConnSync = false
+	}
+	if !d.opts.bgpBFD {
+		spec.BFDInterval, spec.BFDMultiplier = 0, 0
 	}
 	return spec
 }

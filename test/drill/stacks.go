@@ -41,6 +41,10 @@ type stackSpec struct {
 	BGP       bool
 	HoldTime  time.Duration
 	Keepalive time.Duration
+	// BFDInterval and BFDMultiplier: vipd's --bfd and the router's bfdd profile for its
+	// neighbours (zero interval: no BFD, the hold timer alone).
+	BFDInterval   time.Duration
+	BFDMultiplier int
 	// ShutdownDelay is the apiserver's --shutdown-delay in this stack unless
 	// --apiserver-shutdown-delay is given (0: the apiserver's default, 1s).
 	ShutdownDelay time.Duration
@@ -97,9 +101,12 @@ func hacpStack(advert time.Duration) stackSpec {
 }
 
 // bgpStack is vipd's BGP mode with its default timers (FRR's datacenter profile: hold 9 s,
-// keepalive 3 s) behind lbproxy with its defaults.
+// keepalive 3 s) behind lbproxy with its defaults, and BFD at 100 ms x 3 on both sides
+// (the router's bfdd; FRR's default is 300 ms x 3, 100 ms is what a software BFD on a
+// datacenter router does for a few dozen peers).
 func bgpStack() stackSpec {
 	return stackSpec{Name: stackHACPBGP, HACP: true, BGP: true, HoldTime: 9 * time.Second, Keepalive: 3 * time.Second,
+		BFDInterval: 100 * time.Millisecond, BFDMultiplier: 3,
 		// Anycast: every other master's lbproxy still sends m1's apiserver requests after
 		// m1's route is withdrawn, until its checks (fall 2 x 1 s) find /healthz failing;
 		// the apiserver must keep serving that long (see docs/drill.md's hacp-bgp numbers),
@@ -121,8 +128,12 @@ func stackSpecs(advert time.Duration) map[string]stackSpec {
 // describe says in one line how the stack is configured, for report.md.
 func (s stackSpec) describe() string {
 	if s.BGP {
-		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy; graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay; lbproxy --down-session-grace %v",
-			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, s.ShutdownDelay, s.DownSessionGrace)
+		bfd := "no BFD"
+		if s.BFDInterval > 0 {
+			bfd = fmt.Sprintf("BFD %v x %d with the router's bfdd", s.BFDInterval, s.BFDMultiplier)
+		}
+		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, %s, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy; graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay; lbproxy --down-session-grace %v",
+			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, bfd, s.ShutdownDelay, s.DownSessionGrace)
 	}
 	if s.HACP {
 		sync := ""
