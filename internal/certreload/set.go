@@ -47,6 +47,14 @@ func (s *Set) Add(items ...Item) {
 	s.items = append(s.items, items...)
 }
 
+// Replace makes items the whole set (a program started again with new holders).
+func (s *Set) Replace(items ...Item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.items = items
+	s.lastErr = map[Item]string{}
+}
+
 // Trigger asks Run to reload now.
 func (s *Set) Trigger() {
 	select {
