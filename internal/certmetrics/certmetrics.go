@@ -4,13 +4,12 @@
 package certmetrics
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"sort"
 	"time"
 
+	"github.com/hacp/hacp/internal/certreload"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -93,27 +92,16 @@ func Read(path string) (map[string]time.Time, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certmetrics: %w", err)
 	}
+	certs, err := certreload.ParsePEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("certmetrics: %s: %w", path, err)
+	}
 	out := map[string]time.Time{}
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certmetrics: %s: %w", path, err)
-		}
+	for _, cert := range certs {
 		subject := cert.Subject.String()
 		if t, ok := out[subject]; !ok || cert.NotAfter.After(t) {
 			out[subject] = cert.NotAfter
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("certmetrics: %s holds no PEM certificate", path)
 	}
 	return out, nil
 }

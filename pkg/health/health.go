@@ -5,18 +5,18 @@ package health
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hacp/hacp/internal/certreload"
 )
 
 // Config says what to probe and how often.
@@ -44,6 +44,15 @@ type Config struct {
 	ServerName string
 	// ClientCert and ClientKey, when set, are presented to the target.
 	ClientCert, ClientKey string
+	// TLS, when set, replaces CAFile, Insecure, ServerName, ClientCert and ClientKey: a
+	// ClientTLS shared by several checkers, reloaded by its owner. Without it the checker
+	// loads the files itself and reads them again every TLSReloadInterval.
+	TLS *ClientTLS
+	// TLSReloadInterval is how often a checker that loaded its own files looks at them
+	// again, before a probe; 0 means certreload.DefaultInterval.
+	TLSReloadInterval time.Duration
+	// Log receives what reloading the files says; slog.Default() when nil.
+	Log *slog.Logger
 	// InitiallyHealthy is the state before the first probe. The first probe's result then
 	// sets the state directly, without waiting for rise or fall probes.
 	InitiallyHealthy bool
@@ -67,6 +76,10 @@ type Checker struct {
 	probe    func(ctx context.Context) error
 	onChange func(healthy bool, reason error)
 	wake     chan struct{}
+
+	ownTLS     *certreload.Set // the files this checker loaded itself, nil otherwise
+	reloadMu   sync.Mutex
+	lastReload time.Time // of ownTLS
 
 	mu sync.Mutex
 	st Status
@@ -110,14 +123,19 @@ func New(cfg Config, onChange func(healthy bool, reason error)) (*Checker, error
 			return conn.Close()
 		}
 	case "http", "https":
-		tlsCfg, err := clientTLS(cfg)
-		if err != nil {
-			return nil, err
+		ct := cfg.TLS
+		if ct == nil {
+			var err error
+			if ct, err = NewClientTLS(cfg, cfg.Log); err != nil {
+				return nil, err
+			}
+			c.ownTLS = certreload.NewSet(cfg.Log, ct.Items()...)
+			c.lastReload = time.Now()
 		}
 		client := &http.Client{
 			Transport: &http.Transport{
-				TLSClientConfig:   tlsCfg,
-				DisableKeepAlives: true, // every probe proves a fresh connect and handshake
+				DialTLSContext:    ct.dialTLS, // the CA and client pair in use at each probe
+				DisableKeepAlives: true,       // every probe proves a fresh connect and handshake
 				Proxy:             nil,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -145,27 +163,22 @@ func New(cfg Config, onChange func(healthy bool, reason error)) (*Checker, error
 	return c, nil
 }
 
-func clientTLS(cfg Config) (*tls.Config, error) {
-	t := &tls.Config{InsecureSkipVerify: cfg.Insecure, ServerName: cfg.ServerName, MinVersion: tls.VersionTLS12}
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("health: read CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("health: CA file %s holds no PEM certificate", cfg.CAFile)
-		}
-		t.RootCAs = pool
+// reloadOwnTLS reads the checker's own certificate files again when TLSReloadInterval has
+// passed since it last did.
+func (c *Checker) reloadOwnTLS() {
+	if c.ownTLS == nil {
+		return
 	}
-	if cfg.ClientCert != "" || cfg.ClientKey != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.ClientCert, cfg.ClientKey)
-		if err != nil {
-			return nil, fmt.Errorf("health: load client certificate: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
+	every := c.cfg.TLSReloadInterval
+	if every == 0 {
+		every = certreload.DefaultInterval
 	}
-	return t, nil
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	if now := time.Now(); now.Sub(c.lastReload) >= every {
+		c.lastReload = now
+		c.ownTLS.ReloadNow()
+	}
 }
 
 // Run probes until ctx is done.
@@ -192,6 +205,7 @@ func (c *Checker) Run(ctx context.Context) {
 
 // CheckNow runs one probe and records its result.
 func (c *Checker) CheckNow(ctx context.Context) error {
+	c.reloadOwnTLS()
 	pctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	err := c.probe(pctx)
 	cancel()

@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,8 @@ type Config struct {
 	CheckMode         string        `yaml:"check-mode"`
 	CheckPath         string        `yaml:"check-path"`
 	CheckCA           string        `yaml:"check-ca"`
+	CheckCert         string        `yaml:"check-cert"`
+	CheckKey          string        `yaml:"check-key"`
 	CheckInsecure     bool          `yaml:"check-insecure"`
 	CheckServerName   string        `yaml:"check-server-name"`
 	CheckInterval     time.Duration `yaml:"check-interval"`
@@ -98,6 +101,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CheckMode, "check-mode", c.CheckMode, "active health check `mode`: https (GET check-path, expect 200, like haproxy's httpchk + check-ssl), http, or tcp (connect only)")
 	fs.StringVar(&c.CheckPath, "check-path", c.CheckPath, "`path` requested by https and http checks")
 	fs.StringVar(&c.CheckCA, "check-ca", c.CheckCA, "PEM `file` of the CA that signed the backends' serving certificates, for https checks; empty means the system roots")
+	fs.StringVar(&c.CheckCert, "check-cert", c.CheckCert, "PEM `file` of a client certificate that https checks present (with check-key); read again when it changes, like check-ca")
+	fs.StringVar(&c.CheckKey, "check-key", c.CheckKey, "PEM `file` of check-cert's private key")
 	fs.BoolVar(&c.CheckInsecure, "check-insecure", c.CheckInsecure, "do not verify the backends' certificates in https checks")
 	fs.StringVar(&c.CheckServerName, "check-server-name", c.CheckServerName, "`name` to verify in the backends' certificates instead of their address")
 	fs.DurationVar(&c.CheckInterval, "check-interval", c.CheckInterval, "time between checks of a backend whose state is settled")
@@ -193,6 +198,13 @@ func (c *Config) validateChecks(bad func(key, format string, args ...any)) {
 			bad("check-ca", "cannot read CA file: %v", unwrapPathError(err))
 		} else if !strings.Contains(string(data), "-----BEGIN CERTIFICATE-----") {
 			bad("check-ca", "%s holds no PEM certificate", c.CheckCA)
+		}
+	}
+	if (c.CheckCert == "") != (c.CheckKey == "") {
+		bad("check-cert", "check-cert and check-key go together")
+	} else if c.CheckCert != "" {
+		if _, err := tls.LoadX509KeyPair(c.CheckCert, c.CheckKey); err != nil {
+			bad("check-cert", "load client certificate and key: %v", unwrapPathError(err))
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hacp/hacp/internal/certreload"
 	"github.com/hacp/hacp/pkg/health"
 )
 
@@ -40,6 +41,9 @@ type Proxy struct {
 	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
 	sync     *connSync // nil unless --sync-listen
+
+	checkTLS *health.ClientTLS // every backend's https checks: check-ca, check-cert
+	certs    *certreload.Set   // reloads checkTLS's files
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
 	loops    []*loop         // set by Run
@@ -77,6 +81,12 @@ func New(cfg *Config, log *slog.Logger) (*Proxy, error) {
 			slowStart: cfg.SlowStart,
 		},
 	}
+	checkTLS, err := health.NewClientTLS(health.Config{CAFile: cfg.CheckCA, Insecure: cfg.CheckInsecure, ServerName: cfg.CheckServerName,
+		ClientCert: cfg.CheckCert, ClientKey: cfg.CheckKey}, log)
+	if err != nil {
+		return nil, fmt.Errorf("lb: %w", err)
+	}
+	p.checkTLS, p.certs = checkTLS, certreload.NewSet(log, checkTLS.Items()...)
 	for _, s := range specs {
 		b, err := p.newBackend(s)
 		if err != nil {
@@ -96,9 +106,7 @@ func (p *Proxy) newBackend(s BackendSpec) (*backend, error) {
 		Timeout:      p.cfg.CheckTimeout,
 		Rise:         p.cfg.Rise,
 		Fall:         p.cfg.Fall,
-		CAFile:       p.cfg.CheckCA,
-		Insecure:     p.cfg.CheckInsecure,
-		ServerName:   p.cfg.CheckServerName,
+		TLS:          p.checkTLS,
 	}
 	c, err := health.New(hc, func(up bool, reason error) { p.onHealth(b, up, reason) })
 	if err != nil {
@@ -253,6 +261,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.runCtx = ctx
 	backends := append([]*backend(nil), p.pool.backends...)
 	p.pool.mu.Unlock()
+	go p.certs.Run(ctx, certreload.DefaultInterval)
 	for _, b := range backends {
 		p.startChecker(ctx, b)
 	}
@@ -655,7 +664,8 @@ func (p *Proxy) Reload(specs []BackendSpec) error {
 	}
 	p.pool.mu.Unlock()
 
-	// Build new backends outside the lock: health.New reads the CA file.
+	p.certs.Trigger() // SIGHUP: the check certificates too
+	// Build new backends outside the lock.
 	want := map[string]bool{}
 	var added []*backend
 	for _, s := range specs {
@@ -709,3 +719,7 @@ func (p *Proxy) Reload(specs []BackendSpec) error {
 	}
 	return nil
 }
+
+// ReloadCertificates reads check-ca and check-cert/check-key again now, rather than at the
+// next poll (certreload.DefaultInterval), and returns how many changed.
+func (p *Proxy) ReloadCertificates() int { return p.certs.ReloadNow() }

@@ -102,6 +102,7 @@ func (e *e2e) runSteps(ctx context.Context) error {
 		{"crash the VIP holder", e.failover},
 		{"rolling-restart.yml under a writer", e.rollingRestart},
 		{"rotate-encryption-key.yml under a writer", e.rotateEncryptionKey},
+		{"rotate-certs.yml under a writer, no restart", e.rotateCerts},
 		{"upgrade.yml", e.upgrade},
 		{"etcd-backup.yml, then etcd-restore.yml into a fresh cluster", e.backupRestore},
 		{"add-master.yml, then lose each master in turn", e.addMaster},

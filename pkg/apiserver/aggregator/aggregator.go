@@ -33,8 +33,9 @@ type Config struct {
 	// gets a local APIService labelled automanaged=true (upstream's crdregistration).
 	Custom func() []schema.GroupVersion
 	// ProxyClientCert authenticates this server to the extension API servers
-	// (--proxy-client-cert-file/--proxy-client-key-file); nil: none is presented.
-	ProxyClientCert *tls.Certificate
+	// (--proxy-client-cert-file/--proxy-client-key-file), asked at each handshake so that a
+	// renewed one is presented as soon as it is loaded; nil: none is presented.
+	ProxyClientCert func() *tls.Certificate
 	// CheckInterval is how often every service-backed APIService is checked; 0: 30 s, as
 	// kube-aggregator's availability controller resyncs.
 	CheckInterval time.Duration

@@ -44,7 +44,7 @@ type backend struct {
 	openapiV2 *openAPIV2                          // the server's /openapi/v2, its group version's part
 }
 
-func newBackend(s *apiregistration.APIService, cert *tls.Certificate) (*backend, error) {
+func newBackend(s *apiregistration.APIService, cert func() *tls.Certificate) (*backend, error) {
 	b := &backend{name: s.Name, gv: schema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}}
 	s.Spec.DeepCopyInto(&b.spec)
 	tlsCfg := &tls.Config{
@@ -60,7 +60,7 @@ func newBackend(s *apiregistration.APIService, cert *tls.Certificate) (*backend,
 		tlsCfg.RootCAs = pool
 	}
 	if cert != nil {
-		tlsCfg.Certificates = []tls.Certificate{*cert}
+		tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert(), nil }
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	b.transport = &http.Transport{

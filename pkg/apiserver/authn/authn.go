@@ -31,6 +31,9 @@ type Authenticator struct {
 	// ClientCAs verify client certificates (x509 users); nil: no client certificate is a
 	// user (--client-ca-file unset, as upstream's x509 authenticator is then off).
 	ClientCAs *x509.CertPool
+	// DynamicClientCAs, when set, is asked for the client CAs at each request instead of
+	// ClientCAs (a --client-ca-file reloaded when it changes).
+	DynamicClientCAs func() *x509.CertPool
 	// RequestHeader authenticates front proxies (nil: off). Its CA verifies only front
 	// proxies, never users: the TLS handshake accepts both, this tells them apart.
 	RequestHeader *RequestHeader
@@ -39,6 +42,13 @@ type Authenticator struct {
 // AnonymousUser is the user of a request without credentials.
 func AnonymousUser() *request.User {
 	return &request.User{Name: request.Anonymous, Groups: []string{request.AllUnauthenticated}}
+}
+
+func (a *Authenticator) clientCAs() *x509.CertPool {
+	if a.DynamicClientCAs != nil {
+		return a.DynamicClientCAs()
+	}
+	return a.ClientCAs
 }
 
 // AuthenticateRequest returns the caller of r, as upstream's union of authenticators: the
@@ -59,10 +69,10 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*request.User, err
 				return withAuthenticated(u), nil
 			}
 		}
-		if a.ClientCAs != nil {
+		if roots := a.clientCAs(); roots != nil {
 			// Only the client CA makes users: a front proxy's certificate, which the
 			// handshake accepted through the request-header CA, is refused here.
-			if verifies(certs, a.ClientCAs) {
+			if verifies(certs, roots) {
 				cert := certs[0]
 				return withAuthenticated(&request.User{Name: cert.Subject.CommonName, Groups: slices.Clone(cert.Subject.Organization)}), nil
 			}

@@ -16,6 +16,7 @@ import (
 // names; the caller is then read from the headers.
 type RequestHeader struct {
 	CAs             *x509.CertPool
+	DynamicCAs      func() *x509.CertPool // asked at each request instead of CAs when set (a reloaded CA file)
 	AllowedNames    []string
 	UsernameHeaders []string // the first non-empty one wins
 	UIDHeaders      []string
@@ -32,10 +33,14 @@ var (
 
 // proxied reports whether the peer certificates are a front proxy's.
 func (h *RequestHeader) proxied(certs []*x509.Certificate) bool {
-	if h == nil || h.CAs == nil || len(certs) == 0 {
+	if h == nil || len(certs) == 0 {
 		return false
 	}
-	if !verifies(certs, h.CAs) {
+	roots := h.CAs
+	if h.DynamicCAs != nil {
+		roots = h.DynamicCAs()
+	}
+	if roots == nil || !verifies(certs, roots) {
 		return false
 	}
 	return len(h.AllowedNames) == 0 || slices.Contains(h.AllowedNames, certs[0].Subject.CommonName)

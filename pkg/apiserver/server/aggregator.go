@@ -21,17 +21,16 @@ func (s *Server) newAggregator(res []endpoints.Resource) (*aggregator.Aggregator
 			builtIn = append(builtIn, gv)
 		}
 	}
-	var cert *tls.Certificate
-	certFile, keyFile := s.cfg.ProxyClientCertFile, s.cfg.ProxyClientKeyFile
-	if certFile == "" && s.generatedPKI() {
-		certFile, keyFile = s.bundle.FrontProxyClientCert, s.bundle.FrontProxyClientKey
-	}
-	if certFile != "" {
-		c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	var cert func() *tls.Certificate
+	switch {
+	case s.certs.proxyClient != nil:
+		cert = s.certs.proxyClient.Certificate // reloaded when the files change
+	case s.generatedPKI():
+		c, err := tls.LoadX509KeyPair(s.bundle.FrontProxyClientCert, s.bundle.FrontProxyClientKey)
 		if err != nil {
-			return nil, fmt.Errorf("apiserver: --proxy-client-cert-file: %w", err)
+			return nil, fmt.Errorf("apiserver: generated front-proxy client certificate: %w", err)
 		}
-		cert = &c
+		cert = func() *tls.Certificate { return &c }
 	}
 	return aggregator.New(aggregator.Config{
 		Registry:  s.registry,

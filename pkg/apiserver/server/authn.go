@@ -135,6 +135,9 @@ func (s *Server) setupAuthn() error {
 		return err
 	}
 	a.ClientCAs = clientCAs
+	if s.certs.clientCA != nil {
+		a.DynamicClientCAs = s.certs.clientCA.Pool
+	}
 	if a.RequestHeader, err = s.requestHeader(); err != nil {
 		return err
 	}
@@ -350,12 +353,8 @@ var _ registry.Creater = (*authn.TokenRequests)(nil)
 
 // clientCAPool is the CA pool of client certificates: --client-ca-file, or the generated CA.
 func (s *Server) clientCAPool() (*x509.CertPool, error) {
-	if s.cfg.ClientCAFile != "" {
-		p, err := readCAPool(s.cfg.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
-		}
-		return p, nil
+	if s.certs.clientCA != nil {
+		return s.certs.clientCA.Pool(), nil
 	}
 	if s.bundle != nil {
 		return s.bundle.CAPool, nil
@@ -366,12 +365,8 @@ func (s *Server) clientCAPool() (*x509.CertPool, error) {
 // clientCAPEM is the client CA in PEM form: --client-ca-file, or the generated CA.
 func (s *Server) clientCAPEM() ([]byte, error) {
 	switch {
-	case s.cfg.ClientCAFile != "":
-		data, err := os.ReadFile(s.cfg.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: --client-ca-file: %w", err)
-		}
-		return data, nil
+	case s.certs.clientCA != nil:
+		return s.certs.clientCA.PEM(), nil
 	case s.bundle != nil:
 		return s.bundle.CAPEM, nil
 	}
@@ -387,12 +382,8 @@ func (s *Server) generatedPKI() bool {
 // requestHeaderCA is the front-proxy CA in PEM form, nil when request-header authentication
 // is off.
 func (s *Server) requestHeaderCA() ([]byte, error) {
-	if f := s.cfg.RequestHeaderClientCAFile; f != "" {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: --requestheader-client-ca-file: %w", err)
-		}
-		return data, nil
+	if s.certs.requestHeaderCA != nil {
+		return s.certs.requestHeaderCA.PEM(), nil
 	}
 	if s.generatedPKI() {
 		return s.bundle.FrontProxyCAPEM, nil
@@ -421,6 +412,9 @@ func (s *Server) requestHeader() (*authn.RequestHeader, error) {
 		UsernameHeaders: or(s.cfg.RequestHeaderUsernameHeaders, authn.DefaultUsernameHeaders),
 		GroupHeaders:    or(s.cfg.RequestHeaderGroupHeaders, authn.DefaultGroupHeaders),
 		ExtraPrefixes:   or(s.cfg.RequestHeaderExtraHeadersPrefix, authn.DefaultExtraPrefixes)}
+	if s.certs.requestHeaderCA != nil {
+		rh.DynamicCAs = s.certs.requestHeaderCA.Pool
+	}
 	if len(rh.AllowedNames) == 0 && s.cfg.RequestHeaderClientCAFile == "" {
 		rh.AllowedNames = []string{certs.FrontProxyClientName}
 	}

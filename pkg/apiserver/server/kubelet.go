@@ -126,6 +126,7 @@ func (s *Server) startConnector() error {
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)
 	}
+	s.kubeletClientTLS(tlsCfg)
 	types, err := s.cfg.addressTypes()
 	if err != nil {
 		return fmt.Errorf("apiserver: %w", err)

@@ -6,7 +6,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hacp/hacp/internal/certreload"
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/aggregator"
 	"github.com/hacp/hacp/pkg/apiserver/audit"
@@ -80,6 +80,11 @@ type Server struct {
 	started            time.Time
 	connector          *proxy.Connector // serves the proxy-type subresources
 
+	// certs are the certificate files reloaded when they change.
+	certs *reloadingCerts
+	// certSet reloads them, one for the server's life (SIGHUP may come before Start is done).
+	certSet *certreload.Set
+
 	// encryption transforms the stored values (nil without --encryption-provider-config).
 	encryption *encryption.Transformers
 	// wrapStorage, set by tests before Start, wraps each built-in kind's storage.
@@ -94,7 +99,8 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{cfg: cfg, log: log, stopCh: make(chan struct{}), serveErr: make(chan error, 1), metrics: newMetrics()}, nil
+	return &Server{cfg: cfg, log: log, stopCh: make(chan struct{}), serveErr: make(chan error, 1), metrics: newMetrics(),
+		certs: &reloadingCerts{}, certSet: certreload.NewSet(log)}, nil
 }
 
 // Start starts etcd (when embedded), the registry and the HTTPS listener,
@@ -136,6 +142,8 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.keepClientCAPublished(regCtx)
 	s.background.Add(1)
 	go s.keepLegacyTokenTracking(regCtx)
+	s.background.Add(1)
+	go func() { defer s.background.Done(); s.certSet.Run(regCtx, certreload.DefaultInterval) }()
 	if err := s.serveMetrics(); err != nil {
 		_ = s.Shutdown()
 		return err
@@ -184,6 +192,9 @@ func (s *Server) startRegistry(regCtx context.Context) error {
 // connector (proxy subresources), authentication, authorization, admission and audit;
 // and publishes the client CA.
 func (s *Server) startRequestChain(regCtx context.Context) error {
+	if err := s.setupCertReload(); err != nil {
+		return err
+	}
 	if err := s.startConnector(); err != nil {
 		return err
 	}
@@ -454,28 +465,16 @@ func (s *Server) tlsConfig() (*tls.Config, error) {
 		cfg = s.bundle.ServerTLSConfig()
 	} else {
 		cfg = &tls.Config{MinVersion: tls.VersionTLS12, ClientAuth: tls.VerifyClientCertIfGiven, NextProtos: []string{"h2", "http/1.1"}}
-		if s.cfg.TLSCertFile != "" {
-			// Validate loaded the pair already; a file changed since is still an error.
-			cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("apiserver: --tls-cert-file: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		} else if s.bundle != nil {
+		if s.cfg.TLSCertFile == "" && s.bundle != nil {
 			cfg.Certificates = []tls.Certificate{s.bundle.ServingTLS}
 		}
 	}
 	// The handshake accepts client certificates of the client CA and of front proxies;
-	// authentication tells them apart (authn.Authenticator.ClientCAs, RequestHeader).
-	pool := x509.NewCertPool()
-	for _, ca := range []func() ([]byte, error){s.clientCAPEM, s.requestHeaderCA} {
-		data, err := ca()
-		if err != nil {
-			return nil, err
-		}
-		pool.AppendCertsFromPEM(data)
+	// authentication tells them apart (authn.Authenticator.ClientCAs, RequestHeader). The
+	// serving pair (--tls-cert-file) and both CAs are the ones in use at each handshake.
+	if err := s.dynamicTLS(cfg); err != nil {
+		return nil, err
 	}
-	cfg.ClientCAs = pool
 	return cfg, nil
 }
 
