@@ -1,9 +1,14 @@
 package lb
 
-import "github.com/hacp/hacp/pkg/config"
+import (
+	"errors"
+
+	"github.com/hacp/hacp/pkg/config"
+)
 
 // CheckHost checks what --check-config can verify without starting beyond Validate: that
-// every certificate in --check-ca parses. The error is a config.FieldError.
+// every certificate in --check-ca parses, and the TLS status listener's files load. The
+// errors are config.FieldErrors.
 func (c *Config) CheckHost() error {
-	return config.CheckCertificates("check-ca", c.CheckCA)
+	return errors.Join(config.CheckCertificates("check-ca", c.CheckCA), c.StatusTLS.Check())
 }
