@@ -170,8 +170,8 @@ func single(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 	return value(f.Metric[0]), true
 }
 
-// certs reads hacp_cert_expiry_seconds and hacp_cert_file_error of one program.
-func certs(program string, fams map[string]*dto.MetricFamily) []CertExpiry {
+// certExpiries reads hacp_cert_expiry_seconds and hacp_cert_file_error of one program.
+func certExpiries(program string, fams map[string]*dto.MetricFamily) []CertExpiry {
 	var out []CertExpiry
 	if f := fams["hacp_cert_expiry_seconds"]; f != nil {
 		for _, m := range f.Metric {

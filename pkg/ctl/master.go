@@ -39,7 +39,7 @@ func (c *collector) master(ctx context.Context, m Master) MasterStatus {
 		wg.Go(func() {
 			st, f, err := c.apiserver(ctx, m.Apiserver)
 			ms.Apiserver, ms.ApiserverError, fams = st, errText(err), f
-			addCerts(certs("apiserver", f))
+			addCerts(certExpiries("apiserver", f))
 		})
 	}
 	var member *EtcdMember
@@ -76,7 +76,7 @@ func (c *collector) vipd(ctx context.Context, base string) (*VipdStatus, []CertE
 		return nil, nil, err
 	}
 	st.Conflicts = conflicts(fams)
-	return &st, certs("vipd", fams), nil
+	return &st, certExpiries("vipd", fams), nil
 }
 
 // lbproxy reads /status, and /metrics for the certificates.
@@ -89,7 +89,7 @@ func (c *collector) lbproxy(ctx context.Context, base string) (*LbproxyStatus, [
 	if err != nil {
 		return nil, nil, err
 	}
-	return &st, certs("lbproxy", fams), nil
+	return &st, certExpiries("lbproxy", fams), nil
 }
 
 // apiserver reads /readyz?verbose, /version and /metrics. A /readyz that answers but not
