@@ -40,7 +40,7 @@ type Proxy struct {
 	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
 	tlsLn    net.Listener // --status-tls-addr
-	sync     *connSync // nil unless --sync-listen
+	sync     *connSync    // nil unless --sync-listen
 
 	runCtx   context.Context // set by Run; checkers of backends added by Reload use it
 	loops    []*loop         // set by Run
