@@ -86,3 +86,10 @@ func TestCertsCommands(t *testing.T) {
 		t.Fatalf("empty directory: exit %d, %q", code, stderr)
 	}
 }
+
+func TestExampleConfigLoads(t *testing.T) {
+	stdout, stderr, code := runHacpctl("status", "--config", "../../configs/hacpctl.yaml", "--check-config")
+	if code != 0 || !strings.Contains(stdout, "is valid") {
+		t.Fatalf("configs/hacpctl.yaml: exit %d: %s%s", code, stdout, stderr)
+	}
+}
