@@ -3,8 +3,13 @@ package ctl
 import (
 	"context"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
@@ -52,6 +57,23 @@ func TestStatusRealAPIServer(t *testing.T) {
 		t.Fatal("no certificate from hacp_cert_expiry_seconds")
 	}
 
+	// An alarm on the member (raised by hand: a real NOSPACE needs a full db) is a problem.
+	id, _ := strconv.ParseUint(m.Etcd.ID, 16, 64)
+	alarm := &etcdserverpb.AlarmRequest{Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE}
+	if _, err := etcdserverpb.NewMaintenanceClient(s.EtcdClient().ActiveConnection()).Alarm(context.Background(), alarm); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Collect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(r.Problems, func(p Problem) bool { return p.String() == "m1: etcd: alarm NOSPACE" }) {
+		t.Fatalf("with a NOSPACE alarm, problems %v", r.Problems)
+	}
+	if _, err := s.EtcdClient().AlarmDisarm(context.Background(), &clientv3.AlarmMember{MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The same member through the apiserver's etcd_* metrics, as for a remote master.
 	cfg.Masters[0].Etcd = ""
 	if r, err := Collect(context.Background(), cfg); err != nil {
@@ -62,7 +84,7 @@ func TestStatusRealAPIServer(t *testing.T) {
 
 	// Without the admin certificate the apiserver refuses: an error, not a healthy report.
 	cfg.CertFile, cfg.KeyFile = "", ""
-	r, err := Collect(context.Background(), cfg)
+	r, err = Collect(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

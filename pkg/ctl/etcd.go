@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
-// etcd reads one member's Status, and the cluster's members and alarms, through its client
-// URL with the etcd client certificate.
+// etcd reads one member's Status through its client URL with the etcd client certificate:
+// leader, Raft index, db size and quota, learner, and the alarms the member knows of. Status
+// is answered by the member alone, so it works without quorum too; the member list, which
+// names the members an alarm is about, is read serializably for the same reason.
 func (c *collector) etcd(ctx context.Context, endpoint string) (*EtcdMember, error) {
 	if c.etcdTLS == nil {
 		return nil, errors.New("no etcd-cert-file and etcd-key-file in the configuration to reach " + endpoint)
@@ -31,25 +36,27 @@ func (c *collector) etcd(ctx context.Context, endpoint string) (*EtcdMember, err
 	}
 	id := st.Header.GetMemberId()
 	m := &EtcdMember{Source: "etcd", ID: strconv.FormatUint(id, 16), Leader: st.Leader == id, HasLeader: st.Leader != 0,
-		Learner: st.IsLearner, RaftIndex: st.RaftIndex, DBSize: st.DbSize, Errors: st.Errors}
-	members, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("member list: %w", err)
-	}
-	alarms, err := cli.AlarmList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("alarm list: %w", err)
-	}
+		Learner: st.IsLearner, RaftIndex: st.RaftIndex, DBSize: st.DbSize, DBQuota: st.DbSizeQuota}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, mem := range members.Members {
-		c.names[mem.ID] = mem.Name
+	if members, err := cli.MemberList(ctx, clientv3.WithSerializable()); err == nil {
+		for _, mem := range members.Members {
+			c.names[mem.ID] = mem.Name
+		}
 	}
-	for _, a := range alarms.Alarms {
-		c.alarms[a.MemberID] = append(c.alarms[a.MemberID], a.Alarm.String())
+	for _, e := range st.Errors {
+		if a := alarmRe.FindStringSubmatch(e); a != nil {
+			mid, _ := strconv.ParseUint(a[1], 10, 64)
+			c.alarms[mid] = append(c.alarms[mid], a[2])
+		} else if e != rpctypes.ErrNoLeader.Error() { // HasLeader says that
+			m.Errors = append(m.Errors, e)
+		}
 	}
 	return m, nil
 }
+
+// alarmRe matches an alarm in a Status response's errors (pb.AlarmMember's text form).
+var alarmRe = regexp.MustCompile(`memberID:(\d+)\s+alarm:([A-Z_]+)`)
 
 // fillLag sets each member's lag behind the leader's commit index, and the alarms the
 // members listed on the member they are about.
@@ -76,6 +83,8 @@ func (c *collector) fillLag(r *Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, as := range c.alarms {
+		slices.Sort(as)
+		as = slices.Compact(as)
 		key := strconv.FormatUint(id, 16)
 		if e := byID[key]; e != nil {
 			e.Alarms = as

@@ -154,6 +154,9 @@ func etcdFromMetrics(fams map[string]*dto.MetricFamily) *EtcdMember {
 	if v, ok := single(fams, "etcd_mvcc_db_total_size_in_bytes"); ok {
 		m.DBSize = int64(v)
 	}
+	if v, ok := single(fams, "etcd_server_quota_backend_bytes"); ok {
+		m.DBQuota = int64(v)
+	}
 	if f := fams["etcd_server_id"]; f != nil {
 		for _, s := range f.Metric {
 			if value(s) == 1 {

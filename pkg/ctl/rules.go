@@ -136,6 +136,13 @@ func masterProblems(m MasterStatus, cfg *Config) []Problem {
 		}
 	}
 	if v := m.Vipd; v != nil {
+		if !v.Healthy {
+			why := ""
+			if v.Check != nil {
+				why = suffix(v.Check.LastError)
+			}
+			add("vipd", "health check failing%s", why)
+		}
 		for _, in := range v.Instances {
 			if in.State == "FAULT" {
 				add("vipd", "instance %s is FAULT: %s", in.Name, in.Fault)
@@ -178,6 +185,9 @@ func masterProblems(m MasterStatus, cfg *Config) []Problem {
 	return ps
 }
 
+// dbQuotaPercent is the share of its quota an etcd db may fill before it is a problem.
+const dbQuotaPercent = 80
+
 func etcdProblems(master string, e *EtcdMember, cfg *Config) []Problem {
 	var ps []Problem
 	add := func(format string, args ...any) {
@@ -191,6 +201,9 @@ func etcdProblems(master string, e *EtcdMember, cfg *Config) []Problem {
 	}
 	for _, s := range e.Errors {
 		add("member error: %s", s)
+	}
+	if e.DBQuota > 0 && e.DBSize*100 >= e.DBQuota*dbQuotaPercent {
+		add("db %s is %d%% of its %s quota (NOSPACE, read-only, at 100%%: compact and defragment)", size(e.DBSize), e.DBSize*100/e.DBQuota, size(e.DBQuota))
 	}
 	if e.Lag > cfg.EtcdMaxLag {
 		add("%d Raft entries behind the leader (etcd-max-lag %d)", e.Lag, cfg.EtcdMaxLag)

@@ -36,7 +36,12 @@ type MasterStatus struct {
 
 // VipdStatus is the part of vipd's /status (and /metrics) hacpctl shows.
 type VipdStatus struct {
-	Mode      string         `json:"mode"`
+	Mode string `json:"mode"`
+	// Healthy is false while vipd's health check (through the local lbproxy) fails.
+	Healthy bool `json:"healthy"`
+	Check   *struct {
+		LastError string `json:"lastError,omitempty"`
+	} `json:"check,omitempty"`
 	Instances []VRRPInstance `json:"instances"`
 	BGP       *BGPStatus     `json:"bgp,omitempty"`
 	// Conflicts are the vipd_vip_conflict series that are not 0: another host answers for
@@ -98,6 +103,7 @@ type EtcdMember struct {
 	RaftIndex uint64   `json:"raftIndex"`
 	Lag       uint64   `json:"lag"` // Raft entries behind the leader's commit index
 	DBSize    int64    `json:"dbSize"`
+	DBQuota   int64    `json:"dbQuota,omitempty"` // the backend quota: NOSPACE beyond it
 	Alarms    []string `json:"alarms,omitempty"`
 	Errors    []string `json:"errors,omitempty"`
 	Source    string   `json:"source"` // "etcd" (client) or "metrics" (the apiserver's)

@@ -32,11 +32,13 @@ type fakeMaster struct {
 	vipd, lb   *httptest.Server
 	api        *httptest.Server
 	etcdMetric bool
+	checkOK    bool
+	dbSize     int64
 }
 
 func newFakeMaster(t *testing.T, state string, leader bool) *fakeMaster {
 	f := &fakeMaster{state: state, backends: map[string]string{"10.0.0.1:6443": "UP", "10.0.0.2:6443": "UP"}, ready: true,
-		certLeft: 300 * 24 * time.Hour, hasLeader: true, leader: leader, index: 5000, etcdMetric: true, bgpPeerUp: true, announced: true}
+		certLeft: 300 * 24 * time.Hour, hasLeader: true, leader: leader, index: 5000, etcdMetric: true, bgpPeerUp: true, announced: true, checkOK: true, dbSize: 2 << 20}
 	f.vipd = httptest.NewServer(http.HandlerFunc(f.serveVipd))
 	f.lb = httptest.NewServer(http.HandlerFunc(f.serveLbproxy))
 	f.api = httptest.NewServer(http.HandlerFunc(f.serveAPIServer))
@@ -65,10 +67,10 @@ func (f *fakeMaster) serveVipd(w http.ResponseWriter, r *http.Request) {
 			if !f.bgpPeerUp {
 				peer = "active"
 			}
-			fmt.Fprintf(w, `{"mode":"bgp","instances":[],"bgp":{"vips":[{"prefix":"10.0.0.100/32","announced":%t}],"peers":[{"address":"10.0.1.1","state":%q}]}}`, f.announced, peer)
+			fmt.Fprintf(w, `{"mode":"bgp","healthy":%t,"instances":[],"bgp":{"vips":[{"prefix":"10.0.0.100/32","announced":%t}],"peers":[{"address":"10.0.1.1","state":%q}]}}`, f.checkOK, f.announced, peer)
 			return
 		}
-		fmt.Fprintf(w, `{"mode":"vrrp","instances":[{"name":"vrid51","vrid":51,"vips":["10.0.0.100/24"],"state":%q,"priority":100,"effectivePriority":100,"fault":%q}]}`, f.state, f.fault)
+		fmt.Fprintf(w, `{"mode":"vrrp","healthy":%t,"check":{"lastError":"connection refused"},"instances":[{"name":"vrid51","vrid":51,"vips":["10.0.0.100/24"],"state":%q,"priority":100,"effectivePriority":100,"fault":%q}]}`, f.checkOK, f.state, f.fault)
 	case "/metrics":
 		f.certMetrics(w, "check-ca")
 		if f.conflict {
@@ -120,7 +122,8 @@ func (f *fakeMaster) serveAPIServer(w http.ResponseWriter, r *http.Request) {
 			}
 			fmt.Fprintf(w, "# TYPE etcd_server_has_leader gauge\netcd_server_has_leader %d\n# TYPE etcd_server_is_leader gauge\netcd_server_is_leader %d\n", b(f.hasLeader), b(f.leader))
 			fmt.Fprintf(w, "# TYPE etcd_server_proposals_committed_total gauge\netcd_server_proposals_committed_total %d\n", f.index)
-			fmt.Fprint(w, "# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes 2.097152e+06\n")
+			fmt.Fprintf(w, "# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes %d\n", f.dbSize)
+			fmt.Fprint(w, "# TYPE etcd_server_quota_backend_bytes gauge\netcd_server_quota_backend_bytes 2.147483648e+09\n")
 		}
 	default:
 		http.NotFound(w, r)
@@ -192,6 +195,8 @@ func TestStatusDegraded(t *testing.T) {
 		{"backend down", func(_, m2 *fakeMaster) { m2.backends["10.0.0.2:6443"] = "DOWN" }, "m2: lbproxy: backend 10.0.0.2:6443 is DOWN"},
 		{"apiserver not ready", func(m1, _ *fakeMaster) { m1.ready = false }, "m1: apiserver: not ready: etcd failed: reason withheld"},
 		{"etcd without leader", func(_, m2 *fakeMaster) { m2.hasLeader = false }, "m2: etcd: member has no leader"},
+		{"vipd check failing", func(_, m2 *fakeMaster) { m2.checkOK = false }, "m2: vipd: health check failing (connection refused)"},
+		{"etcd db near quota", func(m1, _ *fakeMaster) { m1.dbSize = 1800 << 20 }, "m1: etcd: db 1.8 GiB is 87% of its 2.0 GiB quota"},
 		{"etcd lagging", func(_, m2 *fakeMaster) { m2.index = 100 }, "m2: etcd: 4900 Raft entries behind the leader (etcd-max-lag 1000)"},
 		{"certificate expiring", func(_, m2 *fakeMaster) { m2.certLeft = 10 * 24 * time.Hour }, "m2: apiserver: certificate serving (/etc/hacp/pki/serving.crt) expires in 10 days"},
 		{"certificate expired", func(m1, _ *fakeMaster) { m1.certLeft = -3 * time.Hour }, "m1: apiserver: certificate serving (/etc/hacp/pki/serving.crt) expired 3h ago"},
