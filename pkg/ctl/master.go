@@ -157,12 +157,10 @@ func etcdFromMetrics(fams map[string]*dto.MetricFamily) *EtcdMember {
 	if v, ok := single(fams, "etcd_server_quota_backend_bytes"); ok {
 		m.DBQuota = int64(v)
 	}
-	if f := fams["etcd_server_id"]; f != nil {
-		for _, s := range f.Metric {
-			if value(s) == 1 {
-				m.ID = label(s, "server_id")
-			}
-		}
+	// The member's ID, unless the process has run several members (the metric keeps every
+	// ID it was set for): then it is unknown.
+	if f := fams["etcd_server_id"]; f != nil && len(f.Metric) == 1 {
+		m.ID = label(f.Metric[0], "server_id")
 	}
 	return m
 }
