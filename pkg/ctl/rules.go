@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ func masterProblems(m MasterStatus, cfg *Config) []Problem {
 	if l := m.Lbproxy; l != nil {
 		for _, b := range l.Backends {
 			if b.State == "DOWN" {
-				add("lbproxy", "backend %s is DOWN%s", b.Addr, suffix(b.Check.LastError))
+				add("lbproxy", "backend %s%s is DOWN%s", b.Addr, masterOf(b.Addr, cfg), suffix(b.Check.LastError))
 			}
 		}
 	}
@@ -209,6 +210,16 @@ func etcdProblems(master string, e *EtcdMember, cfg *Config) []Problem {
 		add("%d Raft entries behind the leader (etcd-max-lag %d)", e.Lag, cfg.EtcdMaxLag)
 	}
 	return ps
+}
+
+// masterOf is " (name)" of the master whose apiserver is at addr (host:port), or "".
+func masterOf(addr string, cfg *Config) string {
+	for _, m := range cfg.Masters {
+		if u, err := url.Parse(m.Apiserver); err == nil && m.Apiserver != "" && u.Host == addr {
+			return " (" + m.Name + ")"
+		}
+	}
+	return ""
 }
 
 func suffix(s string) string {

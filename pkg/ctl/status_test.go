@@ -193,6 +193,7 @@ func TestStatusDegraded(t *testing.T) {
 		{"instance in fault", func(_, m2 *fakeMaster) { m2.state, m2.fault = "FAULT", "interface eth0 down" }, "m2: vipd: instance vrid51 is FAULT: interface eth0 down"},
 		{"VIP conflict", func(m1, _ *fakeMaster) { m1.conflict = true }, "m1: vipd: VIP conflict (vipd_vip_conflict instance=vrid51): another host claims the VIP"},
 		{"backend down", func(_, m2 *fakeMaster) { m2.backends["10.0.0.2:6443"] = "DOWN" }, "m2: lbproxy: backend 10.0.0.2:6443 is DOWN"},
+		{"backend of a listed master down", func(m1, _ *fakeMaster) { m1.backends[strings.TrimPrefix(m1.api.URL, "http://")] = "DOWN" }, "m1: lbproxy: backend 127.0.0.1:"},
 		{"apiserver not ready", func(m1, _ *fakeMaster) { m1.ready = false }, "m1: apiserver: not ready: etcd failed: reason withheld"},
 		{"etcd without leader", func(_, m2 *fakeMaster) { m2.hasLeader = false }, "m2: etcd: member has no leader"},
 		{"vipd check failing", func(_, m2 *fakeMaster) { m2.checkOK = false }, "m2: vipd: health check failing (connection refused)"},
@@ -211,7 +212,11 @@ func TestStatusDegraded(t *testing.T) {
 			if r.Healthy || len(r.Problems) == 0 {
 				t.Fatal("want degraded, got healthy")
 			}
-			if got := r.Problems[0].String(); !strings.HasPrefix(got, tc.want) {
+			got := r.Problems[0].String()
+			if tc.name == "backend of a listed master down" && !strings.HasSuffix(got, " (m1) is DOWN") {
+				t.Fatalf("the backend is not named after its master: %q", got)
+			}
+			if !strings.HasPrefix(got, tc.want) {
 				t.Fatalf("first problem %q, want %q (all: %v)", got, tc.want, r.Problems)
 			}
 			var text bytes.Buffer
