@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -195,7 +197,7 @@ func writeBackends(w io.Writer, r *Report) {
 		fmt.Fprint(tw, "\tlbproxy@"+m.Name)
 	}
 	fmt.Fprintln(tw)
-	for _, addr := range sortedKeys(rows) {
+	for _, addr := range slices.Sorted(maps.Keys(rows)) {
 		fmt.Fprint(tw, addr)
 		for _, m := range cols {
 			cell := rows[addr][m.Name]

@@ -3,7 +3,6 @@ package ctl
 import (
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 )
@@ -235,14 +234,4 @@ func days(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%d days", int(d.Hours()/24))
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

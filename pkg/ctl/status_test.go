@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +89,7 @@ func (f *fakeMaster) serveLbproxy(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/status":
 		var bs []map[string]any
-		for _, a := range sortedKeys(f.backends) {
+		for _, a := range slices.Sorted(maps.Keys(f.backends)) {
 			bs = append(bs, map[string]any{"addr": a, "state": f.backends[a], "activeConns": 2})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"activeConns": 4, "backends": bs})
@@ -137,7 +139,7 @@ func (f *fakeMaster) master(name string) Master {
 func collect(t *testing.T, ms map[string]*fakeMaster) *Report {
 	t.Helper()
 	cfg := DefaultConfig()
-	for _, name := range sortedKeys(ms) {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
 		cfg.Masters = append(cfg.Masters, ms[name].master(name))
 	}
 	r, err := Collect(context.Background(), cfg)
