@@ -14,7 +14,7 @@ DATA        ?= _data
 all: build
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/apiserver ./cmd/vipd ./cmd/lbproxy
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/apiserver ./cmd/vipd ./cmd/lbproxy ./cmd/hacpctl
 
 # etcdctl and etcdutl v3.7.3 (the etcd of the apiserver) for the Ansible rollout's health
 # checks, member changes, snapshots and restores: built from a pinned scratch module.

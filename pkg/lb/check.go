@@ -1,12 +1,15 @@
 package lb
 
-import "github.com/hacp/hacp/pkg/config"
+import (
+	"errors"
+
+	"github.com/hacp/hacp/pkg/config"
+)
 
 // CheckHost checks what --check-config can verify without starting beyond Validate: that
-// every certificate in --check-ca and --check-cert parses. The error is a config.FieldError.
+// every certificate in --check-ca and --check-cert parses, and the TLS status listener's
+// files load. The errors are config.FieldErrors.
 func (c *Config) CheckHost() error {
-	if err := config.CheckCertificates("check-ca", c.CheckCA); err != nil {
-		return err
-	}
-	return config.CheckCertificates("check-cert", c.CheckCert)
+	return errors.Join(config.CheckCertificates("check-ca", c.CheckCA),
+		config.CheckCertificates("check-cert", c.CheckCert), c.StatusTLS.Check())
 }

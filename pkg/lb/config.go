@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hacp/hacp/internal/statustls"
 	"github.com/hacp/hacp/pkg/config"
 )
 
@@ -58,7 +59,9 @@ type Config struct {
 	SyncHeartbeat time.Duration `yaml:"sync-heartbeat"`
 
 	StatusAddr string `yaml:"status-addr"`
-	LogLevel   string `yaml:"log-level"`
+	// StatusTLS is the second, TLS status listener (client certificates required).
+	StatusTLS statustls.Config `yaml:",inline"`
+	LogLevel  string           `yaml:"log-level"`
 }
 
 // DefaultConfig returns the defaults: round-robin over backends checked with an HTTPS GET of
@@ -128,6 +131,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SyncInterval, "sync-interval", c.SyncInterval, "time between two sends of the whole connection table to each peer; a peer forgets a closed connection two intervals later, and knows a new one at most this much later")
 	fs.DurationVar(&c.SyncHeartbeat, "sync-heartbeat", c.SyncHeartbeat, "time between heartbeats to each peer; a peer silent for three heartbeats when this host takes over one of the addresses its clients used counts as dead, and its connections on that address are reset")
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "`address` serving /status (JSON per backend) and /metrics (Prometheus); empty: off")
+	c.StatusTLS.AddFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 }
 
@@ -147,6 +151,7 @@ func (c *Config) Validate() error {
 			bad("status-addr", "want host:port, got %q", c.StatusAddr)
 		}
 	}
+	errs = append(errs, c.StatusTLS.Validate())
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

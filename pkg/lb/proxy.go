@@ -40,7 +40,8 @@ type Proxy struct {
 	lnFile   *os.File        // a duplicate of ln's descriptor, which the proxy accepts from
 	lnRaw    syscall.RawConn // lnFile's
 	statusLn net.Listener
-	sync     *connSync // nil unless --sync-listen
+	tlsLn    net.Listener // --status-tls-addr
+	sync     *connSync    // nil unless --sync-listen
 
 	checkTLS *health.ClientTLS // every backend's https checks: check-ca, check-cert
 	certs    *certreload.Set   // reloads checkTLS's files
@@ -215,6 +216,15 @@ func (p *Proxy) Listen() error {
 		}
 		p.statusLn = sl
 	}
+	if p.tlsLn, err = p.cfg.StatusTLS.Listen(); err != nil {
+		p.closeListener()
+		p.ln = nil
+		if p.statusLn != nil {
+			p.statusLn.Close()
+			p.statusLn = nil
+		}
+		return fmt.Errorf("lb: %w", err)
+	}
 	if p.cfg.SyncListen != "" {
 		cs, err := newConnSync(p)
 		if err != nil {
@@ -223,6 +233,10 @@ func (p *Proxy) Listen() error {
 			if p.statusLn != nil {
 				p.statusLn.Close()
 				p.statusLn = nil
+			}
+			if p.tlsLn != nil {
+				p.tlsLn.Close()
+				p.tlsLn = nil
 			}
 			return err
 		}
@@ -251,6 +265,14 @@ func (p *Proxy) StatusAddr() net.Addr {
 	return p.statusLn.Addr()
 }
 
+// StatusTLSAddr is the TLS status listener's address, or nil.
+func (p *Proxy) StatusTLSAddr() net.Addr {
+	if p.tlsLn == nil {
+		return nil
+	}
+	return p.tlsLn.Addr()
+}
+
 // Run checks the backends, accepts connections until ctx is done, then drains: it stops
 // accepting, waits up to the drain timeout for open sessions to end, and closes the rest.
 func (p *Proxy) Run(ctx context.Context) error {
@@ -271,6 +293,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if p.statusLn != nil {
 		statusSrv = &http.Server{Handler: p.StatusHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = statusSrv.Serve(p.statusLn) }()
+	}
+	if p.tlsLn != nil {
+		tlsSrv := &http.Server{Handler: p.StatusHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = tlsSrv.Serve(p.tlsLn) }()
+		defer tlsSrv.Close()
 	}
 	p.log.Info("lbproxy listening", "addr", p.ln.Addr().String(), "backends", len(backends), "balance", p.cfg.Balance)
 	if limit := openFileLimit(); p.cfg.MaxConn > 0 && limit > 0 && limit < uint64(2*p.cfg.MaxConn+fdReserve) {

@@ -89,7 +89,8 @@ func (p *Proxy) Status() Status {
 func (p *Proxy) StatusHandler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&collector{p: p}, p.certs, certmetrics.New(certmetrics.File{Role: "check-ca", Path: p.cfg.CheckCA},
-		certmetrics.File{Role: "check-client", Path: p.cfg.CheckCert}))
+		certmetrics.File{Role: "check-client", Path: p.cfg.CheckCert},
+		certmetrics.File{Role: "status-tls", Path: p.cfg.StatusTLS.CertFile}, certmetrics.File{Role: "status-client-ca", Path: p.cfg.StatusTLS.ClientCAFile}))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -24,6 +24,7 @@ func (c *Config) CheckHost() error {
 		}
 		return name
 	}
+	add(c.StatusTLS.Check())
 	if c.Mode == "bgp" {
 		add(config.CheckInterface("bgp-iface", c.BGPIface))
 		for j, t := range c.TrackIfaces {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/hacp/hacp/internal/statustls"
 	"github.com/hacp/hacp/pkg/bfd"
 	"github.com/hacp/hacp/pkg/bgp"
 	"github.com/hacp/hacp/pkg/config"
@@ -67,7 +68,9 @@ type Config struct {
 	FlapHold   time.Duration `yaml:"flap-hold"`
 
 	StatusAddr string `yaml:"status-addr"`
-	LogLevel   string `yaml:"log-level"`
+	// StatusTLS is the second, TLS status listener (client certificates required).
+	StatusTLS statustls.Config `yaml:",inline"`
+	LogLevel  string           `yaml:"log-level"`
 
 	// Mode is vrrp (the default) or bgp; see BGPConfig.
 	Mode      string `yaml:"mode"`
@@ -276,6 +279,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.BGPIface, "bgp-iface", b.BGPIface, "BGP mode: `interface` the announced addresses are bound on while announced (as /32 or /128, so the host answers no ARP for them)")
 
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "serve /status (JSON) and /metrics (Prometheus) on this `host:port` (empty: off)")
+	c.StatusTLS.AddFlags(fs)
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 }
 
@@ -524,6 +528,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("mode", "must be vrrp or bgp, got %q", c.Mode)
 	}
+	errs = append(errs, c.StatusTLS.Validate())
 	if c.GARPCount < 0 || c.GARPCount > 100 {
 		bad("garp-count", "must be 0-100, got %d", c.GARPCount)
 	}

@@ -45,6 +45,7 @@ type Daemon struct {
 	checkCtl context.CancelFunc
 	wg       sync.WaitGroup
 	statusLn net.Listener
+	tlsLn    net.Listener // --status-tls-addr
 
 	bgp *bgpRunner // BGP mode; nil in VRRP mode
 }
@@ -118,6 +119,10 @@ func New(cfg *Config, log *slog.Logger) (*Daemon, error) {
 
 func (d *Daemon) listenStatus() error {
 	if d.cfg.StatusAddr == "" {
+		var err error
+		if d.tlsLn, err = d.cfg.StatusTLS.Listen(); err != nil {
+			return fmt.Errorf("vip: %w", err)
+		}
 		return nil
 	}
 	ln, err := net.Listen("tcp", d.cfg.StatusAddr)
@@ -125,6 +130,10 @@ func (d *Daemon) listenStatus() error {
 		return fmt.Errorf("vip: listen on --status-addr %s: %w", d.cfg.StatusAddr, err)
 	}
 	d.statusLn = ln
+	if d.tlsLn, err = d.cfg.StatusTLS.Listen(); err != nil {
+		ln.Close()
+		return fmt.Errorf("vip: %w", err)
+	}
 	return nil
 }
 
@@ -144,15 +153,28 @@ func (d *Daemon) StatusAddr() string {
 	return d.statusLn.Addr().String()
 }
 
+// StatusTLSAddr returns the address the TLS status server listens on, or "".
+func (d *Daemon) StatusTLSAddr() string {
+	if d.tlsLn == nil {
+		return ""
+	}
+	return d.tlsLn.Addr().String()
+}
+
 // Run runs until ctx ends, then stops every instance (a master sends a priority 0 advert
 // and removes its addresses) and returns.
 func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var srv *http.Server
+	var srv, tlsSrv *http.Server
 	if d.statusLn != nil {
 		srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(d.statusLn) }()
+	}
+	if d.tlsLn != nil {
+		tlsSrv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = tlsSrv.Serve(d.tlsLn) }()
+		defer tlsSrv.Close()
 	}
 	linkCtx, stopLinks := context.WithCancel(ctx)
 	defer stopLinks()

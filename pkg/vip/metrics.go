@@ -103,10 +103,12 @@ func (d *Daemon) registerCertMetrics() {
 }
 
 // certFiles are the certificates vipd uses, for hacp_cert_expiry_seconds: the CA of its https
-// health check. vipd serves no TLS (its status address is plain HTTP) and GoBGP sessions have
-// none. BGP leader mode's kubeconfig (usually admin.conf, with inline data) is not covered.
+// health check, and the serving certificate and client CA of --status-tls-addr (its plain
+// status address has none, nor have GoBGP sessions). BGP leader mode's kubeconfig (usually
+// admin.conf, with inline data) is not covered.
 func (d *Daemon) certFiles() []certmetrics.File {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return []certmetrics.File{{Role: "check-ca", Path: d.cfg.CheckCAFile}}
+	return []certmetrics.File{{Role: "check-ca", Path: d.cfg.CheckCAFile},
+		{Role: "status-tls", Path: d.cfg.StatusTLS.CertFile}, {Role: "status-client-ca", Path: d.cfg.StatusTLS.ClientCAFile}}
 }

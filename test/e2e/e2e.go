@@ -100,6 +100,7 @@ func (e *e2e) runSteps(ctx context.Context) error {
 		{"second site.yml reports changed=0", e.idempotent},
 		{"kubectl through the VIP, units, etcd members", e.checkCluster},
 		{"crash the VIP holder", e.failover},
+		{"hacpctl status, then with a master crashed", e.hacpctlStatus},
 		{"rolling-restart.yml under a writer", e.rollingRestart},
 		{"rotate-encryption-key.yml under a writer", e.rotateEncryptionKey},
 		{"rotate-certs.yml under a writer, no restart", e.rotateCerts},
