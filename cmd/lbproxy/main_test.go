@@ -159,6 +159,22 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
+// TestPackagedConfig loads the hacp-lbproxy package's /etc/hacp/lbproxy.yaml, with the CA
+// path pointed at a real file.
+func TestPackagedConfig(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	ca := writeFile(t, "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	program.Output = io.Discard
+	cfg, err := program.Parse([]string{"--config", "../../deploy/packages/config/lbproxy.yaml", "--check-ca", ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.New(cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSIGHUPReload starts the program with one backend, rewrites its config file to list
 // two, and sends SIGHUP: the new backend comes UP and an established stream survives.
 func TestSIGHUPReload(t *testing.T) {
