@@ -55,5 +55,6 @@ var packages = []pkgSpec{
 		Binary:      "hacpctl",
 		Summary:     "operator's view and checks of an hacp control plane",
 		Description: "hacpctl shows the state of every master (VRRP, lbproxy backends, apiserver, etcd member, certificates) in one view and exits non-zero when anything is degraded.",
+		Examples:    []string{"hacpctl.yaml"},
 	},
 }
