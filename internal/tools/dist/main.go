@@ -6,11 +6,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -53,15 +51,7 @@ func runMain(archs, out string, allowMissing bool) error {
 	return nil
 }
 
-// repoRoot is the directory of the hacp module's go.mod.
+// repoRoot is the top directory of the git work tree dist runs in.
 func repoRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run from inside the hacp module")
-	}
-	return filepath.Dir(mod), nil
+	return git(".", "rev-parse", "--show-toplevel")
 }
