@@ -9,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools run run-cluster test test-race test-stress lint lint-ansible bench drill upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools dist run run-cluster test test-race test-stress lint lint-ansible bench drill upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -20,6 +20,15 @@ build:
 # checks, member changes, snapshots and restores: built from a pinned scratch module.
 etcd-tools:
 	cd deploy/ansible/etcd-tools && $(GO) build -o $(CURDIR)/bin/ go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3
+
+# Release artifacts in _output/dist (docs/deploy.md#packages): per architecture a tarball and
+# the Debian packages hacp-apiserver, hacp-vipd, hacp-lbproxy and hacpctl, cross-compiled with
+# CGO off and packaged with nFPM (internal/tools/dist). A program of its list that is missing
+# fails it; DIST_FLAGS=-allow-missing skips it instead (a branch without every program).
+ARCH       ?= amd64 arm64
+DIST_FLAGS ?=
+dist:
+	$(GO) run ./internal/tools/dist -arch "$(ARCH)" $(DIST_FLAGS)
 
 run: build
 	bin/apiserver --config configs/apiserver.yaml --data-dir $(DATA)
@@ -73,9 +82,11 @@ drill: build
 	$(GO) run ./test/drill
 
 # The Ansible rollout onto three booted systemd-nspawn hosts and the day-2 playbooks
-# (test/e2e, root; about 15 minutes). E2E_FLAGS=--keep leaves the hosts running.
+# (test/e2e, root; about 15 minutes): the roles install the amd64 packages of `make dist`.
+# E2E_FLAGS=--keep leaves the hosts running.
 E2E_FLAGS ?=
 e2e: build etcd-tools
+	$(MAKE) dist ARCH=amd64
 	flock -o /tmp/hacp-netns.lock $(GO) run ./test/e2e $(E2E_FLAGS)
 
 # Only the e2e hosts' Debian rootfs (debootstrap into _output/e2e-rootfs, once; mostly

@@ -91,6 +91,7 @@ func TestConfig(t *testing.T) {
 		want []string
 	}{
 		{"example config is valid", []string{"--config", "../../configs/apiserver.yaml", "--check-config"}, 0, []string{"is valid"}},
+		{"packaged default config is valid", []string{"--config", "../../deploy/packages/config/apiserver.yaml", "--check-config"}, 0, []string{"is valid"}},
 		{"help", []string{"--help"}, 0, []string{"-etcd-initial-cluster", "-secure-port"}},
 		{"bad values name file, line and key", []string{"--config", bad, "--check-config"}, 2, []string{bad + ":2: bind-address:", bad + ":3: etcd-initial-cluster-state:"}},
 		{"unknown key", []string{"--config", unknown}, 2, []string{unknown + ":2:", "secure-prot"}},

@@ -137,16 +137,23 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	}
 }
 
-// TestExampleConfig loads configs/lbproxy.yaml, with the CA path pointed at a real file.
-func TestExampleConfig(t *testing.T) {
+// parseWithCA parses the config file with the CA path pointed at a real file.
+func parseWithCA(t *testing.T, file string) *lb.Config {
+	t.Helper()
 	srv := httptest.NewTLSServer(http.NotFoundHandler())
 	srv.Close()
 	ca := writeFile(t, "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	program.Output = io.Discard
-	cfg, err := program.Parse([]string{"--config", "../../configs/lbproxy.yaml", "--check-ca", ca})
+	cfg, err := program.Parse([]string{"--config", file, "--check-ca", ca})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// TestExampleConfig loads configs/lbproxy.yaml.
+func TestExampleConfig(t *testing.T) {
+	cfg := parseWithCA(t, "../../configs/lbproxy.yaml")
 	specs, err := cfg.BackendSpecs()
 	if err != nil || len(specs) != 3 {
 		t.Fatalf("backends %v, %v; want three masters", specs, err)
@@ -155,6 +162,13 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example config: %+v", cfg)
 	}
 	if _, err := lb.New(cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPackagedConfig loads the hacp-lbproxy package's /etc/hacp/lbproxy.yaml.
+func TestPackagedConfig(t *testing.T) {
+	if _, err := lb.New(parseWithCA(t, "../../deploy/packages/config/lbproxy.yaml"), nil); err != nil {
 		t.Fatal(err)
 	}
 }

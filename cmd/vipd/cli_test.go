@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +45,13 @@ func TestCheckConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	vrrp := []string{"--vip", "10.77.0.100/24", "--check-config"}
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	packaged := "../../deploy/packages/config/vipd.yaml" // the hacp-vipd package's /etc/hacp/vipd.yaml
 	bgp := []string{"--mode", "bgp", "--vip", "10.77.0.100/32", "--bgp-as", "65100", "--bgp-peer", "10.77.0.1:65000", "--check-config"}
 	tests := []struct {
 		name string
@@ -50,6 +60,7 @@ func TestCheckConfig(t *testing.T) {
 		want string
 	}{
 		{"interface exists", append([]string{"--iface", "lo"}, vrrp...), 0, "vipd: configuration (flags) is valid\n"},
+		{"packaged default config", []string{"--config", packaged, "--iface", "lo", "--check-ca-file", ca, "--check-config"}, 0, "vipd: configuration (" + packaged + " and flags) is valid\n"},
 		{"missing interface", append([]string{"--iface", "nosuch0"}, vrrp...), 2, "vipd: flag --iface: interface \"nosuch0\" does not exist on this host\n"},
 		{"missing interface of an instance in a file", []string{"--config", file, "--iface", "lo", "--check-config"}, 2,
 			"vipd: " + file + ":7: instances.1.iface: interface \"nosuch1\" does not exist on this host\n"},

@@ -132,6 +132,7 @@ func (e *e2e) playbook(name string, extra ...string) (map[string]recap, time.Dur
 	dir := filepath.Join(e.root, "deploy", "ansible")
 	args := []string{"netns", "exec", ctlNS, "ansible-playbook", "-i", e.inventory(),
 		"-e", "hacp_bin_dir=" + filepath.Join(e.root, "bin"),
+		"-e", "hacp_dist_dir=" + filepath.Join(e.root, "_output", "dist"),
 		"-e", "hacp_pki_dir=" + filepath.Join(e.out, "pki"),
 		"-e", "hacp_backup_dir=" + filepath.Join(e.out, "backups"),
 		filepath.Join(dir, name)}

@@ -219,11 +219,45 @@ func (e *e2e) checkCluster(ctx context.Context) error {
 	if err := e.checkEtcdClientTLS(); err != nil {
 		return err
 	}
-	e.progress("kubectl created and read a ConfigMap through https://%s:%d; every unit active; %d healthy etcd members, each refusing clients without its client certificate", vip, vipPort, len(e.hosts))
+	if err := e.checkPackages(); err != nil {
+		return err
+	}
+	e.progress("kubectl created and read a ConfigMap through https://%s:%d; every unit active, run from its package; %d healthy etcd members, each refusing clients without its client certificate", vip, vipPort, len(e.hosts))
 	return nil
 }
 
 var units = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd"}
+
+// packages are the Debian packages of `make dist` the roles install (docs/deploy.md#packages).
+var packages = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd"}
+
+// checkPackages checks that every master runs the units of the installed packages: dpkg
+// has each package installed, and systemd runs each unit from the package's unit file.
+func (e *e2e) checkPackages() error {
+	for _, h := range e.hosts {
+		for _, p := range packages {
+			out, err := e.ssh(h, "dpkg -s "+p)
+			if err != nil || !strings.Contains(out, "\nStatus: install ok installed\n") {
+				return fmt.Errorf("%s: package %s not installed: %v: %s", h.Name, p, err, out)
+			}
+		}
+		for _, u := range units {
+			out, err := e.ssh(h, "systemctl show -p FragmentPath -p ExecMainPID -p ActiveState "+u)
+			props := map[string]string{}
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				k, v, _ := strings.Cut(l, "=")
+				props[k] = v
+			}
+			if err != nil || props["ActiveState"] != "active" || props["FragmentPath"] != "/lib/systemd/system/"+u+".service" {
+				return fmt.Errorf("%s: %s not running from the packaged unit: %v: %s", h.Name, u, err, out)
+			}
+			if exe, err := e.ssh(h, "readlink /proc/"+props["ExecMainPID"]+"/exe"); err != nil || strings.TrimSpace(exe) != "/usr/bin/"+u {
+				return fmt.Errorf("%s: %s runs %q, want /usr/bin/%s: %v", h.Name, u, strings.TrimSpace(exe), u, err)
+			}
+		}
+	}
+	return nil
+}
 
 // etcdctl is etcdctl on a master with the client certificate the Ansible roles install: the
 // member's client URL requires it (docs/security.md#etcd-client-tls).

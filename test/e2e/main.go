@@ -114,9 +114,14 @@ func prerequisites(root string) error {
 			return fmt.Errorf("%s not found (.ci/run installs it)", c)
 		}
 	}
-	for _, b := range []string{"apiserver", "vipd", "lbproxy", "etcdctl", "etcdutl"} {
+	for _, b := range []string{"etcdctl", "etcdutl"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
-			return fmt.Errorf("bin/%s missing: run `make build etcd-tools` (make e2e does)", b)
+			return fmt.Errorf("bin/%s missing: run `make etcd-tools` (make e2e does)", b)
+		}
+	}
+	for _, p := range packages {
+		if m, _ := filepath.Glob(filepath.Join(root, "_output", "dist", p+"_*_amd64.deb")); len(m) != 1 {
+			return fmt.Errorf("_output/dist has %d %s packages for amd64, want 1: run `make dist ARCH=amd64` (make e2e does)", len(m), p)
 		}
 	}
 	return nil
