@@ -229,7 +229,7 @@ func (e *e2e) checkCluster(ctx context.Context) error {
 var units = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd"}
 
 // packages are the Debian packages of `make dist` the roles install (docs/deploy.md#packages).
-var packages = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd"}
+var packages = []string{"hacp-apiserver", "hacp-lbproxy", "hacp-vipd", "hacpctl"}
 
 // checkPackages checks that every master runs the units of the installed packages: dpkg
 // has each package installed, and systemd runs each unit from the package's unit file.
