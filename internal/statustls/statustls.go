@@ -5,15 +5,12 @@ package statustls
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"os"
-	"sync"
-	"time"
 
+	"github.com/hacp/hacp/internal/certreload"
 	"github.com/hacp/hacp/pkg/config"
 )
 
@@ -55,29 +52,30 @@ func (c *Config) Check() error {
 	if c.Addr == "" {
 		return nil
 	}
-	f := &files{cfg: *c}
-	if _, err := f.certificate(); err != nil {
+	if _, err := certreload.NewKeyPair("status-tls", c.CertFile, c.KeyFile, nil); err != nil {
 		return config.FieldErrorf("status-tls-cert-file", "%v", err)
 	}
-	if _, err := f.clientCAs(); err != nil {
+	if _, err := certreload.NewCABundle("status-client-ca", c.ClientCAFile, nil); err != nil {
 		return config.FieldErrorf("status-client-ca-file", "%v", err)
 	}
 	return nil
 }
 
 // Listen opens the TLS listener, or returns nil, nil when Addr is empty. The certificate,
-// key and client CAs are read now and again whenever one of the files changes, so that
-// renewed files take effect without a restart.
+// key and client CAs are read now and again at each handshake (certreload keeps the last
+// good ones), so that renewed files take effect from the next connection on without a
+// restart.
 func (c *Config) Listen() (net.Listener, error) {
 	if c.Addr == "" {
 		return nil, nil
 	}
-	f := &files{cfg: *c}
-	if _, err := f.certificate(); err != nil {
-		return nil, err
+	pair, err := certreload.NewKeyPair("status-tls", c.CertFile, c.KeyFile, nil)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
 	}
-	if _, err := f.clientCAs(); err != nil {
-		return nil, err
+	cas, err := certreload.NewCABundle("status-client-ca", c.ClientCAFile, nil)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
 	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -86,90 +84,15 @@ func (c *Config) Listen() (net.Listener, error) {
 	return tls.NewListener(ln, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, err := f.certificate()
-			if err != nil {
-				return nil, err
-			}
-			pool, err := f.clientCAs()
-			if err != nil {
-				return nil, err
-			}
+			// A pair or bundle that does not load now keeps the last good one.
+			_, _ = pair.Reload()
+			_, _ = cas.Reload()
 			return &tls.Config{
 				MinVersion:   tls.VersionTLS12,
-				Certificates: []tls.Certificate{*cert},
+				Certificates: []tls.Certificate{*pair.Certificate()},
 				ClientAuth:   tls.RequireAndVerifyClientCert,
-				ClientCAs:    pool,
+				ClientCAs:    cas.Pool(),
 			}, nil
 		},
 	}), nil
-}
-
-// files caches what was read from the files, keyed by their modification times.
-type files struct {
-	cfg Config
-
-	mu        sync.Mutex
-	cert      *tls.Certificate
-	certStamp [2]time.Time
-	pool      *x509.CertPool
-	poolStamp time.Time
-}
-
-func mtime(path string) (time.Time, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return st.ModTime(), nil
-}
-
-// certificate returns the key pair, read again when either file changed; a pair that
-// does not load keeps the last good one.
-func (f *files) certificate() (*tls.Certificate, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ct, err1 := mtime(f.cfg.CertFile)
-	kt, err2 := mtime(f.cfg.KeyFile)
-	if err := errors.Join(err1, err2); err != nil && f.cert == nil {
-		return nil, fmt.Errorf("status: %w", err)
-	}
-	stamp := [2]time.Time{ct, kt}
-	if f.cert != nil && (stamp == f.certStamp || err1 != nil || err2 != nil) {
-		return f.cert, nil
-	}
-	cert, err := tls.LoadX509KeyPair(f.cfg.CertFile, f.cfg.KeyFile)
-	if err != nil {
-		if f.cert != nil {
-			return f.cert, nil
-		}
-		return nil, fmt.Errorf("status: load %s and %s: %w", f.cfg.CertFile, f.cfg.KeyFile, err)
-	}
-	f.cert, f.certStamp = &cert, stamp
-	return f.cert, nil
-}
-
-// clientCAs returns the client CA pool, read again when the file changed.
-func (f *files) clientCAs() (*x509.CertPool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, err := mtime(f.cfg.ClientCAFile)
-	if err != nil || (f.pool != nil && t == f.poolStamp) {
-		if f.pool != nil {
-			return f.pool, nil
-		}
-		return nil, fmt.Errorf("status: %w", err)
-	}
-	data, err := os.ReadFile(f.cfg.ClientCAFile)
-	pool := x509.NewCertPool()
-	if err == nil && !pool.AppendCertsFromPEM(data) {
-		err = fmt.Errorf("%s holds no PEM certificate", f.cfg.ClientCAFile)
-	}
-	if err != nil {
-		if f.pool != nil {
-			return f.pool, nil
-		}
-		return nil, fmt.Errorf("status: client CA: %w", err)
-	}
-	f.pool, f.poolStamp = pool, t
-	return f.pool, nil
 }
