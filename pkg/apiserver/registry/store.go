@@ -592,6 +592,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		undo, replaced = func() {}, nil
 		ca, _ := meta.Accessor(current)
 		exists := ca.GetResourceVersion() != ""
+		// As upstream's Store.Update: a missing object is NotFound before the transform runs,
+		// unless this update may create it; only then does transform see nil.
+		if !exists && (statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx)) {
+			return nil, apierrors.NewNotFound(s.gr(), name)
+		}
 		var in runtime.Object
 		if exists {
 			in = current.DeepCopyObject()
@@ -606,9 +611,6 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, err
 		}
 		if !exists {
-			if statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
-				return nil, apierrors.NewNotFound(s.gr(), name)
-			}
 			created = true
 			na.SetResourceVersion("")
 			obj, err := s.Create(ctx, ns, name, newObj, &metav1.CreateOptions{DryRun: dryRunOf(opts)})
