@@ -26,9 +26,6 @@ import (
 const (
 	// KubernetesVersion is the k8s.io/kubernetes module the control-plane programs come from.
 	KubernetesVersion = "v1.33.13"
-	// StagingVersion is the version of the staging modules (k8s.io/api, ...) that
-	// k8s.io/kubernetes replaces with its own tree; the scratch module pins them to it.
-	StagingVersion = "v0.33.13"
 	// KwokVersion is the sigs.k8s.io/kwok module kwok comes from.
 	KwokVersion = "v0.8.0"
 	// SampleAPIServerVersion is the k8s.io/sample-apiserver module the extension API server
@@ -38,6 +35,14 @@ const (
 
 // Kubernetes names the programs built from k8s.io/kubernetes, in one go build.
 var Kubernetes = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// Kubectl is the command-line client, built from k8s.io/kubernetes on its own (the kubectl
+// tests run several releases of it).
+const Kubectl = "kubectl"
+
+// LatestKubernetesVersion is the newest k8s.io/kubernetes release the module proxy serves:
+// the default of the differential harness and the release hacp moves to.
+const LatestKubernetesVersion = "v1.37.2"
 
 // Kwok is the fake-node program, built by go install from its own module.
 const Kwok = "kwok"
@@ -97,11 +102,50 @@ func Build(ctx context.Context, root, name string) (string, error) {
 	case name == Promtool || name == PromQLNames:
 		dir := filepath.Join(root, "prometheus-"+PrometheusVersion)
 		return buildLocked(ctx, dir, name, buildPromtool)
-	case contains(Kubernetes, name):
-		dir := filepath.Join(root, "kubernetes-"+KubernetesVersion)
-		return buildLocked(ctx, dir, name, buildKubernetes)
+	case contains(Kubernetes, name) || name == Kubectl:
+		return BuildAt(ctx, root, name, KubernetesVersion)
 	}
-	return "", fmt.Errorf("unknown program %q (want one of %s, %s, %s, %s or %s)", name, strings.Join(Kubernetes, ", "), Kwok, SampleAPIServer, Promtool, PromQLNames)
+	return "", fmt.Errorf("unknown program %q (want one of %s, %s, %s, %s, %s or %s)", name, strings.Join(Kubernetes, ", "), Kubectl, Kwok, SampleAPIServer, Promtool, PromQLNames)
+}
+
+// BinaryAt is Binary for a program of k8s.io/kubernetes (Kubernetes or Kubectl) at the
+// given release, e.g. "v1.37.2".
+func BinaryAt(t testing.TB, name, version string) string {
+	t.Helper()
+	path, err := BuildAt(context.Background(), Root(), name, version)
+	if err != nil {
+		testenv.Require(t, false, fmt.Sprintf("upstream %s %s: %v", name, version, err))
+	}
+	return path
+}
+
+// BuildAt is Build for a program of k8s.io/kubernetes at the given release, into
+// root/kubernetes-<version>/bin. The Kubernetes programs are built together, kubectl alone.
+func BuildAt(ctx context.Context, root, name, version string) (string, error) {
+	staging, ok := stagingVersion(version)
+	if !ok {
+		return "", fmt.Errorf("kubernetes version %q: want v1.MINOR.PATCH", version)
+	}
+	names := Kubernetes
+	switch {
+	case name == Kubectl:
+		names = []string{Kubectl}
+	case !contains(Kubernetes, name):
+		return "", fmt.Errorf("unknown program %q of k8s.io/kubernetes (want one of %s or %s)", name, strings.Join(Kubernetes, ", "), Kubectl)
+	}
+	dir := filepath.Join(root, "kubernetes-"+version)
+	return buildLocked(ctx, dir, name, func(ctx context.Context, dir string) error {
+		return buildKubernetes(ctx, dir, version, staging, names)
+	})
+}
+
+// stagingVersion maps a Kubernetes release to its staging modules' version: v1.37.2 to v0.37.2.
+func stagingVersion(version string) (string, bool) {
+	rest, ok := strings.CutPrefix(version, "v1.")
+	if !ok || !regexp.MustCompile(`^\d+\.\d+$`).MatchString(rest) {
+		return "", false
+	}
+	return "v0." + rest, true
 }
 
 func contains(list []string, s string) bool {
@@ -146,11 +190,14 @@ func buildLocked(ctx context.Context, dir, name string, build func(context.Conte
 // module at its own tree, e.g. "k8s.io/api => ./staging/src/k8s.io/api".
 var stagingReplace = regexp.MustCompile(`(?m)^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/`)
 
+// goDirective is the go line of a go.mod: the scratch module needs the Go version the release does.
+var goDirective = regexp.MustCompile(`(?m)^go\s+(\S+)\s*$`)
+
 // buildKubernetes writes a scratch module that requires k8s.io/kubernetes and replaces every
 // staging module it lists with the published module of the matching version, then builds the
 // programs into dir/bin (through bin.tmp, so an interrupted build leaves no half binary).
-func buildKubernetes(ctx context.Context, dir string) error {
-	gomod, err := downloadGoMod(ctx, dir, "k8s.io/kubernetes@"+KubernetesVersion)
+func buildKubernetes(ctx context.Context, dir, version, stagingVersion string, names []string) error {
+	gomod, err := downloadGoMod(ctx, dir, "k8s.io/kubernetes@"+version)
 	if err != nil {
 		return err
 	}
@@ -162,10 +209,14 @@ func buildKubernetes(ctx context.Context, dir string) error {
 		return errors.New("k8s.io/kubernetes go.mod lists no staging replacements")
 	}
 	sort.Strings(staging)
+	goVersion := "1.24.0"
+	if m := goDirective.FindSubmatch(gomod); m != nil {
+		goVersion = string(m[1])
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "module hacp.local/upstream\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", KubernetesVersion)
+	fmt.Fprintf(&b, "module hacp.local/upstream\n\ngo %s\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n", goVersion, version)
 	for _, m := range staging {
-		fmt.Fprintf(&b, "\t%s => %s %s\n", m, m, StagingVersion)
+		fmt.Fprintf(&b, "\t%s => %s %s\n", m, m, stagingVersion)
 	}
 	b.WriteString(")\n")
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(b.String()), 0o644); err != nil {
@@ -177,13 +228,13 @@ func buildKubernetes(ctx context.Context, dir string) error {
 		return err
 	}
 	args := []string{"build", "-mod=mod", "-trimpath", "-o", tmp + "/"}
-	for _, n := range Kubernetes {
+	for _, n := range names {
 		args = append(args, "k8s.io/kubernetes/cmd/"+n)
 	}
 	if err := goCmd(ctx, dir, nil, args...); err != nil {
 		return err
 	}
-	return moveBins(dir, tmp, Kubernetes)
+	return moveBins(dir, tmp, names)
 }
 
 // buildKwok installs kwok at its pinned version (go install pkg@version needs no module).

@@ -21,6 +21,22 @@ func TestStagingReplace(t *testing.T) {
 	}
 }
 
+// TestStagingVersion: a release's staging modules are v0.MINOR.PATCH; anything else is refused.
+func TestStagingVersion(t *testing.T) {
+	for in, want := range map[string]string{"v1.37.2": "v0.37.2", "v1.33.13": "v0.33.13", "1.37.2": "", "v1.37": "", "v2.0.1": "", "v1.37.2-rc.0": ""} {
+		got, ok := stagingVersion(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("stagingVersion(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if _, err := BuildAt(context.Background(), t.TempDir(), Kubectl, "1.37"); err == nil || !strings.Contains(err.Error(), "want v1.MINOR.PATCH") {
+		t.Errorf("BuildAt with a bad version: %v", err)
+	}
+	if _, err := BuildAt(context.Background(), t.TempDir(), Kwok, LatestKubernetesVersion); err == nil || !strings.Contains(err.Error(), "unknown program") {
+		t.Errorf("BuildAt of kwok: %v", err)
+	}
+}
+
 func TestBuildUnknownProgram(t *testing.T) {
 	if _, err := Build(context.Background(), t.TempDir(), "kubelet-nope"); err == nil || !strings.Contains(err.Error(), "unknown program") {
 		t.Fatalf("err = %v", err)
