@@ -49,8 +49,8 @@ func TestMain(m *testing.M) {
 
 // startMaster starts the apiserver (embedded etcd member of a cluster over masters),
 // lbproxy and vipd on h, each program's status also on its TLS listener, and returns the
-// apiserver's data directory.
-func startMaster(t *testing.T, h *netns.Host, masters []*netns.Host, b *certs.Bundle, priority int) string {
+// apiserver's data directory. vipdArgs come after vipd's own and win over them.
+func startMaster(t *testing.T, h *netns.Host, masters []*netns.Host, b *certs.Bundle, priority int, vipdArgs ...string) string {
 	t.Helper()
 	data := t.TempDir()
 	var initial, backends []string
@@ -68,10 +68,49 @@ func startMaster(t *testing.T, h *netns.Host, masters []*netns.Host, b *certs.Bu
 		"--etcd-initial-cluster", strings.Join(initial, ","), "--etcd-listen-peer-urls", fmt.Sprintf("http://%s:2380", h.Addr))
 	h.Start(filepath.Join(binDir, "lbproxy"), append(append([]string{"--listen", ":8443", "--check-ca", b.CACert,
 		"--check-interval", "500ms", "--status-addr", "127.0.0.1:9443"}, backends...), statusTLS(9444)...)...)
-	h.Start(filepath.Join(binDir, "vipd"), append([]string{"--iface", "eth0", "--vip", ctlVIP + "/24", "--vrid", "58",
+	h.Start(filepath.Join(binDir, "vipd"), append(append([]string{"--iface", "eth0", "--vip", ctlVIP + "/24", "--vrid", "58",
 		"--priority", fmt.Sprint(priority), "--advert-interval", "100ms", "--check-url", "https://127.0.0.1:8443/healthz",
-		"--check-ca-file", b.CACert, "--status-addr", "127.0.0.1:9901"}, statusTLS(9902)...)...)
+		"--check-ca-file", b.CACert, "--status-addr", "127.0.0.1:9901"}, statusTLS(9902)...), vipdArgs...)...)
 	return data
+}
+
+// ctlCluster is two masters on one bridge, m1 (priority 101) and m2 (100), and the hacpctl
+// configuration file that lists them.
+type ctlCluster struct {
+	net    *netns.Net
+	m1, m2 *netns.Host
+	config string
+}
+
+// startCluster starts the two masters of ctlSubnet (vipdArgs go to both vipd) and writes
+// the hacpctl configuration: the admin certificate, m1's etcd client certificate and URL,
+// and every program's TLS status address.
+func startCluster(t *testing.T, vipdArgs ...string) *ctlCluster {
+	t.Helper()
+	n := netns.New(t, "hctl-", ctlSubnet)
+	m1, m2 := n.AddHost("m1", 1), n.AddHost("m2", 2)
+	masters := []*netns.Host{m1, m2}
+	b, err := certs.Ensure(t.TempDir(), certs.Options{Hosts: []string{m1.Addr.String(), m2.Addr.String(), ctlVIP, "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data1 := startMaster(t, m1, masters, b, 101, vipdArgs...)
+	startMaster(t, m2, masters, b, 100, vipdArgs...)
+
+	cfg := fmt.Sprintf("ca-file: %s\ncert-file: %s\nkey-file: %s\n", b.CACert, b.AdminCert, b.AdminKey)
+	cfg += fmt.Sprintf("etcd-ca-file: %s\netcd-cert-file: %s\netcd-key-file: %s\ntimeout: 2s\nmasters:\n",
+		filepath.Join(data1, "pki", certs.EtcdCACertFile), filepath.Join(data1, "pki", certs.EtcdClientCertFile), filepath.Join(data1, "pki", certs.EtcdClientKeyFile))
+	for _, m := range masters {
+		cfg += fmt.Sprintf("  - name: %s\n    apiserver: https://%s:6443\n    vipd: https://%s:9902\n    lbproxy: https://%s:9444\n", m.Name, m.Addr, m.Addr, m.Addr)
+		if m == m1 {
+			cfg += "    etcd: https://127.0.0.1:2379\n"
+		}
+	}
+	file := filepath.Join(t.TempDir(), "hacpctl.yaml")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &ctlCluster{net: n, m1: m1, m2: m2, config: file}
 }
 
 // hacpctl runs this test binary as hacpctl inside h.
@@ -97,29 +136,8 @@ func hacpctl(t *testing.T, h *netns.Host, args ...string) (stdout, stderr string
 // etcd member, lbproxy, vipd in network namespaces): healthy, exit 0, m1 holds the VIP; then
 // m2's processes are stopped and killed, and it exits 1 naming m2.
 func TestStatusOnMasters(t *testing.T) {
-	n := netns.New(t, "hctl-", ctlSubnet)
-	m1, m2 := n.AddHost("m1", 1), n.AddHost("m2", 2)
-	masters := []*netns.Host{m1, m2}
-	b, err := certs.Ensure(t.TempDir(), certs.Options{Hosts: []string{m1.Addr.String(), m2.Addr.String(), ctlVIP, "127.0.0.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data1 := startMaster(t, m1, masters, b, 101)
-	startMaster(t, m2, masters, b, 100)
-
-	cfg := fmt.Sprintf("ca-file: %s\ncert-file: %s\nkey-file: %s\n", b.CACert, b.AdminCert, b.AdminKey)
-	cfg += fmt.Sprintf("etcd-ca-file: %s\netcd-cert-file: %s\netcd-key-file: %s\ntimeout: 2s\nmasters:\n",
-		filepath.Join(data1, "pki", certs.EtcdCACertFile), filepath.Join(data1, "pki", certs.EtcdClientCertFile), filepath.Join(data1, "pki", certs.EtcdClientKeyFile))
-	for _, m := range masters {
-		cfg += fmt.Sprintf("  - name: %s\n    apiserver: https://%s:6443\n    vipd: https://%s:9902\n    lbproxy: https://%s:9444\n", m.Name, m.Addr, m.Addr, m.Addr)
-		if m == m1 {
-			cfg += "    etcd: https://127.0.0.1:2379\n"
-		}
-	}
-	file := filepath.Join(t.TempDir(), "hacpctl.yaml")
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c := startCluster(t)
+	m1, m2, file := c.m1, c.m2, c.config
 
 	var stdout, stderr string
 	var code int
