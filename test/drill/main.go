@@ -79,7 +79,7 @@ func run() int {
 	var scenarios, stacks string
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of scenarios to run: "+strings.Join(allScenarios, ", "))
 	flag.StringVar(&stacks, "stacks", strings.Join(allStacks, ","), "comma-separated `list` of stacks: "+strings.Join(allStacks, ", ")+" (or hacp, guide, tuned)")
-	flag.StringVar(&o.out, "out", "_output/drill", "`directory` for report.json, report.md, timeline.png and events/")
+	flag.StringVar(&o.out, "out", "_output/drill", "`directory` for report.json, report.md, timeline.png, events/ and logs/ (every program's log, the last 2 MiB)")
 	flag.DurationVar(&o.advert, "advert-interval", 100*time.Millisecond, "VRRP advert interval of hacp's vipd and of the tuned anchor")
 	flag.BoolVar(&o.quick, "quick", false, "shorter recording windows (about half the run time)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "`directory` holding apiserver, vipd and lbproxy (make build); built into a temp dir when missing")
@@ -94,7 +94,7 @@ func run() int {
 	flag.BoolVar(&o.proxyPaths, "proxy-paths", true, "with --control-plane: before the faults, use every proxy subresource (pods/log -f, exec, exec -i, attach, portforward, pods/proxy, nodes/proxy, services/proxy, to kwok's node server on the client) and an aggregated API (sample-apiserver on the client, registered by an APIService) through the VIP with kubectl, and during the scenarios watch and create its flunders through the VIP (issue 22); a failed path fails the drill")
 	var vipdArgs string
 	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
-	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (configs, data, whole logs) instead of deleting it")
 	flag.Parse()
 	o.vipdArgs = strings.Fields(vipdArgs)
 	var err error
@@ -163,6 +163,10 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		return 1, err
 	}
 	defer func() {
+		// After the hosts' teardown (deferred later, so run first): every log is complete.
+		if err := keepLogs(d.dir, d.opts.out, d.clk.epoch); err != nil {
+			d.progress("keeping the logs: %v", err)
+		}
 		if d.opts.keep {
 			d.progress("kept %s", d.dir)
 			return
@@ -449,7 +453,7 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		"`writes_lost` acknowledged writes whose effect is missing when read back from m2 (a created object, an update's or patch's value, a deleted object gone); `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
 		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
 		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +
-		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")
+		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started); every program's log: logs/ (logs/clock.txt: when the drill started).\n\n")
 	if d.opts.proxyPaths {
 		h.WriteString("Issue 22 (`--proxy-paths`, the stacks that run the control plane): before the faults, kubectl in the client's namespace uses every proxy subresource through the VIP (kwok's node server on the client at " + d.client.Addr.String() + ":" + fmt.Sprint(kubeletPort) + " plays the kubelets; an HTTP server there is the pod and Service backend) and an aggregated API (k8s.io/sample-apiserver on the client with its own etcd, registered by an APIService): see the proxy-path table. " +
 			"During every scenario a second writer creates a flunder through the VIP every 100 ms (new connection each, 1 s timeout) and a client-go dynamic informer (HTTP/2) watches flunders through the VIP: `flunder_watch_gap_s` is `watch_gap_s` for it, `flunders_unseen` the acknowledged flunders the informer had not reported 30 s after recording ended.\n\n")
