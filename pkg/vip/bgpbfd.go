@@ -2,6 +2,7 @@ package vip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -45,10 +46,22 @@ func (b *bgpRunner) startBFD() error {
 // 17337): one needless flap at every start. A BFD session that only starts once BGP is
 // up avoids that. The sessions outlive run's context: they stop in stopBFD, after the BGP
 // sessions have closed, so that a SIGTERM's withdrawals are never raced by an AdminDown.
+//
+// A session that went down while the BFD session is Up is opened again at once (see
+// reconnect).
 func (b *bgpRunner) bgpSessionChanged(peer netip.Addr, established bool) {
-	if b.bfd == nil || !established {
+	if b.bfd == nil {
 		return
 	}
+	if !established {
+		if s := b.bfd.Session(peer); s != nil && s.Status().StateValue == bfd.Up {
+			go b.reconnect(peer)
+		}
+		return
+	}
+	b.mu.Lock()
+	delete(b.reconnected, peer)
+	b.mu.Unlock()
 	for _, p := range b.r.Speaker.Peers {
 		if p.Addr != peer || b.bfd.Session(peer) != nil {
 			continue
@@ -77,8 +90,14 @@ func (b *bgpRunner) stopBFD() {
 //     down for that Down for the same reason (FRR issue 17337). A peer that signals Down
 //     for a real failure tears its BGP session down itself; our own detection timeout
 //     always resets.
+//
+// A session that comes Up opens the peer's BGP session again at once if it is down.
 func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	peer, diag := c.Peer, c.Diag
+	if c.To == bfd.Up {
+		go b.reconnect(peer)
+		return
+	}
 	if c.From != bfd.Up || c.To == bfd.AdminDown {
 		return
 	}
@@ -97,6 +116,39 @@ func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	b.d.log.Warn("BFD session down: resetting the BGP session", "peer", peer.String(), "diagnostic", diag.String())
 	if err := spk.ResetPeer(ctx, peer, "BFD down: "+diag.String()); err != nil {
 		b.d.log.Warn("cannot reset the BGP session after BFD went down", "peer", peer.String(), "err", err.Error())
+	}
+}
+
+// reconnect opens the BGP session with peer now, if it is down, because its BFD session
+// is Up: the path works. Without this a session the router's bgpd closed for a BFD Down
+// (a false one under CPU load: the BFD session is back Up within milliseconds) stayed
+// down 6-7 s, GoBGP's idle hold after a NOTIFICATION (5 s) and its wait before the first
+// attempt (1-2 s), and one vipd reset itself 2-3 s; FRR's bgpd starts a session at once
+// when its BFD session comes Up, and refused connections are all it gets from vipd. Once
+// per down period: a peer that keeps refusing the session gets GoBGP's usual retries.
+func (b *bgpRunner) reconnect(peer netip.Addr) {
+	b.mu.Lock()
+	spk := b.spk
+	if spk == nil || b.reconnected[peer] {
+		b.mu.Unlock()
+		return
+	}
+	b.reconnected[peer] = true
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	replaced, err := spk.Reconnect(ctx, peer)
+	switch {
+	case err != nil:
+		if !errors.Is(err, bgp.ErrStopped) {
+			b.d.log.Error("cannot open the BGP session again after BFD came up", "peer", peer.String(), "err", err.Error())
+		}
+	case replaced:
+		b.d.log.Info("BFD session up and BGP session down: opening the BGP session now", "peer", peer.String())
+	default: // established or being opened: a later drop may reconnect again
+		b.mu.Lock()
+		delete(b.reconnected, peer)
+		b.mu.Unlock()
 	}
 }
 

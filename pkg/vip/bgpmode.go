@@ -41,6 +41,9 @@ type bgpRunner struct {
 	reason    string // why not announced
 	since     time.Time
 	lastErr   string
+	// reconnected: peers whose BGP session reconnect replaced since it was last
+	// established (--bfd).
+	reconnected map[netip.Addr]bool
 }
 
 // BGPStatus is the BGP mode's part of /status.
@@ -98,6 +101,7 @@ func newBGPRunner(d *Daemon, cfg *Config) (*bgpRunner, error) {
 	}
 	if r.BFD != nil {
 		b.r.Speaker.OnSessionChange = b.bgpSessionChanged
+		b.reconnected = map[netip.Addr]bool{}
 		b.bfd = bfd.NewEndpoint(d.log, b.bfdChanged)
 		d.metrics.reg.MustRegister(bfdCollector{b})
 	}
