@@ -278,16 +278,16 @@ func (s *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, reason string)
 	return nil
 }
 
-// Reconnect opens the session with addr now if it is down (idle, or waiting to connect
-// again), rather than when GoBGP would: after a session went down GoBGP stays idle 5 s
-// (1 s after ResetPeer), then waits 1-2 s before its first attempt and ConnectRetry (plus
-// as much again at random) after every failed one. It does so by replacing the peer with
-// a new one of the same configuration, which starts without idle hold and tries within
-// 1-2 s. This is what a BFD session that came back Up asks of BGP: the path works again
-// (FRR's bgpd likewise starts a peer's session at once when its BFD session comes Up). A
-// session that is established or being opened is left alone. It reports whether it
-// replaced the peer.
-func (s *Speaker) Reconnect(ctx context.Context, addr netip.Addr) (bool, error) {
+// Reconnect opens the session with addr now if it is idle (or, with evenActive, also if it
+// is active: waiting to connect), rather than when GoBGP would: after a session went down
+// GoBGP stays idle 5 s (1 s after ResetPeer), then waits 1-2 s before its first attempt and
+// ConnectRetry (plus as much again at random) after every failed one. It replaces the peer
+// with a new one of the same configuration, which is active at once: it accepts the peer's
+// connection (if the speaker listens) and tries itself within 1-2 s. What a BFD session
+// asks of BGP when the path works again (FRR's bgpd opens a session at once when its BFD
+// session comes Up). A session that is established or being opened is left alone. It
+// reports whether it replaced the peer.
+func (s *Speaker) Reconnect(ctx context.Context, addr netip.Addr, evenActive bool) (bool, error) {
 	addr = addr.Unmap()
 	i := slices.IndexFunc(s.cfg.Peers, func(p Peer) bool { return p.Addr == addr })
 	if i < 0 {
@@ -308,7 +308,7 @@ func (s *Speaker) Reconnect(ctx context.Context, addr netip.Addr) (bool, error) 
 	if err != nil || !found {
 		return false, fmt.Errorf("bgp: reconnect %s: no such peer in GoBGP: %v", addr, err)
 	}
-	if state != api.PeerState_IDLE && state != api.PeerState_ACTIVE {
+	if state != api.PeerState_IDLE && (!evenActive || state != api.PeerState_ACTIVE) {
 		return false, nil
 	}
 	if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {

@@ -172,10 +172,11 @@ func startPeer(t *testing.T, port int) *server.BgpServer {
 	return srv
 }
 
-// TestReconnect: a session whose attempts were refused, which GoBGP would next try
-// an hour later (ConnectRetry), comes up as soon as Reconnect is called once the peer
-// listens; an established session is left alone; a session the peer closed comes back
-// with Reconnect, the flap still counted.
+// TestReconnect: a session whose attempt was refused, which GoBGP would next try an hour
+// later (ConnectRetry), is left alone by Reconnect without evenActive and comes up as soon
+// as Reconnect with evenActive is called once the peer listens; an established session is
+// left alone; a session the peer closed (idle) comes back with Reconnect, the flap still
+// counted.
 func TestReconnect(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -202,13 +203,16 @@ func TestReconnect(t *testing.T) {
 		return strings.Contains(peerState(t, s).LastError, "connection refused")
 	})
 	router := startPeer(t, port)
-	if replaced, err := s.Reconnect(ctx, peer); err != nil || !replaced {
+	if replaced, err := s.Reconnect(ctx, peer, false); err != nil || replaced {
+		t.Fatalf("Reconnect of an active session without evenActive = %v, %v; want it left alone", replaced, err)
+	}
+	if replaced, err := s.Reconnect(ctx, peer, true); err != nil || !replaced {
 		t.Fatalf("Reconnect of a session waiting to retry = %v, %v; want it replaced", replaced, err)
 	}
 	waitFor(t, "the session established after Reconnect", func() bool { return peerState(t, s).Established() })
 	waitFor(t, "the route sent on the new session", func() bool { return peerState(t, s).PrefixesSent == 1 })
 
-	if replaced, err := s.Reconnect(ctx, peer); err != nil || replaced {
+	if replaced, err := s.Reconnect(ctx, peer, true); err != nil || replaced {
 		t.Fatalf("Reconnect of an established session = %v, %v; want it left alone", replaced, err)
 	}
 	if st := peerState(t, s); !st.Established() || st.Flaps != 0 {
@@ -219,14 +223,15 @@ func TestReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the session closed by the peer", func() bool { return !peerState(t, s).Established() })
-	if replaced, err := s.Reconnect(ctx, peer); err != nil || !replaced {
+	// Idle now (GoBGP's 5 s idle hold): replaced even without evenActive.
+	if replaced, err := s.Reconnect(ctx, peer, false); err != nil || !replaced {
 		t.Fatalf("Reconnect of a session the peer closed = %v, %v; want it replaced", replaced, err)
 	}
 	waitFor(t, "the session established again", func() bool { return peerState(t, s).Established() })
 	if st := peerState(t, s); st.Flaps != 1 {
 		t.Errorf("flaps after the peer closed the session once = %d, want 1", st.Flaps)
 	}
-	if _, err := s.Reconnect(ctx, netip.MustParseAddr("127.0.0.2")); err == nil {
+	if _, err := s.Reconnect(ctx, netip.MustParseAddr("127.0.0.2"), true); err == nil {
 		t.Error("Reconnect of an address that is not a peer succeeded")
 	}
 }

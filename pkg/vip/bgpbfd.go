@@ -47,15 +47,14 @@ func (b *bgpRunner) startBFD() error {
 // up avoids that. The sessions outlive run's context: they stop in stopBFD, after the BGP
 // sessions have closed, so that a SIGTERM's withdrawals are never raced by an AdminDown.
 //
-// A session that went down while the BFD session is Up is opened again at once (see
-// reconnect).
+// A session that goes down once BFD runs is opened again at once (see reconnect).
 func (b *bgpRunner) bgpSessionChanged(peer netip.Addr, established bool) {
 	if b.bfd == nil {
 		return
 	}
 	if !established {
-		if s := b.bfd.Session(peer); s != nil && s.Status().StateValue == bfd.Up {
-			go b.reconnect(peer)
+		if b.bfd.Session(peer) != nil { // it was established before
+			go b.reconnect(peer, reconnectDown)
 		}
 		return
 	}
@@ -95,7 +94,7 @@ func (b *bgpRunner) stopBFD() {
 func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	peer, diag := c.Peer, c.Diag
 	if c.To == bfd.Up {
-		go b.reconnect(peer)
+		go b.reconnect(peer, reconnectBFDUp)
 		return
 	}
 	if c.From != bfd.Up || c.To == bfd.AdminDown {
@@ -119,36 +118,43 @@ func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	}
 }
 
-// reconnect opens the BGP session with peer now, if it is down, because its BFD session
-// is Up: the path works. Without this a session the router's bgpd closed for a BFD Down
-// (a false one under CPU load: the BFD session is back Up within milliseconds) stayed
-// down 6-7 s, GoBGP's idle hold after a NOTIFICATION (5 s) and its wait before the first
-// attempt (1-2 s), and one vipd reset itself 2-3 s; FRR's bgpd starts a session at once
-// when its BFD session comes Up, and refused connections are all it gets from vipd. Once
-// per down period: a peer that keeps refusing the session gets GoBGP's usual retries.
-func (b *bgpRunner) reconnect(peer netip.Addr) {
+// The moments reconnect acts on, each once until the session is established again.
+const (
+	reconnectDown  = 1 << iota // the BGP session went down
+	reconnectBFDUp             // the BFD session came Up
+)
+
+// reconnect opens the BGP session with peer again at once rather than after GoBGP's idle
+// hold (5 s after a NOTIFICATION, 1 s after vipd's own reset) and its 1-2 s wait before
+// the first attempt. A false BFD Down (the router or this host starved of CPU for 0.3 s)
+// made the router's bgpd close the session (Cease/BFD Down) while BFD was Up again within
+// milliseconds; the route then stayed away 2-7 s. when says why now: when the session
+// goes down, so that it is active, and with --bgp-listen-port accepts the router's
+// connection (FRR's bgpd connects as soon as its BFD session comes Up); when the BFD
+// session comes Up, so that it is tried now, unless the speaker listens and the session is
+// active already, ready for the router's connection. Each once per down period: a peer
+// that keeps closing the session gets GoBGP's usual idle hold and retries after that.
+func (b *bgpRunner) reconnect(peer netip.Addr, when int) {
 	b.mu.Lock()
 	spk := b.spk
-	if spk == nil || b.reconnected[peer] {
+	if spk == nil || b.reconnected[peer]&when != 0 {
 		b.mu.Unlock()
 		return
 	}
-	b.reconnected[peer] = true
+	b.reconnected[peer] |= when
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	replaced, err := spk.Reconnect(ctx, peer)
+	evenActive := when == reconnectBFDUp && b.r.Speaker.ListenPort == 0
+	replaced, err := spk.Reconnect(ctx, peer, evenActive)
 	switch {
 	case err != nil:
 		if !errors.Is(err, bgp.ErrStopped) {
-			b.d.log.Error("cannot open the BGP session again after BFD came up", "peer", peer.String(), "err", err.Error())
+			b.d.log.Error("cannot open the BGP session again", "peer", peer.String(), "err", err.Error())
 		}
 	case replaced:
-		b.d.log.Info("BFD session up and BGP session down: opening the BGP session now", "peer", peer.String())
-	default: // established or being opened: a later drop may reconnect again
-		b.mu.Lock()
-		delete(b.reconnected, peer)
-		b.mu.Unlock()
+		why := map[int]string{reconnectDown: "BGP session down", reconnectBFDUp: "BFD session up"}[when]
+		b.d.log.Info(why+": opening the BGP session again now", "peer", peer.String())
 	}
 }
 
