@@ -151,7 +151,10 @@ func (c *cluster) vipdBGPArgs() []string {
 		"--check-ca-file", c.d.bundle.CACert,
 	}
 	if c.spec.BFDInterval > 0 {
-		args = append(args, "--bfd", "--bfd-interval", c.spec.BFDInterval.String(), "--bfd-multiplier", strconv.Itoa(c.spec.BFDMultiplier))
+		args = append(args, "--bfd", "--bfd-interval", c.spec.BFDInterval.String(), "--bfd-multiplier", strconv.Itoa(c.spec.BFDMultiplier),
+			// The router's bgpd connects as soon as its BFD session comes Up again; a
+			// vipd that listens takes that connection at once (docs/vipd.md, BFD).
+			"--bgp-listen-port", "179")
 	}
 	return args
 }
