@@ -56,3 +56,25 @@ func TestKeepLogs(t *testing.T) {
 		t.Errorf("clock.txt = %q", clock)
 	}
 }
+
+func TestParseBGPStall(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bgpStall
+		ok   bool
+	}{
+		{"", bgpStall{}, true},
+		{"vipd:400ms", bgpStall{"vipd", 400 * time.Millisecond}, true},
+		{"bfdd:500ms", bgpStall{"bfdd", 500 * time.Millisecond}, true},
+		{"bgpd:1s", bgpStall{}, false},
+		{"vipd", bgpStall{}, false},
+		{"vipd:0s", bgpStall{}, false},
+		{"vipd:11s", bgpStall{}, false},
+		{"vipd:soon", bgpStall{}, false},
+	} {
+		got, err := parseBGPStall(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseBGPStall(%q) = %+v, %v", tc.in, got, err)
+		}
+	}
+}

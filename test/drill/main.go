@@ -42,6 +42,7 @@ type options struct {
 	shutdownDelay time.Duration
 	pin           bool
 	bgpBFD        bool
+	bgpStall      bgpStall
 	connSync      bool
 	controlPlane  bool
 	proxyPaths    bool
@@ -92,12 +93,18 @@ func run() int {
 	flag.BoolVar(&o.bgpBFD, "bgp-bfd", true, "hacp-bgp: BFD (100ms x 3) between every vipd and the router's FRR bfdd, so a crashed master's route goes in 0.3 s instead of the hold timer's 9 s (false runs the stack as before BFD, to compare)")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
 	flag.BoolVar(&o.proxyPaths, "proxy-paths", true, "with --control-plane: before the faults, use every proxy subresource (pods/log -f, exec, exec -i, attach, portforward, pods/proxy, nodes/proxy, services/proxy, to kwok's node server on the client) and an aggregated API (sample-apiserver on the client, registered by an APIService) through the VIP with kubectl, and during the scenarios watch and create its flunders through the VIP (issue 22); a failed path fails the drill")
+	var stall string
+	flag.StringVar(&stall, "bgp-stall", "", "hacp-bgp kill-master: `who:duration`, vipd:400ms or bfdd:500ms: 1 s after the crash, SIGSTOP m2's and m3's vipd, or the router's bfdd, for that long, which BFD at 100ms x 3 takes for a failure (a false BFD Down, as a host starved of CPU causes)")
 	var vipdArgs string
 	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (configs, data, whole logs) instead of deleting it")
 	flag.Parse()
 	o.vipdArgs = strings.Fields(vipdArgs)
 	var err error
+	if o.bgpStall, err = parseBGPStall(stall); err != nil {
+		fmt.Fprintf(os.Stderr, "drill: --bgp-stall: %v\n", err)
+		return 2
+	}
 	if o.scenarios, err = parseList(scenarios, allScenarios, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "drill: --scenarios: %v\n", err)
 		return 2
@@ -442,6 +449,9 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 	fmt.Fprintf(&h, "\netcd (every stack): embedded 3-member cluster, heartbeat %v, election timeout %v (tuned for masters on one LAN; etcd's defaults are 100ms / 1s).\n", d.opts.etcdHeartbeat, d.opts.etcdElection)
 	if len(d.opts.vipdArgs) > 0 {
 		fmt.Fprintf(&h, "\nvipd (hacp): extra flags %q.\n", strings.Join(d.opts.vipdArgs, " "))
+	}
+	if st := d.opts.bgpStall; st.who != "" {
+		fmt.Fprintf(&h, "\nhacp-bgp kill-master (--bgp-stall): %v after the crash, %s stopped for %v (a false BFD Down).\n", stallDelay, map[string]string{"vipd": "m2's and m3's vipd", "bfdd": "the router's bfdd"}[st.who], st.dur)
 	}
 	if d.opts.shutdownDelay > 0 {
 		fmt.Fprintf(&h, "\napiserver (every stack): --shutdown-delay %v.\n", d.opts.shutdownDelay)
