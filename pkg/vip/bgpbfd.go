@@ -155,6 +155,10 @@ func (b *bgpRunner) reconnect(peer netip.Addr, when int) {
 	case replaced:
 		why := map[int]string{reconnectDown: "BGP session down", reconnectBFDUp: "BFD session up"}[when]
 		b.d.log.Info(why+": opening the BGP session again now", "peer", peer.String())
+	default: // established, being opened, or active and listening: this moment may come again
+		b.mu.Lock()
+		b.reconnected[peer] &^= when
+		b.mu.Unlock()
 	}
 }
 
