@@ -77,6 +77,9 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ErrStopped is returned by the calls that change a speaker after Stop.
+var ErrStopped = errors.New("bgp: speaker stopped")
+
 // Speaker is a running BGP speaker. Its methods are safe for concurrent use.
 type Speaker struct {
 	cfg Config
@@ -88,6 +91,8 @@ type Speaker struct {
 	announced map[netip.Prefix]bool
 	uuids     map[netip.Prefix][]byte
 	stopped   bool
+	// flaps counts, by peer address, the flaps of the peers Reconnect replaced.
+	flaps map[string]uint32
 }
 
 // Start starts the speaker and configures its peers; GoBGP then opens the sessions and
@@ -103,7 +108,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Speaker, error) 
 	gl := &logger{log: log.With("component", "gobgp"), as: cfg.AS, routerID: cfg.RouterID, errs: map[string]string{}}
 	srv := server.NewBgpServer(server.LoggerOption(gl))
 	go srv.Serve()
-	s := &Speaker{cfg: cfg, log: log, srv: srv, gl: gl, announced: map[netip.Prefix]bool{}, uuids: map[netip.Prefix][]byte{}}
+	s := &Speaker{cfg: cfg, log: log, srv: srv, gl: gl, announced: map[netip.Prefix]bool{}, uuids: map[netip.Prefix][]byte{}, flaps: map[string]uint32{}}
 	port := int32(-1) // GoBGP: do not listen
 	if cfg.ListenPort != 0 {
 		port = int32(cfg.ListenPort)
@@ -210,7 +215,7 @@ func (s *Speaker) Announce(ctx context.Context, ps ...netip.Prefix) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return errors.New("bgp: speaker stopped")
+		return ErrStopped
 	}
 	var errs []error
 	for _, p := range ps {
@@ -265,12 +270,57 @@ func (s *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, reason string)
 	stopped := s.stopped
 	s.mu.Unlock()
 	if stopped {
-		return errors.New("bgp: speaker stopped") // GoBGP's calls would wait for ever
+		return ErrStopped // GoBGP's calls would wait for ever
 	}
 	if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: reason}); err != nil {
 		return fmt.Errorf("bgp: reset session with %s: %w", addr, err)
 	}
 	return nil
+}
+
+// Reconnect opens the session with addr now if it is idle (or, with evenActive, also if it
+// is active: waiting to connect), rather than when GoBGP would: after a session went down
+// GoBGP stays idle 5 s (1 s after ResetPeer), then waits 1-2 s before its first attempt and
+// ConnectRetry (plus as much again at random) after every failed one. It replaces the peer
+// with a new one of the same configuration, which is active at once: it accepts the peer's
+// connection (if the speaker listens) and tries itself within 1-2 s. What a BFD session
+// asks of BGP when the path works again (FRR's bgpd opens a session at once when its BFD
+// session comes Up). A session that is established or being opened is left alone. It
+// reports whether it replaced the peer.
+func (s *Speaker) Reconnect(ctx context.Context, addr netip.Addr, evenActive bool) (bool, error) {
+	addr = addr.Unmap()
+	i := slices.IndexFunc(s.cfg.Peers, func(p Peer) bool { return p.Addr == addr })
+	if i < 0 {
+		return false, fmt.Errorf("bgp: reconnect: %s is not a configured peer", addr)
+	}
+	// Held throughout, so that Stop and other calls never see the peer missing.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false, ErrStopped
+	}
+	var state api.PeerState_SessionState
+	var flaps uint32
+	found := false
+	err := s.srv.ListPeer(ctx, &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) {
+		state, flaps, found = p.GetState().GetSessionState(), p.GetState().GetFlops(), true
+	})
+	if err != nil || !found {
+		return false, fmt.Errorf("bgp: reconnect %s: no such peer in GoBGP: %v", addr, err)
+	}
+	if state != api.PeerState_IDLE && (!evenActive || state != api.PeerState_ACTIVE) {
+		return false, nil
+	}
+	if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: addr.String()}); err != nil {
+		return false, fmt.Errorf("bgp: reconnect %s: remove the peer: %w", addr, err)
+	}
+	s.flaps[addr.String()] += flaps
+	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: s.apiPeer(s.cfg.Peers[i])}); err != nil {
+		// The configuration was accepted at Start; should GoBGP refuse it now, the
+		// session is gone until vipd restarts, which the caller must make loud.
+		return false, fmt.Errorf("bgp: reconnect %s: add the peer again: %w", addr, err)
+	}
+	return true, nil
 }
 
 // Announced returns the prefixes currently announced, sorted.
@@ -316,6 +366,9 @@ func (p PeerStatus) Established() bool { return p.State == "established" }
 // Peers returns every neighbour's session state, in configuration order.
 func (s *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 	var out []PeerStatus
+	// Under s.mu: never between Reconnect's removal of a peer and its return.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := s.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
 		st := p.GetState()
 		ps := PeerStatus{
@@ -347,6 +400,9 @@ func (s *Speaker) Peers(ctx context.Context) ([]PeerStatus, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bgp: list peers: %w", err)
+	}
+	for i := range out {
+		out[i].Flaps += s.flaps[out[i].Address]
 	}
 	order := map[string]int{}
 	for i, p := range s.cfg.Peers {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
 )
 
 // rib returns the prefixes of one family in the speaker's own RIB, with the next hop and
@@ -116,5 +119,119 @@ func TestAnnounceWithdraw(t *testing.T) {
 	}
 	if err := s.Announce(ctx, v4); err == nil {
 		t.Error("Announce after Stop succeeded")
+	}
+}
+
+// waitFor polls cond until it holds or a minute has passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// peerState returns the speaker's only peer's status.
+func peerState(t *testing.T, s *Speaker) PeerStatus {
+	t.Helper()
+	ps, err := s.Peers(context.Background())
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("Peers = %v, %v", ps, err)
+	}
+	return ps[0]
+}
+
+// startPeer runs a GoBGP server on 127.0.0.1:port that accepts a session from the speaker
+// (AS 65100 on 127.0.0.1) and opens none itself, as a router does for vipd.
+func startPeer(t *testing.T, port int) *server.BgpServer {
+	t.Helper()
+	quiet := &logger{log: slog.New(slog.NewTextHandler(io.Discard, nil)), errs: map[string]string{}}
+	srv := server.NewBgpServer(server.LoggerOption(quiet))
+	go srv.Serve()
+	ctx := context.Background()
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: 65000, RouterId: "10.77.41.1", ListenPort: int32(port), ListenAddresses: []string{"127.0.0.1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.StopBgp(context.Background(), &api.StopBgpRequest{})
+		srv.Stop()
+	})
+	if err := srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
+		Conf:      &api.PeerConf{NeighborAddress: "127.0.0.1", PeerAsn: 65100},
+		Transport: &api.Transport{PassiveMode: true},
+		// Back to accepting sessions 1 s after it resets one, not GoBGP's 30 s.
+		Timers: &api.Timers{Config: &api.TimersConfig{IdleHoldTimeAfterReset: 1}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// TestReconnect: a session whose attempt was refused, which GoBGP would next try an hour
+// later (ConnectRetry), is left alone by Reconnect without evenActive and comes up as soon
+// as Reconnect with evenActive is called once the peer listens; an established session is
+// left alone; a session the peer closed (idle) comes back with Reconnect, the flap still
+// counted.
+func TestReconnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens: the speaker's first attempt is refused
+	peer := netip.MustParseAddr("127.0.0.1")
+	cfg := Config{
+		AS: 65100, RouterID: netip.MustParseAddr("10.77.41.11"),
+		Peers:        []Peer{{Addr: peer, AS: 65000, Port: uint16(port), HoldTime: 9 * time.Second, Keepalive: 3 * time.Second}},
+		ConnectRetry: time.Hour,
+	}
+	ctx := context.Background()
+	s, err := Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background(), 0, nil) })
+	if err := s.Announce(ctx, HostRoute(netip.MustParseAddr("10.77.45.100"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first attempt refused", func() bool {
+		return strings.Contains(peerState(t, s).LastError, "connection refused")
+	})
+	router := startPeer(t, port)
+	if replaced, err := s.Reconnect(ctx, peer, false); err != nil || replaced {
+		t.Fatalf("Reconnect of an active session without evenActive = %v, %v; want it left alone", replaced, err)
+	}
+	if replaced, err := s.Reconnect(ctx, peer, true); err != nil || !replaced {
+		t.Fatalf("Reconnect of a session waiting to retry = %v, %v; want it replaced", replaced, err)
+	}
+	waitFor(t, "the session established after Reconnect", func() bool { return peerState(t, s).Established() })
+	waitFor(t, "the route sent on the new session", func() bool { return peerState(t, s).PrefixesSent == 1 })
+
+	if replaced, err := s.Reconnect(ctx, peer, true); err != nil || replaced {
+		t.Fatalf("Reconnect of an established session = %v, %v; want it left alone", replaced, err)
+	}
+	if st := peerState(t, s); !st.Established() || st.Flaps != 0 {
+		t.Fatalf("after Reconnect of an established session: %+v", st)
+	}
+
+	if err := router.ResetPeer(ctx, &api.ResetPeerRequest{Address: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session closed by the peer", func() bool { return !peerState(t, s).Established() })
+	// Idle now (GoBGP's 5 s idle hold): replaced even without evenActive.
+	if replaced, err := s.Reconnect(ctx, peer, false); err != nil || !replaced {
+		t.Fatalf("Reconnect of a session the peer closed = %v, %v; want it replaced", replaced, err)
+	}
+	waitFor(t, "the session established again", func() bool { return peerState(t, s).Established() })
+	if st := peerState(t, s); st.Flaps != 1 {
+		t.Errorf("flaps after the peer closed the session once = %d, want 1", st.Flaps)
+	}
+	if _, err := s.Reconnect(ctx, netip.MustParseAddr("127.0.0.2"), true); err == nil {
+		t.Error("Reconnect of an address that is not a peer succeeded")
 	}
 }

@@ -2,6 +2,7 @@ package vip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -45,10 +46,21 @@ func (b *bgpRunner) startBFD() error {
 // 17337): one needless flap at every start. A BFD session that only starts once BGP is
 // up avoids that. The sessions outlive run's context: they stop in stopBFD, after the BGP
 // sessions have closed, so that a SIGTERM's withdrawals are never raced by an AdminDown.
+//
+// A session that goes down once BFD runs is opened again at once (see reconnect).
 func (b *bgpRunner) bgpSessionChanged(peer netip.Addr, established bool) {
-	if b.bfd == nil || !established {
+	if b.bfd == nil {
 		return
 	}
+	if !established {
+		if b.bfd.Session(peer) != nil { // it was established before
+			go b.reconnect(peer, reconnectDown)
+		}
+		return
+	}
+	b.mu.Lock()
+	delete(b.reconnected, peer)
+	b.mu.Unlock()
 	for _, p := range b.r.Speaker.Peers {
 		if p.Addr != peer || b.bfd.Session(peer) != nil {
 			continue
@@ -77,8 +89,14 @@ func (b *bgpRunner) stopBFD() {
 //     down for that Down for the same reason (FRR issue 17337). A peer that signals Down
 //     for a real failure tears its BGP session down itself; our own detection timeout
 //     always resets.
+//
+// A session that comes Up opens the peer's BGP session again at once if it is down.
 func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	peer, diag := c.Peer, c.Diag
+	if c.To == bfd.Up {
+		go b.reconnect(peer, reconnectBFDUp)
+		return
+	}
 	if c.From != bfd.Up || c.To == bfd.AdminDown {
 		return
 	}
@@ -97,6 +115,50 @@ func (b *bgpRunner) bfdChanged(c bfd.Change) {
 	b.d.log.Warn("BFD session down: resetting the BGP session", "peer", peer.String(), "diagnostic", diag.String())
 	if err := spk.ResetPeer(ctx, peer, "BFD down: "+diag.String()); err != nil {
 		b.d.log.Warn("cannot reset the BGP session after BFD went down", "peer", peer.String(), "err", err.Error())
+	}
+}
+
+// The moments reconnect acts on, each once until the session is established again.
+const (
+	reconnectDown  = 1 << iota // the BGP session went down
+	reconnectBFDUp             // the BFD session came Up
+)
+
+// reconnect opens the BGP session with peer again at once rather than after GoBGP's idle
+// hold (5 s after a NOTIFICATION, 1 s after vipd's own reset) and its 1-2 s wait before
+// the first attempt. A false BFD Down (the router or this host starved of CPU for 0.3 s)
+// made the router's bgpd close the session (Cease/BFD Down) while BFD was Up again within
+// milliseconds; the route then stayed away 2-7 s. when says why now: when the session
+// goes down, so that it is active, and with --bgp-listen-port accepts the router's
+// connection (FRR's bgpd connects as soon as its BFD session comes Up); when the BFD
+// session comes Up, so that it is tried now, unless the speaker listens and the session is
+// active already, ready for the router's connection. Each once per down period: a peer
+// that keeps closing the session gets GoBGP's usual idle hold and retries after that.
+func (b *bgpRunner) reconnect(peer netip.Addr, when int) {
+	b.mu.Lock()
+	spk := b.spk
+	if spk == nil || b.reconnected[peer]&when != 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.reconnected[peer] |= when
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	evenActive := when == reconnectBFDUp && b.r.Speaker.ListenPort == 0
+	replaced, err := spk.Reconnect(ctx, peer, evenActive)
+	switch {
+	case err != nil:
+		if !errors.Is(err, bgp.ErrStopped) {
+			b.d.log.Error("cannot open the BGP session again", "peer", peer.String(), "err", err.Error())
+		}
+	case replaced:
+		why := map[int]string{reconnectDown: "BGP session down", reconnectBFDUp: "BFD session up"}[when]
+		b.d.log.Info(why+": opening the BGP session again now", "peer", peer.String())
+	default: // established, being opened, or active and listening: this moment may come again
+		b.mu.Lock()
+		b.reconnected[peer] &^= when
+		b.mu.Unlock()
 	}
 }
 

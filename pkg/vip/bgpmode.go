@@ -41,6 +41,9 @@ type bgpRunner struct {
 	reason    string // why not announced
 	since     time.Time
 	lastErr   string
+	// reconnected: by peer, the moments (reconnectDown, reconnectBFDUp) reconnect has
+	// acted on since the BGP session was last established (--bfd).
+	reconnected map[netip.Addr]int
 }
 
 // BGPStatus is the BGP mode's part of /status.
@@ -98,6 +101,7 @@ func newBGPRunner(d *Daemon, cfg *Config) (*bgpRunner, error) {
 	}
 	if r.BFD != nil {
 		b.r.Speaker.OnSessionChange = b.bgpSessionChanged
+		b.reconnected = map[netip.Addr]int{}
 		b.bfd = bfd.NewEndpoint(d.log, b.bfdChanged)
 		d.metrics.reg.MustRegister(bfdCollector{b})
 	}

@@ -60,7 +60,10 @@ func (c *cluster) startFRR() ([]*proc, error) {
 		return nil, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\nlog stdout informational\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", routerAS, routerAddr)
+	// Milliseconds and the session events in the logs (kept in the drill's logs/): enough to
+	// tell afterwards which side took a BFD or BGP session down, and when.
+	const frrLog = "log stdout debugging\nlog timestamp precision 3\n"
+	fmt.Fprintf(&b, "frr defaults datacenter\nhostname router\n%sdebug bgp neighbor-events\ndebug bgp bfd\nrouter bgp %d\n bgp router-id %s\n no bgp ebgp-requires-policy\n", frrLog, routerAS, routerAddr)
 	bfd := c.spec.BFDInterval > 0
 	for _, m := range c.d.masters {
 		fmt.Fprintf(&b, " neighbor %s remote-as %d\n", m.Addr, mastersAS)
@@ -69,18 +72,18 @@ func (c *cluster) startFRR() ([]*proc, error) {
 		}
 	}
 	b.WriteString(" address-family ipv4 unicast\n  maximum-paths 8\n exit-address-family\n")
-	files := map[string]string{"zebra.conf": "hostname router\n", "bgpd.conf": b.String()}
+	files := map[string]string{"zebra.conf": "hostname router\n" + frrLog, "bgpd.conf": b.String()}
 	if bfd {
 		ms := c.spec.BFDInterval.Milliseconds()
-		files["bfdd.conf"] = fmt.Sprintf("hostname router\nlog stdout informational\nbfd\n profile hacp\n  transmit-interval %d\n  receive-interval %d\n  detect-multiplier %d\n !\n!\n",
-			ms, ms, c.spec.BFDMultiplier)
+		files["bfdd.conf"] = fmt.Sprintf("hostname router\n%sdebug bfd peer\nbfd\n profile hacp\n  transmit-interval %d\n  receive-interval %d\n  detect-multiplier %d\n !\n!\n",
+			frrLog, ms, ms, c.spec.BFDMultiplier)
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			return nil, err
 		}
 	}
-	common := []string{"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir, "-A", "127.0.0.1", "-P", "0", "--log", "stdout", "--log-level", "info"}
+	common := []string{"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir, "-A", "127.0.0.1", "-P", "0", "--log", "stdout", "--log-level", "debug"}
 	z, err := r.start(frrZebra, append([]string{"-f", filepath.Join(dir, "zebra.conf"), "-i", filepath.Join(dir, "zebra.pid")}, common...)...)
 	if err != nil {
 		return nil, err
@@ -148,7 +151,10 @@ func (c *cluster) vipdBGPArgs() []string {
 		"--check-ca-file", c.d.bundle.CACert,
 	}
 	if c.spec.BFDInterval > 0 {
-		args = append(args, "--bfd", "--bfd-interval", c.spec.BFDInterval.String(), "--bfd-multiplier", strconv.Itoa(c.spec.BFDMultiplier))
+		args = append(args, "--bfd", "--bfd-interval", c.spec.BFDInterval.String(), "--bfd-multiplier", strconv.Itoa(c.spec.BFDMultiplier),
+			// The router's bgpd connects as soon as its BFD session comes Up again; a
+			// vipd that listens takes that connection at once (docs/vipd.md, BFD).
+			"--bgp-listen-port", "179")
 	}
 	return args
 }

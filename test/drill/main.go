@@ -42,6 +42,7 @@ type options struct {
 	shutdownDelay time.Duration
 	pin           bool
 	bgpBFD        bool
+	bgpStall      bgpStall
 	connSync      bool
 	controlPlane  bool
 	proxyPaths    bool
@@ -79,7 +80,7 @@ func run() int {
 	var scenarios, stacks string
 	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated `list` of scenarios to run: "+strings.Join(allScenarios, ", "))
 	flag.StringVar(&stacks, "stacks", strings.Join(allStacks, ","), "comma-separated `list` of stacks: "+strings.Join(allStacks, ", ")+" (or hacp, guide, tuned)")
-	flag.StringVar(&o.out, "out", "_output/drill", "`directory` for report.json, report.md, timeline.png and events/")
+	flag.StringVar(&o.out, "out", "_output/drill", "`directory` for report.json, report.md, timeline.png, events/ and logs/ (every program's log, the last 2 MiB)")
 	flag.DurationVar(&o.advert, "advert-interval", 100*time.Millisecond, "VRRP advert interval of hacp's vipd and of the tuned anchor")
 	flag.BoolVar(&o.quick, "quick", false, "shorter recording windows (about half the run time)")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "`directory` holding apiserver, vipd and lbproxy (make build); built into a temp dir when missing")
@@ -92,12 +93,18 @@ func run() int {
 	flag.BoolVar(&o.bgpBFD, "bgp-bfd", true, "hacp-bgp: BFD (100ms x 3) between every vipd and the router's FRR bfdd, so a crashed master's route goes in 0.3 s instead of the hold timer's 9 s (false runs the stack as before BFD, to compare)")
 	flag.BoolVar(&o.controlPlane, "control-plane", true, "hacp, keepalived+haproxy stacks: run kube-controller-manager and kube-scheduler 1.33 on every master against its own apiserver and kwok's fake nodes on the client; kill-master also measures their Lease takeover and a scale-up after the fault (the upstream programs are built once into _output/upstream)")
 	flag.BoolVar(&o.proxyPaths, "proxy-paths", true, "with --control-plane: before the faults, use every proxy subresource (pods/log -f, exec, exec -i, attach, portforward, pods/proxy, nodes/proxy, services/proxy, to kwok's node server on the client) and an aggregated API (sample-apiserver on the client, registered by an APIService) through the VIP with kubectl, and during the scenarios watch and create its flunders through the VIP (issue 22); a failed path fails the drill")
+	var stall string
+	flag.StringVar(&stall, "bgp-stall", "", "hacp-bgp kill-master: `who:duration`, vipd:400ms or bfdd:500ms: 1 s after the crash, SIGSTOP m2's and m3's vipd, or the router's bfdd, for that long, which BFD at 100ms x 3 takes for a failure (a false BFD Down, as a host starved of CPU causes)")
 	var vipdArgs string
 	flag.StringVar(&vipdArgs, "vipd-args", "", "hacp stack: extra `flags` for every vipd, space-separated, after the drill's own (so they override them), e.g. \"--check-url https://127.0.0.1:8443/healthz\" to check through the local lbproxy, or \"--nopreempt\"")
-	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (logs, configs, data) instead of deleting it")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (configs, data, whole logs) instead of deleting it")
 	flag.Parse()
 	o.vipdArgs = strings.Fields(vipdArgs)
 	var err error
+	if o.bgpStall, err = parseBGPStall(stall); err != nil {
+		fmt.Fprintf(os.Stderr, "drill: --bgp-stall: %v\n", err)
+		return 2
+	}
 	if o.scenarios, err = parseList(scenarios, allScenarios, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "drill: --scenarios: %v\n", err)
 		return 2
@@ -163,6 +170,10 @@ func (d *drill) run(ctx context.Context) (code int, err error) {
 		return 1, err
 	}
 	defer func() {
+		// After the hosts' teardown (deferred later, so run first): every log is complete.
+		if err := keepLogs(d.dir, d.opts.out, d.clk.epoch); err != nil {
+			d.progress("keeping the logs: %v", err)
+		}
 		if d.opts.keep {
 			d.progress("kept %s", d.dir)
 			return
@@ -439,6 +450,9 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 	if len(d.opts.vipdArgs) > 0 {
 		fmt.Fprintf(&h, "\nvipd (hacp): extra flags %q.\n", strings.Join(d.opts.vipdArgs, " "))
 	}
+	if st := d.opts.bgpStall; st.who != "" {
+		fmt.Fprintf(&h, "\nhacp-bgp kill-master (--bgp-stall): %v after the crash, %s stopped for %v (a false BFD Down).\n", stallDelay, map[string]string{"vipd": "m2's and m3's vipd", "bfdd": "the router's bfdd"}[st.who], st.dur)
+	}
 	if d.opts.shutdownDelay > 0 {
 		fmt.Fprintf(&h, "\napiserver (every stack): --shutdown-delay %v.\n", d.opts.shutdownDelay)
 	}
@@ -449,7 +463,7 @@ func (d *drill) writeOutputs(rep *report, tl timeline, failures []string, stackE
 		"`writes_lost` acknowledged writes whose effect is missing when read back from m2 (a created object, an update's or patch's value, a deleted object gone); `isolated_writes_accepted` writes m1's own apiserver acknowledged while cut off; " +
 		"`vip_before_healthy_s` (rejoin) time the VIP sat on m1 before m1's own apiserver answered /healthz; " +
 		"`client_arp_stale_s` time the VIP sat on one reachable master while the client's neighbour entry for it still named another (a gratuitous ARP the client did not take). " +
-		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started).\n\n")
+		"The fault always hits m1, the VIP holder. Raw event logs: events/*.json (times in ns since the drill started); every program's log: logs/ (logs/clock.txt: when the drill started).\n\n")
 	if d.opts.proxyPaths {
 		h.WriteString("Issue 22 (`--proxy-paths`, the stacks that run the control plane): before the faults, kubectl in the client's namespace uses every proxy subresource through the VIP (kwok's node server on the client at " + d.client.Addr.String() + ":" + fmt.Sprint(kubeletPort) + " plays the kubelets; an HTTP server there is the pod and Service backend) and an aggregated API (k8s.io/sample-apiserver on the client with its own etcd, registered by an APIService): see the proxy-path table. " +
 			"During every scenario a second writer creates a flunder through the VIP every 100 ms (new connection each, 1 s timeout) and a client-go dynamic informer (HTTP/2) watches flunders through the VIP: `flunder_watch_gap_s` is `watch_gap_s` for it, `flunders_unseen` the acknowledged flunders the informer had not reported 30 s after recording ended.\n\n")

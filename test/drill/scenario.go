@@ -336,6 +336,7 @@ func (c *cluster) injectFault(ctx context.Context, name string, s *session) (ext
 			return nil, nil, err
 		}
 		c.down["m1"] = "host"
+		c.stall()
 	case scKillAPIServer:
 		d.progress("%s %s: SIGKILL the apiserver on m1", c.spec.Name, name)
 		c.mu.Lock()

@@ -130,7 +130,7 @@ func (s stackSpec) describe() string {
 	if s.BGP {
 		bfd := "no BFD"
 		if s.BFDInterval > 0 {
-			bfd = fmt.Sprintf("BFD %v x %d with the router's bfdd", s.BFDInterval, s.BFDMultiplier)
+			bfd = fmt.Sprintf("BFD %v x %d with the router's bfdd, vipd also listening on port 179", s.BFDInterval, s.BFDMultiplier)
 		}
 		return fmt.Sprintf("vipd in BGP mode (every healthy master announces %s/32 to FRR %s on the router %s, hold %v, keepalive %v, %s, tracking the local apiserver /healthz; the router spreads connections with ECMP, hashing on ports) + lbproxy; graceful stops vipd first (it withdraws, waits its 1 s grace, exits), then the rest; apiserver --shutdown-delay %v unless --apiserver-shutdown-delay; lbproxy --down-session-grace %v",
 			bgpVIPAddr, frrVersion(), routerAddr, s.HoldTime, s.Keepalive, bfd, s.ShutdownDelay, s.DownSessionGrace)
