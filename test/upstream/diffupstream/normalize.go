@@ -47,6 +47,7 @@ func normalizeObject(obj map[string]any) map[string]any {
 	}
 	delete(md, "uid")
 	delete(md, "resourceVersion")
+	sortManagedFields(md)
 	maskAllocated(obj)
 	out := maskAllTimes(obj)
 	for _, uid := range uids {
@@ -58,6 +59,18 @@ func normalizeObject(obj map[string]any) map[string]any {
 		}
 	}
 	return out.(map[string]any)
+}
+
+// sortManagedFields orders the managedFields entries by manager, operation, subresource
+// and version: the servers order them by time, to the second, so two writes in one second or
+// in two would otherwise compare differently.
+func sortManagedFields(md map[string]any) {
+	entries, _ := md["managedFields"].([]any)
+	key := func(e any) string {
+		m, _ := e.(map[string]any)
+		return fmt.Sprint(m["manager"], "\x00", m["operation"], "\x00", m["subresource"], "\x00", m["apiVersion"])
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
 }
 
 // maskAllocated writes a Service's allocated cluster IPs and node ports as <allocated>.
