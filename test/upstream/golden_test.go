@@ -38,9 +38,6 @@ var goldenGaps = map[string][]string{
 	"csinode.golden-csinode": {".status"},
 }
 
-// serverTimes are fields the server sets to the time of the request, anywhere in an object.
-var serverTimes = map[string]bool{"lastPhaseTransitionTime": true}
-
 // TestGolden creates every object of testdata/golden/corpus.yaml through hacp and compares the
 // answer, field by field, with kube-apiserver's answer to the same create, recorded by the
 // differential harness (`make diff-upstream RECORD=1`, test/upstream/diffupstream; uid,

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -430,7 +429,7 @@ func (s *Store) validateCreate(obj runtime.Object) field.ErrorList {
 	a, _ := meta.Accessor(obj)
 	nameFn := s.kind.Strategy.NameValidation
 	if nameFn == nil && pathSegmentNames[s.gr()] {
-		nameFn = path.ValidatePathSegmentName
+		nameFn = validatePathSegmentName
 	}
 	if nameFn == nil {
 		nameFn = apivalidation.NameIsDNSSubdomain

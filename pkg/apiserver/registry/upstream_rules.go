@@ -1,6 +1,9 @@
 package registry
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // returnsDeletedObject are the resources whose upstream store answers a deletion that took
 // effect at once with the deleted object (ReturnDeletedObject in k8s.io/kubernetes
@@ -61,3 +64,6 @@ var ownFieldLabels = map[schema.GroupResource]bool{
 	{Resource: "nodes"}: true, {Resource: "namespaces"}: true,
 	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: true,
 }
+
+// validatePathSegmentName is upstream's path-segment name rule (as rbac's names).
+func validatePathSegmentName(name string, _ bool) []string { return content.IsPathSegmentName(name) }

@@ -7,7 +7,6 @@ package diffupstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -172,5 +171,3 @@ func startHacp(dir string) (*server.Server, error) {
 	}
 	return nil, fmt.Errorf("hacp: %w", err)
 }
-
-var errNoAnswer = errors.New("no answer")

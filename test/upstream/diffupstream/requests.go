@@ -76,6 +76,15 @@ func objectChecks(p *pair, ri resourceInfo, obj *unstructured.Unstructured) map[
 	if k.Code == 201 {
 		created = k.object()
 	}
+	if obj.GetKind() == "CustomResourceDefinition" {
+		// What follows reads and writes its status: first let each server's controllers
+		// establish it, so that the answers do not depend on how far they got.
+		for _, t := range []*target{p.kube, p.hacp} {
+			if err := t.awaitEstablished(p.ctx, one); err != nil {
+				p.compare("create", "established/"+key, err.Error(), nil)
+			}
+		}
+	}
 	k, h = p.send(request{method: "GET", path: one, accept: tableAccept})
 	p.compare("table", "table/get/"+key, tableView(k), tableView(h))
 	k, h = p.kube.readModifyWrite(p.ctx, one, "diff", "yes"), p.hacp.readModifyWrite(p.ctx, one, "diff", "yes")
@@ -247,6 +256,23 @@ func listView(a answer) map[string]any {
 		names = append(names, fmt.Sprintf("%v/%v", md["namespace"], md["name"]))
 	}
 	return map[string]any{"code": a.Code, "kind": obj["kind"], "items": toAny(sortedStrings(names))}
+}
+
+// awaitEstablished polls the definition at path until its Established condition is True.
+func (t *target) awaitEstablished(ctx context.Context, path string) error {
+	for deadline := time.Now().Add(time.Minute); ; {
+		a := t.do(ctx, request{method: "GET", path: path})
+		conds, _, _ := unstructured.NestedSlice(a.object(), "status", "conditions")
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not established within 1m: %d %v", t.name, path, a.Code, a.Body)
+		}
+		time.Sleep(50 * time.Millisecond) // poll
+	}
 }
 
 // readModifyWrite updates the object at path with a label added, from the server's own
