@@ -9,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools dist run run-cluster test test-race test-stress lint lint-ansible bench drill upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools dist run run-cluster test test-race test-stress lint lint-ansible bench drill upstream diff-upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -61,6 +61,17 @@ test-stress:
 # internal/upstream).
 upstream:
 	$(GO) run ./internal/upstream/prebuild
+
+# The differential harness (test/upstream/diffupstream, docs/compatibility.md): kube-apiserver
+# at UPSTREAM_K8S_VERSION (default: the newest release, upstream.LatestKubernetesVersion) and
+# hacp side by side, one corpus to both; report in _output/diff-upstream. It fails on a
+# difference test/upstream/diff-allow.yaml does not allow. RECORD=1 also re-records the golden
+# files of test/upstream (only from the release the suite's peers are at; hack/golden/gen.sh).
+UPSTREAM_K8S_VERSION ?=
+RECORD ?=
+diff-upstream:
+	UPSTREAM_K8S_VERSION=$(UPSTREAM_K8S_VERSION) $(GO) run ./internal/tools/diffupstream $(if $(RECORD),-record)
+	$(if $(RECORD),$(GO) test ./test/upstream -run '^TestGoldenManagedFields$$' -count=1 -update-golden)
 
 # gofmt, vet, staticcheck, and no non-generated function over 100 lines (except the tables
 # listed in internal/tools/funclen).

@@ -1,11 +1,10 @@
 #!/bin/sh
-# Re-record test/upstream/testdata/golden/results from kube-apiserver 1.33: it runs the real
-# kube-apiserver (built once into _output/upstream, see internal/upstream) on an embedded etcd,
-# creates every object of test/upstream/testdata/golden/corpus.yaml through it, and writes each
-# answer, normalized (uid, timestamps, resourceVersion, managedFields and allocated Service
-# addresses aside). Then TestGolden compares hacp's answers with them.
-# TestGoldenManagedFields records the managedFields after each of a sequence of writes (creates,
-# updates, every patch type, apply by several managers, status and scale writes) the same way.
+# Re-record every golden file of test/upstream from kube-apiserver at the release the suite's
+# peers are at (upstream.KubernetesVersion): testdata/golden/results through the differential
+# harness (its answers to the creates of testdata/golden/corpus.yaml, normalized), and
+# testdata/golden/managedfields through TestGoldenManagedFields. Same as
+# `make diff-upstream RECORD=1 UPSTREAM_K8S_VERSION=<that release>`.
 set -eu
 cd "$(dirname "$0")/../.."
-exec go test ./test/upstream -run '^TestGolden(ManagedFields)?$' -count=1 -update-golden "$@"
+version=$(sed -n 's/^\tKubernetesVersion = "\(v[0-9.]*\)"$/\1/p' internal/upstream/upstream.go)
+exec make diff-upstream RECORD=1 UPSTREAM_K8S_VERSION="$version" "$@"

@@ -6,19 +6,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +18,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"github.com/hacp/hacp/test/upstream/diffupstream"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -362,18 +354,18 @@ func sameContent(t *testing.T, what string, want, got *unstructured.Unstructured
 	// kube-apiserver answers `creationTimestamp: null` in embedded object metadata (pod
 	// templates, claim templates), hacp omits it: the same stored value, a difference of JSON
 	// output only.
-	w, g := dropNullTimestamps(deepCopy(want.Object)), dropNullTimestamps(deepCopy(got.Object))
-	var diffs []fieldDiff
+	w, g := dropNullTimestamps(diffupstream.CopyJSON(want.Object)), dropNullTimestamps(diffupstream.CopyJSON(got.Object))
+	var diffs []diffupstream.FieldDiff
 	if !equality.Semantic.DeepEqual(w, g) {
-		diffs = diffPaths("", w, g)
+		diffs = diffupstream.DiffPaths("", w, g)
 	}
 	for _, d := range diffs {
-		if !slices.Contains(gaps, d.path) {
-			t.Errorf("%s differs at %s: written %s, read %s", what, d.path, d.want, d.got)
+		if !slices.Contains(gaps, d.Path) {
+			t.Errorf("%s differs at %s: written %s, read %s", what, d.Path, d.Want, d.Got)
 		}
 	}
 	for _, gap := range gaps {
-		if !slices.ContainsFunc(diffs, func(d fieldDiff) bool { return d.path == gap }) {
+		if !slices.ContainsFunc(diffs, func(d diffupstream.FieldDiff) bool { return d.Path == gap }) {
 			t.Errorf("%s: %s now matches: remove it from the known gaps", what, gap)
 		}
 	}
@@ -448,98 +440,33 @@ func startHacp(t *testing.T, etcdURL string) (*server.Server, dynamic.Interface)
 }
 
 type kubeAPIServer struct {
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited, with its status in exitErr
-	exitErr error
-	config  *rest.Config
-	log     string
+	*upstream.KubeAPIServer
+	config *rest.Config
 }
 
-// startKubeAPIServer runs kube-apiserver on etcdURL with self-signed serving certificates,
-// a fresh service-account key, AlwaysAllow and a static token for the client, and waits for
-// /readyz. The test's cleanup kills it if the test did not stop it.
+// startKubeAPIServer runs kube-apiserver on etcdURL (upstream.StartKubeAPIServer: self-signed
+// serving certificates, a fresh service-account key, AlwaysAllow and a static token for the
+// client) and waits for /readyz. The test's cleanup kills it if the test did not stop it.
 func startKubeAPIServer(t *testing.T, bin, etcdURL string, extra ...string) *kubeAPIServer {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	k, err := upstream.StartKubeAPIServer(bin, etcdURL, t.TempDir(), extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	args, err := upstream.KubeAPIServerArgs(dir, etcdURL, strconv.Itoa(port), "interop-token")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "kube-apiserver.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Args = append(cmd.Args, extra...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	k := &kubeAPIServer{cmd: cmd, done: make(chan struct{}), log: logPath,
-		config: &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(port), TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: "interop-token", QPS: 1000, Burst: 1000}}
-	go func() { k.exitErr = cmd.Wait(); close(k.done) }()
 	t.Cleanup(func() {
-		select {
-		case <-k.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-k.done
-		}
+		k.Kill()
 		if t.Failed() {
-			if b, err := os.ReadFile(logPath); err == nil {
-				if len(b) > 8000 {
-					b = b[len(b)-8000:]
-				}
-				t.Logf("kube-apiserver log tail:\n%s", b)
-			}
+			t.Logf("kube-apiserver log tail:\n%s", k.LogTail(8000))
 		}
 	})
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	defer hc.CloseIdleConnections()
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		select {
-		case <-k.done:
-			t.Fatalf("kube-apiserver exited: %v (log %s)", k.exitErr, logPath)
-		default:
-		}
-		var last string
-		req, _ := http.NewRequest(http.MethodGet, k.config.Host+"/readyz?verbose", nil)
-		req.Header.Set("Authorization", "Bearer interop-token")
-		if resp, err := hc.Do(req); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return k
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready within 2m (log %s): %s", logPath, last)
-		}
-		time.Sleep(200 * time.Millisecond) // poll
-	}
+	return &kubeAPIServer{KubeAPIServer: k, config: k.Config}
 }
 
 // stop ends kube-apiserver with SIGTERM, as a kubelet would, and waits for it.
 func (k *kubeAPIServer) stop(t *testing.T) {
 	t.Helper()
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(time.Minute):
-		_ = k.cmd.Process.Kill()
-		<-k.done
-		t.Fatal("kube-apiserver did not stop within 1m of SIGTERM")
+	if err := k.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -54,7 +54,8 @@ func NewDiscovery(resources []Resource) *Discovery {
 		kind := r.Storage.Kind()
 		ad := apidiscoveryv2.APIResourceDiscovery{
 			Resource: r.Names.Plural, SingularResource: r.Names.Singular, Scope: scope,
-			ResponseKind: &metav1.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind},
+			// As upstream: the group and version only when they are not the resource's own.
+			ResponseKind: &metav1.GroupVersionKind{Group: groupIfDifferent(kind.Group, gv.Group), Version: versionIfDifferent(kind, gv), Kind: kind.Kind},
 			Verbs:        verbs, ShortNames: r.Names.ShortNames, Categories: r.Names.Categories,
 		}
 		subs := make([]string, 0, len(r.Subresources))
@@ -72,7 +73,7 @@ func NewDiscovery(resources []Resource) *Discovery {
 			})
 			ad.Subresources = append(ad.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 				Subresource: s, Verbs: sverbs,
-				ResponseKind: &metav1.GroupVersionKind{Group: sk.Group, Version: sk.Version, Kind: sk.Kind},
+				ResponseKind: &metav1.GroupVersionKind{Group: groupIfDifferent(sk.Group, gv.Group), Version: versionIfDifferent(sk, gv), Kind: sk.Kind},
 			})
 		}
 		aggByGV[gv] = append(aggByGV[gv], ad)

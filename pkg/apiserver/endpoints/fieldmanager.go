@@ -62,13 +62,19 @@ func (s *scope) fieldManager() (*managedfields.FieldManager, error) {
 	return s.fm, s.fmErr
 }
 
-func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
-	var def *registry.Kind
+// definition is the kind the scope's writes are of: its store's, or the parent's for a
+// subresource of the same kind (status); nil for scale and kinds without one.
+func (s *scope) definition() *registry.Kind {
 	if d, ok := s.storage.(interface{ Definition() *registry.Kind }); ok {
-		def = d.Definition()
+		return d.Definition()
 	} else if d, ok := s.parent.(interface{ Definition() *registry.Kind }); ok && s.subresource != "scale" {
-		def = d.Definition() // a subresource of the same kind (status)
+		return d.Definition()
 	}
+	return nil
+}
+
+func (s *scope) newFieldManager() (*managedfields.FieldManager, error) {
+	def := s.definition()
 	reset := resetFields(s.names.GroupResource(), s.subresource, s.kind.GroupVersion(), def)
 	if _, custom := s.storage.New().(*unstructured.Unstructured); custom {
 		// Every served version's schema: managedFields entries recorded at another version
@@ -287,12 +293,19 @@ func (s *scope) newLive() runtime.Object {
 }
 
 // trackUpdate records manager's Update operation in obj's managedFields, given the object
-// it replaces (nil: a create), as upstream's handlers do before the store sees obj. A kind
+// it replaces (nil: a create), as upstream's handlers do before the store sees obj. obj is
+// defaulted first, as upstream's decoder defaults it, so that the writer owns the fields
+// defaulting set (kube-apiserver lists them; the diff-upstream harness compares it). A kind
 // without a field manager keeps obj as it is.
 func (s *scope) trackUpdate(live, obj runtime.Object, manager string) runtime.Object {
 	fm, _ := s.fieldManager()
 	if fm == nil {
 		return obj
+	}
+	if s.subresource == "" || s.subresource == "status" {
+		if def := s.definition(); def != nil && def.Strategy.Default != nil {
+			def.Strategy.Default(obj)
+		}
 	}
 	if live == nil {
 		live = s.newLive()

@@ -417,10 +417,16 @@ func (s *scope) delete(w http.ResponseWriter, r *http.Request, ns, name string) 
 		writeError(w, r, err)
 		return
 	}
-	out, _, err := s.storage.(registry.GracefulDeleter).Delete(r.Context(), ns, name, opts)
+	out, deleted, err := s.storage.(registry.GracefulDeleter).Delete(r.Context(), ns, name, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
+	}
+	if gr := s.names.GroupResource(); deleted && !registry.ReturnsDeletedObject(gr) {
+		// As upstream: gone at once, and the kind does not return the object.
+		a, _ := meta.Accessor(out)
+		out = &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+			Details: &metav1.StatusDetails{Name: a.GetName(), Group: gr.Group, Kind: gr.Resource, UID: a.GetUID()}}
 	}
 	writeObject(w, r, http.StatusOK, out)
 }

@@ -103,7 +103,15 @@ func (s *ScaleStore) Get(ctx context.Context, ns, name string, opts *metav1.GetO
 	if err != nil {
 		return nil, err
 	}
-	return s.scaleOf(obj), nil
+	return answerScale(s.scaleOf(obj)), nil
+}
+
+// answerScale drops the managedFields of a Scale that is answered: upstream's Scale answers
+// carry none (its scale handler maps them only for the field manager, as the transform's
+// Scale here does).
+func answerScale(sc *autoscalingv1.Scale) *autoscalingv1.Scale {
+	sc.ManagedFields = nil
+	return sc
 }
 
 // Update sets spec.replicas from the Scale the transform makes of the current one; the
@@ -142,5 +150,5 @@ func (s *ScaleStore) Update(ctx context.Context, ns, name string, transform Tran
 	if err != nil {
 		return nil, false, err
 	}
-	return s.scaleOf(obj), false, nil
+	return answerScale(s.scaleOf(obj)), false, nil
 }

@@ -272,8 +272,12 @@ func (s *Store) predicate(opts *metav1.ListOptions) (storage.Predicate, error) {
 			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
 		}
 		known := s.fieldSet(s.kind.New())
+		// metadata.namespace is a field label of cluster-scoped kinds too (it matches only
+		// ""), but for those with labels of their own (ownFieldLabels, custom resources).
+		_, custom := s.kind.New().(*unstructured.Unstructured)
+		defaultLabels := !custom && !ownFieldLabels[s.gr()]
 		for _, r := range sel.Requirements() {
-			if _, ok := known[r.Field]; !ok {
+			if _, ok := known[r.Field]; !ok && (r.Field != "metadata.namespace" || !defaultLabels) {
 				return p, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", r.Field))
 			}
 		}
@@ -424,12 +428,34 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 func (s *Store) validateCreate(obj runtime.Object) field.ErrorList {
 	a, _ := meta.Accessor(obj)
 	nameFn := s.kind.Strategy.NameValidation
+	if nameFn == nil && pathSegmentNames[s.gr()] {
+		nameFn = validatePathSegmentName
+	}
 	if nameFn == nil {
 		nameFn = apivalidation.NameIsDNSSubdomain
 	}
 	errs := apivalidation.ValidateObjectMetaAccessor(forValidation(a), s.kind.Namespaced, nameFn, field.NewPath("metadata"))
+	if _, custom := obj.(*unstructured.Unstructured); !custom && !genericMetaValidation[s.gr()] {
+		errs = append(errs, validateKubeFinalizerNames(a.GetFinalizers(), field.NewPath("metadata", "finalizers"))...)
+	}
 	if s.kind.Strategy.Validate != nil {
 		errs = append(errs, s.kind.Strategy.Validate(obj)...)
+	}
+	return errs
+}
+
+// standardFinalizers are the finalizer names without a domain that built-in kinds accept.
+var standardFinalizers = map[string]bool{"kubernetes": true, metav1.FinalizerOrphanDependents: true, metav1.FinalizerDeleteDependents: true}
+
+// validateKubeFinalizerNames is the check k8s.io/kubernetes's ValidateObjectMeta adds for
+// built-in kinds (validateKubeFinalizerName): a finalizer is qualified by a domain or a
+// standard one.
+func validateKubeFinalizerNames(finalizers []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range finalizers {
+		if !strings.Contains(f, "/") && !standardFinalizers[f] {
+			errs = append(errs, field.Invalid(p.Index(i), f, "name is neither a standard finalizer name nor is it fully qualified"))
+		}
 	}
 	return errs
 }
@@ -850,7 +876,16 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		if err := s.admitDelete(ctx, ns, name, current, opts, true); err != nil {
 			return nil, false, err
 		}
-		return current, true, nil
+		// What the deletion would do, not stored: marked, or gone at once.
+		if s.onTerminate != nil {
+			s.markDeleting(current, nil, 0, true)
+			return current, false, nil
+		}
+		finalizers, grace, now := s.deletion(current, opts)
+		if !now || s.kind.Strategy.GracePeriod != nil {
+			s.markDeleting(current, finalizers, grace, false)
+		}
+		return current, now, nil
 	}
 	if s.onTerminate == nil {
 		return s.deleteObject(ctx, ns, name, precond, opts)
@@ -862,16 +897,7 @@ func (s *Store) Delete(ctx context.Context, ns, name string, opts *metav1.Delete
 		if err := s.admitDelete(ctx, ns, name, cur.DeepCopyObject(), opts, false); err != nil {
 			return nil, err
 		}
-		ca, _ := meta.Accessor(cur)
-		if ca.GetDeletionTimestamp() == nil {
-			now := metav1.Now()
-			ca.SetDeletionTimestamp(&now)
-			zero := int64(0)
-			ca.SetDeletionGracePeriodSeconds(&zero)
-		}
-		if s.kind.Strategy.MarkDeleting != nil {
-			s.kind.Strategy.MarkDeleting(cur)
-		}
+		s.markDeleting(cur, nil, 0, true)
 		return cur, nil
 	})
 	if err != nil {
@@ -906,6 +932,10 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 		if err == nil {
 			s.setKind(out)
 			s.removed(ctx, out)
+			if s.kind.Strategy.GracePeriod != nil {
+				// A kind deleted gracefully answers as marked, as upstream's BeforeDelete leaves it.
+				s.markDeleting(out, nil, 0, false)
+			}
 			return out, true, nil
 		}
 		if !errors.Is(err, errMustMark) {
@@ -919,16 +949,7 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 			if now {
 				return nil, errDeleteNow // what held it went meanwhile
 			}
-			ca, _ := meta.Accessor(cur)
-			if ca.GetDeletionTimestamp() == nil || grace < ptrOr(ca.GetDeletionGracePeriodSeconds(), grace+1) {
-				ts := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
-				ca.SetDeletionTimestamp(&ts)
-				ca.SetDeletionGracePeriodSeconds(&grace)
-			}
-			ca.SetFinalizers(finalizers)
-			if s.kind.Strategy.MarkDeleting != nil {
-				s.kind.Strategy.MarkDeleting(cur)
-			}
+			s.markDeleting(cur, finalizers, grace, false)
 			return cur, nil
 		})
 		if errors.Is(err, errDeleteNow) {
@@ -942,6 +963,36 @@ func (s *Store) deleteObject(ctx context.Context, ns, name string, precond *stor
 	}
 }
 
+// markDeleting marks cur as being deleted: deletionTimestamp grace seconds from now (unless
+// an earlier deletion already set a sooner one), the grace period, the finalizers that hold
+// it, and the kind's own marks (a namespace's phase); the generation moves, as upstream's
+// generic store moves it. A namespace (keepFinalizers) keeps its finalizers and first
+// deletionTimestamp, and gets no grace period, as upstream's namespace store.
+func (s *Store) markDeleting(cur runtime.Object, finalizers []string, grace int64, keepFinalizers bool) {
+	ca, _ := meta.Accessor(cur)
+	if keepFinalizers {
+		if ca.GetDeletionTimestamp() == nil {
+			now := metav1.Now()
+			ca.SetDeletionTimestamp(&now)
+		}
+	} else {
+		// As upstream's generic store marks an object deleting; the kinds with marks of their
+		// own (a definition) have their own upstream delete, which leaves it.
+		if ca.GetDeletionTimestamp() == nil && ca.GetGeneration() > 0 && s.kind.Strategy.MarkDeleting == nil {
+			ca.SetGeneration(ca.GetGeneration() + 1)
+		}
+		if ca.GetDeletionTimestamp() == nil || grace < ptrOr(ca.GetDeletionGracePeriodSeconds(), grace+1) {
+			ts := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
+			ca.SetDeletionTimestamp(&ts)
+			ca.SetDeletionGracePeriodSeconds(&grace)
+		}
+		ca.SetFinalizers(finalizers)
+	}
+	if s.kind.Strategy.MarkDeleting != nil {
+		s.kind.Strategy.MarkDeleting(cur)
+	}
+}
+
 var (
 	errMustMark  = errors.New("the deletion must wait for finalizers or a grace period")
 	errDeleteNow = errors.New("nothing holds the object being deleted any more")
@@ -952,7 +1003,7 @@ var (
 // never delayed.
 func (s *Store) deletion(cur runtime.Object, opts *metav1.DeleteOptions) (finalizers []string, grace int64, now bool) {
 	ca, _ := meta.Accessor(cur)
-	finalizers = deletionFinalizers(ca.GetFinalizers(), opts)
+	finalizers = deletionFinalizers(ca.GetFinalizers(), opts, orphansByDefault[s.gr()])
 	if s.kind.Strategy.DeletionFinalizers != nil {
 		finalizers = s.kind.Strategy.DeletionFinalizers(cur, finalizers)
 	}
@@ -976,7 +1027,7 @@ func ptrOr(p *int64, def int64) int64 {
 // garbage collector's orphan or foregroundDeletion as the propagation policy asks, or as
 // the object already had (upstream's deletionFinalizersForGarbageCollection; the default
 // policy of every v1 kind is Background, which adds neither).
-func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) []string {
+func deletionFinalizers(cur []string, opts *metav1.DeleteOptions, defaultOrphan bool) []string {
 	orphan, foreground := slices.Contains(cur, metav1.FinalizerOrphanDependents), slices.Contains(cur, metav1.FinalizerDeleteDependents)
 	var orphanDependents *bool
 	if opts != nil {
@@ -991,6 +1042,8 @@ func deletionFinalizers(cur []string, opts *metav1.DeleteOptions) []string {
 		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
 	case orphan:
 		foreground = false
+	case !foreground:
+		orphan = defaultOrphan
 	}
 	out := make([]string, 0, len(cur)+1)
 	for _, f := range cur {

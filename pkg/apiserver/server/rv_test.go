@@ -45,27 +45,46 @@ func TestResourceVersionsAsUpstream(t *testing.T) {
 	}
 
 	t.Run("delete answers at the deletion revision", func(t *testing.T) {
-		// client-go's typed Delete drops the body: read it through the REST client.
-		obj, err := cs.CoreV1().RESTClient().Delete().Namespace("rvs").Resource("configmaps").Name("a").Do(ctx).Get()
+		// A kind whose deletion answers the deleted object upstream (ReturnDeletedObject):
+		// podtemplates. client-go's typed Delete drops the body: read it through the REST client.
+		pts := cs.CoreV1().PodTemplates("rvs")
+		tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+		for _, name := range []string{"pa", "pb"} {
+			if _, err := pts.Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}, Template: tmpl}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		obj, err := cs.CoreV1().RESTClient().Delete().Namespace("rvs").Resource("podtemplates").Name("pa").Do(ctx).Get()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rv := obj.(*corev1.ConfigMap).ResourceVersion
+		rv := obj.(*corev1.PodTemplate).ResourceVersion
 		n, err := strconv.ParseInt(rv, 10, 64)
 		if err != nil {
 			t.Fatalf("deleted object's resourceVersion %q: %v", rv, err)
 		}
-		// At that revision a is gone; one revision earlier it was there.
-		at, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		// At that revision pa is gone; one revision earlier it was there.
+		at, err := pts.List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 		if err != nil {
 			t.Fatal(err)
 		}
-		prev, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n-1, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		prev, err := pts.List(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n-1, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if names(at) != "b,c" || names(prev) != "a,b,c" {
-			t.Fatalf("delete answered rv %s: list there holds %s, one before %s", rv, names(at), names(prev))
+		if len(at.Items) != 1 || len(prev.Items) != 2 {
+			t.Fatalf("delete answered rv %s: list there holds %d templates, one before %d", rv, len(at.Items), len(prev.Items))
+		}
+	})
+
+	t.Run("delete of a configmap answers a Status naming it", func(t *testing.T) {
+		obj, err := cs.CoreV1().RESTClient().Delete().Namespace("rvs").Resource("configmaps").Name("a").Do(ctx).Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := obj.(*metav1.Status)
+		if !ok || st.Status != metav1.StatusSuccess || st.Details == nil || st.Details.Name != "a" || st.Details.Kind != "configmaps" || st.Details.UID == "" {
+			t.Fatalf("delete answered %#v, want kube-apiserver's Status of Success with the name, resource and uid", obj)
 		}
 	})
 

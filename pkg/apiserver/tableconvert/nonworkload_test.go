@@ -73,7 +73,7 @@ func TestNonWorkloadKinds(t *testing.T) {
 		{"csinode", &storagev1.CSINode{ObjectMeta: objMeta("n1", time.Hour), Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "d"}}}},
 			[]string{"Name", "Drivers", "Age"}, []any{"n1", int64(1), "60m"}},
 		{"csistoragecapacity", &storagev1.CSIStorageCapacity{ObjectMeta: objMeta("c", time.Hour), StorageClassName: "fast"},
-			[]string{"Name", "StorageClassName", "Capacity"}, []any{"c", "fast", "<unset>"}},
+			[]string{"Name", "Created At"}, []any{"c", "2026-11-22T11:00:00Z"}}, // kube-apiserver's default table
 		{"volumeattachment", &storagev1.VolumeAttachment{ObjectMeta: objMeta("va", time.Hour), Spec: storagev1.VolumeAttachmentSpec{Attacher: "disk", NodeName: "n1",
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("vol")}}, Status: storagev1.VolumeAttachmentStatus{Attached: true}},
 			[]string{"Name", "Attacher", "PV", "Node", "Attached", "Age"}, []any{"va", "disk", "vol", "n1", true, "60m"}},

@@ -76,17 +76,9 @@ func init() {
 		return []any{n.Name, int64(len(n.Spec.Drivers)), age(n.CreationTimestamp, now)}, nil
 	})
 
-	capDocs := storagev1.CSIStorageCapacity{}.SwaggerDoc()
-	register(&storagev1.CSIStorageCapacityList{}, []metav1.TableColumnDefinition{
-		nameColumn(),
-		col("StorageClassName", "string", capDocs["storageClassName"]),
-		col("Capacity", "string", capDocs["capacity"]),
-	}, func(c *storagev1.CSIStorageCapacity, now time.Time) ([]any, []metav1.TableRowCondition) {
-		capacity := "<unset>"
-		if c.Capacity != nil {
-			capacity = c.Capacity.String()
-		}
-		return []any{c.Name, c.StorageClassName, capacity}, nil
+	// CSIStorageCapacity has no printer upstream: kube-apiserver's default table.
+	register(&storagev1.CSIStorageCapacityList{}, createdAtColumns(), func(c *storagev1.CSIStorageCapacity, now time.Time) ([]any, []metav1.TableRowCondition) {
+		return []any{c.Name, createdAt(c.CreationTimestamp)}, nil
 	})
 
 	vaDocs := storagev1.VolumeAttachmentSpec{}.SwaggerDoc()

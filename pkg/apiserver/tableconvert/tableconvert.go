@@ -210,6 +210,14 @@ func ageColumn() metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDocs["creationTimestamp"]}
 }
 
+// createdAtColumns are kube-apiserver's default table (rest.NewDefaultTableConvertor), of the
+// built-in kinds without a printer upstream: NAME and CREATED AT.
+func createdAtColumns() []metav1.TableColumnDefinition {
+	return []metav1.TableColumnDefinition{nameColumn(), {Name: "Created At", Type: "date", Description: objectMetaDocs["creationTimestamp"]}}
+}
+
+func createdAt(t metav1.Time) string { return t.UTC().Format(time.RFC3339) }
+
 func col(name, typ, desc string) metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
 }

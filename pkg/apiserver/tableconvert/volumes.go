@@ -101,11 +101,8 @@ func init() {
 	})
 
 	// LimitRange has no printer upstream: kube-apiserver's default table, NAME and CREATED AT.
-	register(&corev1.LimitRangeList{}, []metav1.TableColumnDefinition{
-		nameColumn(),
-		{Name: "Created At", Type: "date", Description: objectMetaDocs["creationTimestamp"]},
-	}, func(l *corev1.LimitRange, now time.Time) ([]any, []metav1.TableRowCondition) {
-		return []any{l.Name, l.CreationTimestamp.UTC().Format(time.RFC3339)}, nil
+	register(&corev1.LimitRangeList{}, createdAtColumns(), func(l *corev1.LimitRange, now time.Time) ([]any, []metav1.TableRowCondition) {
+		return []any{l.Name, createdAt(l.CreationTimestamp)}, nil
 	})
 
 	register(&corev1.ComponentStatusList{}, []metav1.TableColumnDefinition{
