@@ -84,7 +84,7 @@ func echoServer(t *testing.T) int {
 // server) and waits until kwok runs pod default/app there.
 func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string) {
 	t.Helper()
-	testenv.RequireCommand(t, "kubectl")
+	testenv.Kubectl(t)
 	kwokBin := upstream.Binary(t, upstream.Kwok)
 	stages, err := upstream.KwokStages(context.Background(), upstream.Root())
 	if err != nil {
@@ -177,7 +177,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(ctx, cpWait)
 		defer ccancel()
-		out, err := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath()}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(cctx, testenv.Kubectl(t), append([]string{"--kubeconfig=" + srv.KubeconfigPath()}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -194,7 +194,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		if out := kubectl("logs", "app", "--timestamps", "--limit-bytes=40"); !strings.HasPrefix(out, "2026-01-01T00:00:01") || len(out) > 40 {
 			t.Fatalf("kubectl logs --timestamps --limit-bytes=40: %q", out)
 		}
-		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "logs", "app", "-c", "nope").CombinedOutput()
+		out, err := exec.CommandContext(ctx, testenv.Kubectl(t), "--kubeconfig="+srv.KubeconfigPath(), "logs", "app", "-c", "nope").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "container nope is not valid for pod app") {
 			t.Fatalf("kubectl logs -c nope: %v %s", err, out)
 		}
@@ -250,7 +250,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			t.Helper()
 			cctx, ccancel := context.WithTimeout(ctx, cpWait)
 			defer ccancel()
-			cmd := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
+			cmd := exec.CommandContext(cctx, testenv.Kubectl(t), append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
 			cmd.Env = append(os.Environ(), mode.env...)
 			cmd.Stdin = strings.NewReader(stdin)
 			var stdout, stderr strings.Builder
@@ -292,7 +292,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		t.Run("exec -it/"+mode.name, func(t *testing.T) {
 			// kubectl on a pseudo-terminal, as a user types at it; kwok runs the shell on a
 			// pty of its own and applies the sizes kubectl sends.
-			cmd := exec.Command("kubectl", "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
+			cmd := exec.Command(testenv.Kubectl(t), "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
 			cmd.Env = append(os.Environ(), mode.env...)
 			term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
 			if err != nil {
@@ -514,7 +514,7 @@ func TestKwokStreamsEnd(t *testing.T) {
 		for range n {
 			for _, env := range [][]string{nil, spdyOnly} {
 				cctx, ccancel := context.WithTimeout(context.Background(), cpWait)
-				cmd := exec.CommandContext(cctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
+				cmd := exec.CommandContext(cctx, testenv.Kubectl(t), "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
 				cmd.Env = append(os.Environ(), env...)
 				var stdout, stderr strings.Builder
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -599,7 +599,7 @@ func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubect
 // startKubectlStreamEnv is startKubectlStream with env added to kubectl's environment.
 func startKubectlStreamEnv(t *testing.T, env []string, kubeconfig string, args ...string) *kubectlStream {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	cmd := exec.Command(testenv.Kubectl(t), append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
