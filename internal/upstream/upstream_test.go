@@ -54,3 +54,16 @@ func TestBinary(t *testing.T) {
 		})
 	}
 }
+
+// TestKubectlVersions: kubectl is built at each release the kubectl tests run with, and says
+// which release it is (the build stamps it, as upstream's release build does).
+func TestKubectlVersions(t *testing.T) {
+	for _, v := range KubectlVersions {
+		t.Run(v, func(t *testing.T) {
+			out, err := exec.Command(BinaryAt(t, Kubectl, v), "version", "--client", "-o", "json").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), `"gitVersion": "`+v+`"`) || !strings.Contains(string(out), `"minor": "`+strings.Split(v, ".")[1]+`"`) {
+				t.Fatalf("kubectl %s version --client: %v\n%s", v, err, out)
+			}
+		})
+	}
+}
