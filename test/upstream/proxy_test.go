@@ -79,6 +79,16 @@ func echoServer(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// subprotocolLog is the line of kubectl's -v=4 log that says it speaks v5.channel.k8s.io
+// over WebSocket: client-go 1.36 made remotecommand's log lines structured.
+func subprotocolLog(t *testing.T) string {
+	t.Helper()
+	if minor, dispatcher := testenv.KubectlMinor(t, testenv.Kubectl(t)); minor >= 36 && !dispatcher {
+		return `"Subprotocol negotiated" protocol="v5.channel.k8s.io"`
+	}
+	return "The subprotocol is v5.channel.k8s.io"
+}
+
 // startKwokNode starts hacp and kwok's node server for node kwok-node-0 (serving logs from
 // the returned file, exec on this host, attach to that file and port-forward to an echo
 // server) and waits until kwok runs pod default/app there.
@@ -221,11 +231,12 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 	})
 
-	// kubectl 1.33 asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
+	// kubectl (1.30 and newer) asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
 	// tunnelled in WebSocket for port-forward), which hacp translates to SPDY for kwok, and
 	// falls back to SPDY when the upgrade is refused; with its websocket gates off it
 	// speaks SPDY only, which hacp passes through.
 	metrics := srv.Connector().Metrics()
+	v5 := subprotocolLog(t)
 	for _, mode := range []struct {
 		name      string
 		env       []string
@@ -267,21 +278,21 @@ func TestKwokProxySubresources(t *testing.T) {
 			if err != nil || out != "through-hacp\n" {
 				t.Fatalf("kubectl exec: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			// head, not cat: kwok's local exec does not close the command's stdin when the
 			// stream's ends, so the command must end by itself.
 			out, log, err = run(t, "stdin goes through\nnot this one\n", "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
 			if err != nil || out != "STDIN GOES THROUGH\n" {
 				t.Fatalf("kubectl exec -i: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			out, log, err = run(t, "", "exec", "app", "--", "sh", "-c", "echo to stderr >&2; exit 3")
 			// kwok reports a command's failure as an error status (a kubelet reports the exit
 			// code, which kubectl then exits with): the failure comes back through hacp.
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(log, "exit status 3") || !strings.Contains(log, "to stderr") {
 				t.Fatalf("kubectl exec of exit 3: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			streamsEnded(t, srv)
 			after := counterSum(t, metrics.Translated)
 			if want := before + map[bool]float64{true: 3}[mode.websocket]; after != want {
@@ -344,7 +355,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			case <-time.After(cpWait):
 				t.Fatalf("kubectl exec -it did not end after exit:\n%s", screen.String())
 			}
-			checkLog(t, screen.String(), "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, screen.String(), v5)
 		})
 
 		t.Run("port-forward/"+mode.name, func(t *testing.T) {
@@ -412,7 +423,7 @@ func TestKwokProxySubresources(t *testing.T) {
 					t.Fatal("kubectl attach saw none of the appended lines")
 				}
 			}
-			checkLog(t, log.String(), "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log.String(), v5)
 		})
 	}
 
@@ -527,7 +538,7 @@ func TestKwokStreamsEnd(t *testing.T) {
 				until(env, `^sleeping$`, "exec", "app", "--", "sh", "-c", "echo sleeping; sleep 120")
 				until(env, `Forwarding from 127\.0\.0\.1`, "port-forward", "pod/app", ":80")
 			}
-			until(nil, `The subprotocol is v5.channel.k8s.io`, "attach", "app")
+			until(nil, regexp.QuoteMeta(subprotocolLog(t)), "attach", "app")
 			until(nil, `first line`, "logs", "-f", "app")
 		}
 		streamsEnded(t, srv)
