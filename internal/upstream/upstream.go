@@ -138,6 +138,9 @@ func BuildAt(ctx context.Context, root, name, version string) (string, error) {
 		return "", fmt.Errorf("unknown program %q of k8s.io/kubernetes (want one of %s or %s)", name, strings.Join(Kubernetes, ", "), Kubectl)
 	}
 	dir := filepath.Join(root, "kubernetes-"+version)
+	if name == Kubectl {
+		dropUnstamped(filepath.Join(dir, "bin", Kubectl))
+	}
 	return buildLocked(ctx, dir, name, func(ctx context.Context, dir string) error {
 		return buildKubernetes(ctx, dir, version, staging, names)
 	})
@@ -245,6 +248,15 @@ func buildKubernetes(ctx context.Context, dir, version, stagingVersion string, n
 		return err
 	}
 	return moveBins(dir, tmp, names)
+}
+
+// dropUnstamped removes a kubectl of a cache made before kubectl was stamped with its release
+// (it reports v0.0.0-master and its `kubectl version` fails), so that it is built again.
+func dropUnstamped(bin string) {
+	out, err := exec.Command(bin, "version", "--client", "-o", "json").Output()
+	if err == nil && bytes.Contains(out, []byte(`"gitVersion": "v0.0.0-master`)) {
+		_ = os.Remove(bin)
+	}
 }
 
 // versionLDFlags sets the release in both packages upstream's hack/lib/version.sh stamps.
