@@ -79,14 +79,23 @@ func echoServer(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// subprotocolLog is the line of kubectl's -v=4 log that says it speaks v5.channel.k8s.io
-// over WebSocket: client-go 1.36 made remotecommand's log lines structured.
-func subprotocolLog(t *testing.T) string {
+// negotiatedLogs are the lines of kubectl's -v=4 log that say it speaks WebSocket: for exec
+// and attach (v5.channel.k8s.io) and for port-forward (SPDY tunnelled in WebSocket).
+// client-go made them structured log lines, remotecommand's in 1.36, portforward's in 1.37.
+func negotiatedLogs(t *testing.T) (remoteCommand, portForward string) {
 	t.Helper()
-	if minor, dispatcher := testenv.KubectlMinor(t, testenv.Kubectl(t)); minor >= 36 && !dispatcher {
-		return `"Subprotocol negotiated" protocol="v5.channel.k8s.io"`
+	minor, dispatcher := testenv.KubectlMinor(t, testenv.Kubectl(t))
+	if dispatcher {
+		minor = 33 // the gcloud SDK's dispatcher runs kubectl 1.33 at most
 	}
-	return "The subprotocol is v5.channel.k8s.io"
+	remoteCommand, portForward = "The subprotocol is v5.channel.k8s.io", "negotiated protocol: portforward.k8s.io"
+	if minor >= 36 {
+		remoteCommand = `"Subprotocol negotiated" protocol="v5.channel.k8s.io"`
+	}
+	if minor >= 37 {
+		portForward = `"Negotiation complete" protocol="portforward.k8s.io"`
+	}
+	return remoteCommand, portForward
 }
 
 // startKwokNode starts hacp and kwok's node server for node kwok-node-0 (serving logs from
@@ -236,7 +245,7 @@ func TestKwokProxySubresources(t *testing.T) {
 	// falls back to SPDY when the upgrade is refused; with its websocket gates off it
 	// speaks SPDY only, which hacp passes through.
 	metrics := srv.Connector().Metrics()
-	v5 := subprotocolLog(t)
+	v5, tunnelled := negotiatedLogs(t)
 	for _, mode := range []struct {
 		name      string
 		env       []string
@@ -390,7 +399,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			for l, ok := lines.poll(t, 0); ok; l, ok = lines.poll(t, 0) {
 				log.WriteString(l + "\n")
 			}
-			checkLog(t, log.String(), "negotiated protocol: portforward.k8s.io")
+			checkLog(t, log.String(), tunnelled)
 			// kubectl opens one connection for all the forwarded ones.
 			after := counterSum(t, metrics.Tunneled)
 			if want := before + map[bool]float64{true: 1}[mode.websocket]; after != want {
@@ -511,6 +520,7 @@ func unexpectedStderr(s string) string { return kubectlRace.ReplaceAllString(s, 
 func TestKwokStreamsEnd(t *testing.T) {
 	srv, cs, _ := startKwokNode(t)
 	kc := srv.KubeconfigPath()
+	v5, _ := negotiatedLogs(t)
 	spdyOnly := []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 	// until runs kubectl -v=4 until it prints a line matching re, then kills it.
 	until := func(env []string, re string, args ...string) {
@@ -538,7 +548,7 @@ func TestKwokStreamsEnd(t *testing.T) {
 				until(env, `^sleeping$`, "exec", "app", "--", "sh", "-c", "echo sleeping; sleep 120")
 				until(env, `Forwarding from 127\.0\.0\.1`, "port-forward", "pod/app", ":80")
 			}
-			until(nil, regexp.QuoteMeta(subprotocolLog(t)), "attach", "app")
+			until(nil, regexp.QuoteMeta(v5), "attach", "app")
 			until(nil, `first line`, "logs", "-f", "app")
 		}
 		streamsEnded(t, srv)
