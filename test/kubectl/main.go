@@ -8,10 +8,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,10 +53,10 @@ func run(versions []string, kubectl string, list bool, timeout time.Duration) er
 		return err
 	}
 	if list {
-		for _, dir := range sortedKeys(found) {
+		for _, dir := range slices.Sorted(maps.Keys(found)) {
 			fmt.Println("./"+dir, strings.Join(found[dir], " "))
 		}
-		for _, name := range sortedKeys(leftOut) {
+		for _, name := range slices.Sorted(maps.Keys(leftOut)) {
 			fmt.Printf("left out: %s (%s)\n", name, leftOut[name])
 		}
 		return nil
@@ -118,7 +120,7 @@ func goTestArgs(found map[string][]string, leftOut map[string]string) ([]string,
 	var pkgs []string
 	seen := map[string]bool{}
 	var names []string
-	for _, dir := range sortedKeys(found) {
+	for _, dir := range slices.Sorted(maps.Keys(found)) {
 		n := len(names)
 		for _, name := range found[dir] {
 			if _, out := leftOut[name]; !out && !seen[name] {
@@ -132,13 +134,4 @@ func goTestArgs(found map[string][]string, leftOut map[string]string) ([]string,
 	}
 	sort.Strings(names)
 	return pkgs, "^(" + strings.Join(names, "|") + ")$"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
