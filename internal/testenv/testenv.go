@@ -84,8 +84,8 @@ var kubeRelease = regexp.MustCompile(`^v1\.(\d+)\.`)
 
 // KubectlMinor returns the minor release of the kubectl at bin (35 for v1.35.4), for the
 // few assertions on output that kubectl's releases print differently. It reads the
-// k8s.io/kubernetes module bin was built from (internal/upstream's builds carry no version
-// stamp), else asks `kubectl version --client`. dispatcher reports the gcloud SDK's kubectl,
+// k8s.io/kubernetes module bin was built from (internal/upstream's builds, stamped or not),
+// else asks `kubectl version --client`. dispatcher reports the gcloud SDK's kubectl,
 // which runs the installed release nearest the server's: its own minor says nothing then.
 func KubectlMinor(t testing.TB, bin string) (minor int, dispatcher bool) {
 	t.Helper()
