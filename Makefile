@@ -9,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools dist run run-cluster test test-race test-stress lint lint-ansible bench drill upstream diff-upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools dist run run-cluster test test-race test-kubectl test-stress lint lint-ansible bench drill upstream diff-upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -47,6 +47,14 @@ test:
 test-race:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+# The kubectl tests (every test that reaches testenv.Kubectl) once per supported kubectl
+# release, 1.35, 1.36 and 1.37 (upstream.KubectlVersions, built into _output/upstream on first
+# use), with HACP_KUBECTL set to it; e.g. `make test-kubectl KUBECTL_VERSIONS=v1.36.3`.
+# `go run ./test/kubectl -list` lists the tests, `-kubectl PATH` runs them with any kubectl.
+KUBECTL_VERSIONS ?=
+test-kubectl:
+	$(GO) run ./test/kubectl $(if $(KUBECTL_VERSIONS),-versions $(KUBECTL_VERSIONS))
+
 # Flaky-test hunt: PKGS (default all) COUNT times with -race while a CPU burner keeps every
 # core busy, e.g. `make test-stress PKGS=./pkg/lb/ COUNT=10 RUN=TestBackendMaxConnQueue`.
 PKGS  ?= ./...
@@ -56,7 +64,8 @@ test-stress:
 	$(GO) run ./test/stress -count $(COUNT) $(if $(RUN),-run '$(RUN)') $(PKGS)
 
 # Build the upstream programs tests run against hacp (kube-apiserver, kube-controller-manager,
-# kube-scheduler 1.33, kwok and sample-apiserver; promtool for deploy/monitoring) into
+# kube-scheduler 1.33, kwok and sample-apiserver; kubectl 1.35, 1.36 and 1.37 for
+# test-kubectl; promtool for deploy/monitoring) into
 # _output/upstream/, once per version; tests build them on first use otherwise (see
 # internal/upstream).
 upstream:

@@ -4,9 +4,15 @@
 package testenv
 
 import (
+	"debug/buildinfo"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -42,6 +48,71 @@ func RequireCommand(t testing.TB, names ...string) {
 		_, err := exec.LookPath(n)
 		Require(t, err == nil, "command "+n+" not on PATH")
 	}
+}
+
+// KubectlEnv names the variable that chooses the kubectl the tests run: the absolute path of
+// a kubectl binary (make test-kubectl sets it to each supported release in turn).
+const KubectlEnv = "HACP_KUBECTL"
+
+// Kubectl returns the kubectl every test that runs kubectl execs: $HACP_KUBECTL if set,
+// else kubectl on PATH. A kubectl missing from PATH skips the test (fails it in CI); a
+// HACP_KUBECTL that is not an absolute path of an executable file fails it everywhere,
+// since a skip would hide that the chosen release never ran.
+func Kubectl(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv(KubectlEnv)
+	if p == "" {
+		path, err := exec.LookPath("kubectl")
+		Require(t, err == nil, "command kubectl not on PATH (or set "+KubectlEnv+")")
+		return path
+	}
+	if !filepath.IsAbs(p) {
+		t.Fatalf("%s=%q: want the absolute path of a kubectl binary", KubectlEnv, p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatalf("%s: %v", KubectlEnv, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("%s=%q: not an executable file", KubectlEnv, p)
+	}
+	return p
+}
+
+// kubeRelease matches a Kubernetes release (v1.35.4, v1.32.4-dispatcher), capturing the minor.
+var kubeRelease = regexp.MustCompile(`^v1\.(\d+)\.`)
+
+// KubectlMinor returns the minor release of the kubectl at bin (35 for v1.35.4), for the
+// few assertions on output that kubectl's releases print differently. It reads the
+// k8s.io/kubernetes module bin was built from (internal/upstream's builds, stamped or not),
+// else asks `kubectl version --client`. dispatcher reports the gcloud SDK's kubectl,
+// which runs the installed release nearest the server's: its own minor says nothing then.
+func KubectlMinor(t testing.TB, bin string) (minor int, dispatcher bool) {
+	t.Helper()
+	if info, err := buildinfo.ReadFile(bin); err == nil {
+		for _, m := range append(info.Deps, &info.Main) {
+			if sub := kubeRelease.FindStringSubmatch(m.Version); m.Path == "k8s.io/kubernetes" && sub != nil {
+				minor, _ = strconv.Atoi(sub[1])
+				return minor, false
+			}
+		}
+	}
+	out, err := exec.Command(bin, "version", "--client", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("%s version --client: %v", bin, err)
+	}
+	var v struct {
+		ClientVersion struct{ GitVersion string } `json:"clientVersion"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%s version --client: %v\n%s", bin, err, out)
+	}
+	sub := kubeRelease.FindStringSubmatch(v.ClientVersion.GitVersion)
+	if sub == nil {
+		t.Fatalf("%s version --client: no release in %q", bin, v.ClientVersion.GitVersion)
+	}
+	minor, _ = strconv.Atoi(sub[1])
+	return minor, strings.HasSuffix(v.ClientVersion.GitVersion, "-dispatcher")
 }
 
 // SilentListener accepts every connection on a loopback port and never answers: a peer

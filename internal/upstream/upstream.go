@@ -40,6 +40,10 @@ var Kubernetes = []string{"kube-apiserver", "kube-controller-manager", "kube-sch
 // tests run several releases of it).
 const Kubectl = "kubectl"
 
+// KubectlVersions are the kubectl releases the kubectl tests run with (make test-kubectl):
+// the newest patch of each supported Kubernetes minor.
+var KubectlVersions = []string{"v1.35.4", "v1.36.3", LatestKubernetesVersion}
+
 // LatestKubernetesVersion is the newest k8s.io/kubernetes release the module proxy serves:
 // the default of the differential harness and the release hacp moves to.
 const LatestKubernetesVersion = "v1.37.2"
@@ -134,6 +138,9 @@ func BuildAt(ctx context.Context, root, name, version string) (string, error) {
 		return "", fmt.Errorf("unknown program %q of k8s.io/kubernetes (want one of %s or %s)", name, strings.Join(Kubernetes, ", "), Kubectl)
 	}
 	dir := filepath.Join(root, "kubernetes-"+version)
+	if name == Kubectl {
+		dropUnstamped(filepath.Join(dir, "bin", Kubectl))
+	}
 	return buildLocked(ctx, dir, name, func(ctx context.Context, dir string) error {
 		return buildKubernetes(ctx, dir, version, staging, names)
 	})
@@ -228,6 +235,12 @@ func buildKubernetes(ctx context.Context, dir, version, stagingVersion string, n
 		return err
 	}
 	args := []string{"build", "-mod=mod", "-trimpath", "-o", tmp + "/"}
+	if len(names) == 1 && names[0] == Kubectl {
+		// kubectl parses the release it was built as (`kubectl version` fails on the
+		// unstamped v0.0.0-master+$Format:%H$), so it is stamped as upstream's release build
+		// does; the control-plane programs are left as they were built before.
+		args = append(args, "-ldflags", versionLDFlags(version))
+	}
 	for _, n := range names {
 		args = append(args, "k8s.io/kubernetes/cmd/"+n)
 	}
@@ -235,6 +248,27 @@ func buildKubernetes(ctx context.Context, dir, version, stagingVersion string, n
 		return err
 	}
 	return moveBins(dir, tmp, names)
+}
+
+// dropUnstamped removes a kubectl of a cache made before kubectl was stamped with its release
+// (it reports v0.0.0-master and its `kubectl version` fails), so that it is built again.
+func dropUnstamped(bin string) {
+	out, err := exec.Command(bin, "version", "--client", "-o", "json").Output()
+	if err == nil && bytes.Contains(out, []byte(`"gitVersion": "v0.0.0-master`)) {
+		_ = os.Remove(bin)
+	}
+}
+
+// versionLDFlags sets the release in both packages upstream's hack/lib/version.sh stamps.
+func versionLDFlags(version string) string {
+	minor := strings.SplitN(strings.TrimPrefix(version, "v1."), ".", 2)[0]
+	var flags []string
+	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		for _, kv := range [][2]string{{"gitVersion", version}, {"gitMajor", "1"}, {"gitMinor", minor}, {"gitTreeState", "clean"}} {
+			flags = append(flags, fmt.Sprintf("-X %s.%s=%s", pkg, kv[0], kv[1]))
+		}
+	}
+	return strings.Join(flags, " ")
 }
 
 // buildKwok installs kwok at its pinned version (go install pkg@version needs no module).

@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -52,5 +54,34 @@ func TestBinary(t *testing.T) {
 				t.Fatalf("%s --help: %v\n%.500s", name, err, out)
 			}
 		})
+	}
+}
+
+// TestKubectlVersions: kubectl is built at each release the kubectl tests run with, and says
+// which release it is (the build stamps it, as upstream's release build does).
+func TestKubectlVersions(t *testing.T) {
+	for _, v := range KubectlVersions {
+		t.Run(v, func(t *testing.T) {
+			out, err := exec.Command(BinaryAt(t, Kubectl, v), "version", "--client", "-o", "json").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), `"gitVersion": "`+v+`"`) || !strings.Contains(string(out), `"minor": "`+strings.Split(v, ".")[1]+`"`) {
+				t.Fatalf("kubectl %s version --client: %v\n%s", v, err, out)
+			}
+		})
+	}
+}
+
+// TestDropUnstamped: a cached kubectl that reports v0.0.0-master is removed, so that BuildAt
+// builds it again stamped; a stamped one stays.
+func TestDropUnstamped(t *testing.T) {
+	for gitVersion, kept := range map[string]bool{"v0.0.0-master+$Format:%H$": false, "v1.37.2": true} {
+		bin := filepath.Join(t.TempDir(), Kubectl)
+		script := "#!/bin/sh\necho '{\"clientVersion\": {\"gitVersion\": \"" + gitVersion + "\"}}'\n"
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dropUnstamped(bin)
+		if _, err := os.Stat(bin); (err == nil) != kept {
+			t.Errorf("kubectl reporting %s: still there %v, want %v", gitVersion, err == nil, kept)
+		}
 	}
 }

@@ -33,14 +33,15 @@ import (
 // each, for the leader elections) and kwok managing fake nodes, all talking to hacp with
 // their own identities, as a kubeadm control plane runs them.
 type controlPlane struct {
-	t     *testing.T
-	dir   string
-	srv   *server.Server
-	cs    *kubernetes.Clientset
-	admin string // admin kubeconfig path
-	kcm   []*proc
-	sched []*proc
-	kwok  *proc
+	t          *testing.T
+	dir        string
+	srv        *server.Server
+	cs         *kubernetes.Clientset
+	admin      string // admin kubeconfig path
+	kubectlBin string // the tests' kubectl (testenv.Kubectl)
+	kcm        []*proc
+	sched      []*proc
+	kwok       *proc
 }
 
 const (
@@ -49,12 +50,12 @@ const (
 )
 
 func startControlPlane(t *testing.T) *controlPlane {
-	testenv.RequireCommand(t, "kubectl")
+	kubectl := testenv.Kubectl(t)
 	kcmBin := upstream.Binary(t, "kube-controller-manager")
 	schedBin := upstream.Binary(t, "kube-scheduler")
 	kwokBin := upstream.Binary(t, upstream.Kwok)
 
-	cp := &controlPlane{t: t, dir: t.TempDir()}
+	cp := &controlPlane{t: t, kubectlBin: kubectl, dir: t.TempDir()}
 	cp.srv = servertest.New(t, nil) // authorization Node,RBAC, as the default
 	cp.admin = cp.srv.KubeconfigPath()
 	rc := servertest.RestConfig(t, cp.srv)
@@ -185,7 +186,7 @@ func (cp *controlPlane) kubectl(args ...string) string {
 func (cp *controlPlane) kubectlErr(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cpWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig=" + cp.admin}, args...)...)
+	cmd := exec.CommandContext(ctx, cp.kubectlBin, append([]string{"--kubeconfig=" + cp.admin}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

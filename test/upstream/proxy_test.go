@@ -79,12 +79,31 @@ func echoServer(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// negotiatedLogs are the lines of kubectl's -v=4 log that say it speaks WebSocket: for exec
+// and attach (v5.channel.k8s.io) and for port-forward (SPDY tunnelled in WebSocket).
+// client-go made them structured log lines, remotecommand's in 1.36, portforward's in 1.37.
+func negotiatedLogs(t *testing.T) (remoteCommand, portForward string) {
+	t.Helper()
+	minor, dispatcher := testenv.KubectlMinor(t, testenv.Kubectl(t))
+	if dispatcher {
+		minor = 33 // the gcloud SDK's dispatcher runs kubectl 1.33 at most
+	}
+	remoteCommand, portForward = "The subprotocol is v5.channel.k8s.io", "negotiated protocol: portforward.k8s.io"
+	if minor >= 36 {
+		remoteCommand = `"Subprotocol negotiated" protocol="v5.channel.k8s.io"`
+	}
+	if minor >= 37 {
+		portForward = `"Negotiation complete" protocol="portforward.k8s.io"`
+	}
+	return remoteCommand, portForward
+}
+
 // startKwokNode starts hacp and kwok's node server for node kwok-node-0 (serving logs from
 // the returned file, exec on this host, attach to that file and port-forward to an echo
 // server) and waits until kwok runs pod default/app there.
 func startKwokNode(t *testing.T) (*server.Server, *kubernetes.Clientset, string) {
 	t.Helper()
-	testenv.RequireCommand(t, "kubectl")
+	testenv.Kubectl(t)
 	kwokBin := upstream.Binary(t, upstream.Kwok)
 	stages, err := upstream.KwokStages(context.Background(), upstream.Root())
 	if err != nil {
@@ -177,7 +196,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(ctx, cpWait)
 		defer ccancel()
-		out, err := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath()}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(cctx, testenv.Kubectl(t), append([]string{"--kubeconfig=" + srv.KubeconfigPath()}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -194,7 +213,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		if out := kubectl("logs", "app", "--timestamps", "--limit-bytes=40"); !strings.HasPrefix(out, "2026-01-01T00:00:01") || len(out) > 40 {
 			t.Fatalf("kubectl logs --timestamps --limit-bytes=40: %q", out)
 		}
-		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig="+srv.KubeconfigPath(), "logs", "app", "-c", "nope").CombinedOutput()
+		out, err := exec.CommandContext(ctx, testenv.Kubectl(t), "--kubeconfig="+srv.KubeconfigPath(), "logs", "app", "-c", "nope").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "container nope is not valid for pod app") {
 			t.Fatalf("kubectl logs -c nope: %v %s", err, out)
 		}
@@ -221,11 +240,12 @@ func TestKwokProxySubresources(t *testing.T) {
 		}
 	})
 
-	// kubectl 1.33 asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
+	// kubectl (1.30 and newer) asks for WebSocket first (v5.channel.k8s.io for exec and attach, SPDY
 	// tunnelled in WebSocket for port-forward), which hacp translates to SPDY for kwok, and
 	// falls back to SPDY when the upgrade is refused; with its websocket gates off it
 	// speaks SPDY only, which hacp passes through.
 	metrics := srv.Connector().Metrics()
+	v5, tunnelled := negotiatedLogs(t)
 	for _, mode := range []struct {
 		name      string
 		env       []string
@@ -250,7 +270,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			t.Helper()
 			cctx, ccancel := context.WithTimeout(ctx, cpWait)
 			defer ccancel()
-			cmd := exec.CommandContext(cctx, "kubectl", append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
+			cmd := exec.CommandContext(cctx, testenv.Kubectl(t), append([]string{"--kubeconfig=" + srv.KubeconfigPath(), "-v=4"}, args...)...)
 			cmd.Env = append(os.Environ(), mode.env...)
 			cmd.Stdin = strings.NewReader(stdin)
 			var stdout, stderr strings.Builder
@@ -267,21 +287,21 @@ func TestKwokProxySubresources(t *testing.T) {
 			if err != nil || out != "through-hacp\n" {
 				t.Fatalf("kubectl exec: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			// head, not cat: kwok's local exec does not close the command's stdin when the
 			// stream's ends, so the command must end by itself.
 			out, log, err = run(t, "stdin goes through\nnot this one\n", "exec", "-i", "app", "--", "sh", "-c", "head -n 1 | tr a-z A-Z")
 			if err != nil || out != "STDIN GOES THROUGH\n" {
 				t.Fatalf("kubectl exec -i: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			out, log, err = run(t, "", "exec", "app", "--", "sh", "-c", "echo to stderr >&2; exit 3")
 			// kwok reports a command's failure as an error status (a kubelet reports the exit
 			// code, which kubectl then exits with): the failure comes back through hacp.
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(log, "exit status 3") || !strings.Contains(log, "to stderr") {
 				t.Fatalf("kubectl exec of exit 3: %v %q\n%s", err, out, log)
 			}
-			checkLog(t, log, "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log, v5)
 			streamsEnded(t, srv)
 			after := counterSum(t, metrics.Translated)
 			if want := before + map[bool]float64{true: 3}[mode.websocket]; after != want {
@@ -292,7 +312,7 @@ func TestKwokProxySubresources(t *testing.T) {
 		t.Run("exec -it/"+mode.name, func(t *testing.T) {
 			// kubectl on a pseudo-terminal, as a user types at it; kwok runs the shell on a
 			// pty of its own and applies the sizes kubectl sends.
-			cmd := exec.Command("kubectl", "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
+			cmd := exec.Command(testenv.Kubectl(t), "--kubeconfig="+srv.KubeconfigPath(), "-v=4", "exec", "-it", "app", "--", "sh")
 			cmd.Env = append(os.Environ(), mode.env...)
 			term, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 100})
 			if err != nil {
@@ -344,7 +364,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			case <-time.After(cpWait):
 				t.Fatalf("kubectl exec -it did not end after exit:\n%s", screen.String())
 			}
-			checkLog(t, screen.String(), "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, screen.String(), v5)
 		})
 
 		t.Run("port-forward/"+mode.name, func(t *testing.T) {
@@ -379,7 +399,7 @@ func TestKwokProxySubresources(t *testing.T) {
 			for l, ok := lines.poll(t, 0); ok; l, ok = lines.poll(t, 0) {
 				log.WriteString(l + "\n")
 			}
-			checkLog(t, log.String(), "negotiated protocol: portforward.k8s.io")
+			checkLog(t, log.String(), tunnelled)
 			// kubectl opens one connection for all the forwarded ones.
 			after := counterSum(t, metrics.Tunneled)
 			if want := before + map[bool]float64{true: 1}[mode.websocket]; after != want {
@@ -412,7 +432,7 @@ func TestKwokProxySubresources(t *testing.T) {
 					t.Fatal("kubectl attach saw none of the appended lines")
 				}
 			}
-			checkLog(t, log.String(), "The subprotocol is v5.channel.k8s.io")
+			checkLog(t, log.String(), v5)
 		})
 	}
 
@@ -500,6 +520,7 @@ func unexpectedStderr(s string) string { return kubectlRace.ReplaceAllString(s, 
 func TestKwokStreamsEnd(t *testing.T) {
 	srv, cs, _ := startKwokNode(t)
 	kc := srv.KubeconfigPath()
+	v5, _ := negotiatedLogs(t)
 	spdyOnly := []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 	// until runs kubectl -v=4 until it prints a line matching re, then kills it.
 	until := func(env []string, re string, args ...string) {
@@ -514,7 +535,7 @@ func TestKwokStreamsEnd(t *testing.T) {
 		for range n {
 			for _, env := range [][]string{nil, spdyOnly} {
 				cctx, ccancel := context.WithTimeout(context.Background(), cpWait)
-				cmd := exec.CommandContext(cctx, "kubectl", "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
+				cmd := exec.CommandContext(cctx, testenv.Kubectl(t), "--kubeconfig="+kc, "exec", "app", "--", "echo", "done")
 				cmd.Env = append(os.Environ(), env...)
 				var stdout, stderr strings.Builder
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -527,7 +548,7 @@ func TestKwokStreamsEnd(t *testing.T) {
 				until(env, `^sleeping$`, "exec", "app", "--", "sh", "-c", "echo sleeping; sleep 120")
 				until(env, `Forwarding from 127\.0\.0\.1`, "port-forward", "pod/app", ":80")
 			}
-			until(nil, `The subprotocol is v5.channel.k8s.io`, "attach", "app")
+			until(nil, regexp.QuoteMeta(v5), "attach", "app")
 			until(nil, `first line`, "logs", "-f", "app")
 		}
 		streamsEnded(t, srv)
@@ -599,7 +620,7 @@ func startKubectlStream(t *testing.T, kubeconfig string, args ...string) *kubect
 // startKubectlStreamEnv is startKubectlStream with env added to kubectl's environment.
 func startKubectlStreamEnv(t *testing.T, env []string, kubeconfig string, args ...string) *kubectlStream {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	cmd := exec.Command(testenv.Kubectl(t), append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

@@ -23,7 +23,7 @@ import (
 // kubeconfig creates a Deployment of two replicas, whose pods must become Running on kwok's
 // nodes; Ctrl-C (SIGINT) then stops everything and the program exits 0.
 func TestQuickStart(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
+	kubectlBin := testenv.Kubectl(t)
 	for _, name := range []string{"kube-controller-manager", "kube-scheduler", upstream.Kwok} {
 		upstream.Binary(t, name) // skips on a developer's machine when it cannot be built, fails in CI
 	}
@@ -49,7 +49,7 @@ func TestQuickStart(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "kubectl", args...)
+		cmd := exec.CommandContext(ctx, kubectlBin, args...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(c.data, "admin.kubeconfig"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -20,6 +20,14 @@ func main() {
 		}
 		fmt.Println(path)
 	}
+	for _, v := range upstream.KubectlVersions { // make test-kubectl's releases
+		path, err := upstream.BuildAt(context.Background(), root, upstream.Kubectl, v)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "upstream: kubectl %s: %v\n", v, err)
+			os.Exit(1)
+		}
+		fmt.Println(path)
+	}
 	path, err := upstream.KwokStages(context.Background(), root)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "upstream: kwok stages: %v\n", err)

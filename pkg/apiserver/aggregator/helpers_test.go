@@ -13,23 +13,23 @@ import (
 	"github.com/hacp/hacp/internal/testenv"
 )
 
-// kubectl runs the installed kubectl against one server.
+// kubectl runs the tests' kubectl (testenv.Kubectl) against one server.
 type kubectl struct {
 	t          *testing.T
+	bin        string
 	kubeconfig string
 	dir        string
 }
 
 func newKubectl(t *testing.T, kubeconfig string) *kubectl {
 	t.Helper()
-	testenv.RequireCommand(t, "kubectl")
-	return &kubectl{t: t, kubeconfig: kubeconfig, dir: t.TempDir()}
+	return &kubectl{t: t, bin: testenv.Kubectl(t), kubeconfig: kubeconfig, dir: t.TempDir()}
 }
 
 func (k *kubectl) run(stdin string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd := exec.CommandContext(ctx, k.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.dir, "KUBECACHEDIR="+filepath.Join(k.dir, "cache"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin = strings.NewReader(stdin)

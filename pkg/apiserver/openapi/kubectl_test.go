@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 // Deployment that `kubectl apply` patches. It records PATCH requests.
 type kubectlServer struct {
 	*httptest.Server
+	bin     string // the tests' kubectl (testenv.Kubectl)
 	mu      sync.Mutex
 	patches []recordedPatch
 }
@@ -58,7 +60,7 @@ func newKubectlServer(t *testing.T, minor string, rs []Resource) *kubectlServer 
 		lists[gv].APIResources = append(lists[gv].APIResources, metav1.APIResource{
 			Name: r.Plural, SingularName: strings.ToLower(r.Kind), Namespaced: r.Namespaced, Kind: r.Kind, Verbs: r.Verbs})
 	}
-	ks := &kubectlServer{}
+	ks := &kubectlServer{bin: testenv.Kubectl(t)}
 	writeJSON := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
@@ -113,7 +115,7 @@ func (ks *kubectlServer) kubectl(t *testing.T, stdin string, args ...string) (st
 	defer cancel()
 	home := t.TempDir()
 	args = append([]string{"--server=" + ks.URL, "--cache-dir=" + filepath.Join(home, "cache"), "--namespace=default"}, args...)
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd := exec.CommandContext(ctx, ks.bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG="+filepath.Join(home, "none"))
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
@@ -147,21 +149,25 @@ spec:
       - {name: b, image: busybox}
 `
 
-// TestKubectl runs the installed kubectl (1.27, 1.30, 1.33 through the
-// dispatcher) against the documents: explain from v3 and from v2, create
+// TestKubectl runs the tests' kubectl (testenv.Kubectl: the gcloud SDK's dispatcher picks
+// 1.27, 1.30 and 1.33 in turn by the server's minor; any other kubectl runs once against a
+// server of its own minor) against the documents: explain from v3 and from v2, create
 // with default (strict) validation, which needs fieldValidation in the v3
 // document, and apply, which fetches the documents and sends a strategic
 // merge patch keyed by container name. kubectl may take that patch's
 // metadata from OpenAPI or from its compiled-in types without saying which;
 // TestStrategicMergeMetadata covers the OpenAPI lookups directly.
 func TestKubectl(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
+	minors := []string{"27", "30", "33"}
+	if minor, dispatcher := testenv.KubectlMinor(t, testenv.Kubectl(t)); !dispatcher {
+		minors = []string{strconv.Itoa(minor)}
+	}
 	rs := testResources()
 	rs[len(rs)-1].Schema = map[string]any{"type": "object", "properties": map[string]any{
 		"spec": map[string]any{"type": "object", "properties": map[string]any{
 			"size": map[string]any{"type": "integer", "description": "Size of the widget in furlongs."}}}}}
 
-	for _, minor := range []string{"27", "30", "33"} {
+	for _, minor := range minors {
 		t.Run("1."+minor, func(t *testing.T) {
 			ks := newKubectlServer(t, minor, rs)
 

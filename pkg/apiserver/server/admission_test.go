@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/internal/netns"
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -323,8 +322,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		}
 	})
 	t.Run("kubectl sees the denial", func(t *testing.T) {
-		testenv.RequireCommand(t, "kubectl")
-		k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+		k := newKubectlEnv(t, s.KubeconfigPath())
 		f := k.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k1\n  namespace: plain\n  labels:\n    deny: \"yes\"\n")
 		k.fails(`admission webhook "deny.hacp.test" denied the request: objects labelled deny=yes are not welcome here`, "create", "-f", f)
 		out := k.ok("create", "configmap", "k2", "-n", "hooked", "-o", "jsonpath={.metadata.labels.mutated}")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -79,10 +78,9 @@ func fieldsOf(entries []metav1.ManagedFieldsEntry, manager string, op metav1.Man
 }
 
 func TestKubectlServerSideApply(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
 	cs := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 	ctx := context.Background()
 	k.ok("create", "namespace", "ssa")
 	full := k.file("full.yaml", strings.Replace(ssaDeploymentYAML, "SIDECAR", ssaSidecar, 1))
@@ -452,9 +450,8 @@ PORTS`
 // by the definition's structural schema (a list-map keyed by name), removes what a re-apply
 // leaves out, reports conflicts, and status and scale writes own their own fields.
 func TestCustomResourceServerSideApply(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 	dyn := dynamic.NewForConfigOrDie(servertest.RestConfig(t, s))
 	ctx := context.Background()
 	createCRD(t, dyn, widgetCRD)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/audit"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
@@ -320,8 +319,7 @@ func TestAuditLog(t *testing.T) {
 	})
 
 	t.Run("no secret in the log", func(t *testing.T) {
-		testenv.RequireCommand(t, "kubectl")
-		k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+		k := newKubectlEnv(t, s.KubeconfigPath())
 		values := []string{"s3cr3t-" + randomString(t), "s3cr3t-" + randomString(t), "s3cr3t-" + randomString(t)}
 		k.ok("create", "secret", "generic", "creds", "--from-literal=password="+values[0])
 		k.ok("get", "secret", "creds", "-o", "yaml")

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/authn"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
@@ -72,7 +71,7 @@ func writeTokenFile(t testing.TB) string {
 // whoami runs kubectl auth whoami with kubeconfig and returns the user it reports.
 func whoami(t *testing.T, kubeconfig string) authenticationv1.UserInfo {
 	t.Helper()
-	k := &kubectlEnv{t: t, kubeconfig: kubeconfig, dir: t.TempDir()}
+	k := newKubectlEnv(t, kubeconfig)
 	var r authenticationv1.SelfSubjectReview
 	if err := json.Unmarshal([]byte(k.ok("auth", "whoami", "-o", "json")), &r); err != nil {
 		t.Fatal(err)
@@ -92,11 +91,10 @@ func isUnauthorized(t *testing.T, err error) {
 // real kubectl: whoami, no and bad credentials, create token, bound tokens that end with
 // their pod or ServiceAccount.
 func TestAuthnKubectl(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	// Authentication alone: AlwaysAllow, which (as upstream) also turns anonymous access off,
 	// so that a request's fate is its credentials'.
 	s := servertest.New(t, func(c *server.Config) { c.TokenAuthFile = writeTokenFile(t); c.AuthorizationMode = "AlwaysAllow" })
-	admin := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	admin := newKubectlEnv(t, s.KubeconfigPath())
 
 	t.Run("whoami", func(t *testing.T) {
 		u := whoami(t, s.KubeconfigPath())
@@ -111,7 +109,7 @@ func TestAuthnKubectl(t *testing.T) {
 	// (kubectl without any credentials prompts for a user name on stdin: client-go covers
 	// that case in TestAuthnClientGo.)
 	t.Run("bad token", func(t *testing.T) {
-		k := &kubectlEnv{t: t, kubeconfig: tokenKubeconfig(t, s, "no-such-token"), dir: t.TempDir()}
+		k := newKubectlEnv(t, tokenKubeconfig(t, s, "no-such-token"))
 		// kubectl's discovery reports upstream's 401 this way (client-go decodes discovery
 		// errors without the Status); the resource request itself says Unauthorized.
 		k.fails("error: You must be logged in to the server", "get", "namespaces")
@@ -130,7 +128,7 @@ func TestAuthnKubectl(t *testing.T) {
 		if id := u.Extra[authn.ExtraCredentialID]; len(id) != 1 || !strings.HasPrefix(id[0], "JTI=") {
 			t.Errorf("credential-id = %v", id)
 		}
-		k := &kubectlEnv{t: t, kubeconfig: kc, dir: t.TempDir()}
+		k := newKubectlEnv(t, kc)
 		contains(t, k.ok("get", "serviceaccounts"), "robot")
 	})
 	t.Run("pod-bound token ends with its pod", func(t *testing.T) {
@@ -143,14 +141,14 @@ func TestAuthnKubectl(t *testing.T) {
 			t.Errorf("pod-name extra = %v", u.Extra)
 		}
 		admin.ok("delete", "pod", "worker", "--grace-period=0", "--force", "--wait=true")
-		k := &kubectlEnv{t: t, kubeconfig: kc, dir: t.TempDir()}
+		k := newKubectlEnv(t, kc)
 		k.fails("error: You must be logged in to the server (Unauthorized)", "get", "--raw", "/api/v1/namespaces/default/serviceaccounts")
 	})
 	t.Run("token ends with its service account", func(t *testing.T) {
 		admin.ok("create", "serviceaccount", "temp")
 		token := strings.TrimSpace(admin.ok("create", "token", "temp"))
 		kc := tokenKubeconfig(t, s, token)
-		k := &kubectlEnv{t: t, kubeconfig: kc, dir: t.TempDir()}
+		k := newKubectlEnv(t, kc)
 		k.ok("get", "serviceaccounts")
 		admin.ok("delete", "serviceaccount", "temp")
 		k.fails("error: You must be logged in to the server (Unauthorized)", "get", "--raw", "/api/v1/namespaces/default/serviceaccounts")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
@@ -89,7 +88,6 @@ func wantForbidden(t *testing.T, err error, msg string) {
 }
 
 func TestAuthorizationRBAC(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
@@ -97,8 +95,8 @@ func TestAuthorizationRBAC(t *testing.T) {
 
 	aliceKC, aliceRC := userConfig(t, s, "alice")
 	alice := kubernetes.NewForConfigOrDie(aliceRC)
-	ka := &kubectlEnv{t: t, kubeconfig: aliceKC, dir: t.TempDir()}
-	kadmin := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	ka := newKubectlEnv(t, aliceKC)
+	kadmin := newKubectlEnv(t, s.KubeconfigPath())
 
 	t.Run("no bindings", func(t *testing.T) {
 		_, err := alice.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})

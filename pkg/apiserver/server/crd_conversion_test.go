@@ -141,7 +141,7 @@ spec:
 // from a URL to a service reference takes effect; the webhook may change labels but not the
 // rest of metadata; a refused conversion is a 500 naming the webhook's message.
 func TestCustomResourceConversionWebhook(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
+	testenv.Kubectl(t)
 	// The hook Service's Endpoints need an address that is not loopback: the test runs in a
 	// namespace of its own that has one.
 	addr, inHost := netns.RerunInHost(t, "hcv-", "10.77.93")
@@ -153,7 +153,7 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	cfg := servertest.RestConfig(t, s)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 
 	conv := &converter{paths: map[string]int{}}
 	srv, caPEM := newTLSServer(t, http.HandlerFunc(conv.serve))

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -86,9 +85,8 @@ var cronTabs = schema.GroupVersionResource{Group: "stable.example.com", Version:
 // objects with printer columns, defaults, patch, label, scale, status, schema and CEL
 // validation, and deleting it removes its objects and its routes.
 func TestCustomResourceDefinitionKubectl(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 	dyn := dynamic.NewForConfigOrDie(servertest.RestConfig(t, s))
 	ctx := context.Background()
 

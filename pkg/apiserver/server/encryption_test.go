@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -275,7 +274,7 @@ func statusCode(err error) int32 {
 // unchanged objects included: they read as stale), and drop key1. After each restart every
 // Secret is read, by get and list, through both apiservers.
 func TestEncryptionKeyRotation(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
+	testenv.Kubectl(t)
 	etcd, ec := startEtcd(t)
 	ctx := context.Background()
 	key1, key2 := newKey(t, 32), newKey(t, 32)
@@ -344,8 +343,9 @@ func wantAllSecrets(t *testing.T, cs kubernetes.Interface, names []string) {
 // rewriteSecrets runs upstream's rewrite step of a key rotation with kubectl.
 func rewriteSecrets(t *testing.T, kubeconfig string) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", "kubectl get secrets -A -o json | kubectl replace -f -")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	k := newKubectlEnv(t, kubeconfig)
+	cmd := k.cmd(context.Background(), "replace", "-f", "-")
+	cmd.Stdin = strings.NewReader(k.ok("get", "secrets", "-A", "-o", "json"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl get | replace: %v\n%s", err, out)
 	}

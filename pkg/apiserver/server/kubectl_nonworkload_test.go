@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
 
@@ -65,9 +64,8 @@ spec:
 // short names, apply, upstream's columns, certificate approve, the standard namespaces and
 // the 1 MiB ConfigMap limit.
 func TestKubectlNonWorkloadKinds(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 
 	t.Run("discovery and short names", func(t *testing.T) {
 		out := k.ok("api-resources")

@@ -16,16 +16,23 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
 
-// kubectlEnv runs the installed kubectl (which dispatches on the server's
-// minor version) against one server.
+// kubectlEnv runs the tests' kubectl (testenv.Kubectl) against one server, with a home and
+// discovery cache of its own.
 type kubectlEnv struct {
 	t          *testing.T
+	bin        string
 	kubeconfig string
 	dir        string
 }
 
+// newKubectlEnv returns a kubectlEnv for kubeconfig; it skips t (fails it in CI) without kubectl.
+func newKubectlEnv(t *testing.T, kubeconfig string) *kubectlEnv {
+	t.Helper()
+	return &kubectlEnv{t: t, bin: testenv.Kubectl(t), kubeconfig: kubeconfig, dir: t.TempDir()}
+}
+
 func (k *kubectlEnv) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd := exec.CommandContext(ctx, k.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.dir, "KUBECACHEDIR="+filepath.Join(k.dir, "cache"))
 	return cmd
 }
@@ -103,9 +110,8 @@ spec:
 `
 
 func TestKubectlSession(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 
 	t.Run("discovery", func(t *testing.T) {
 		out := k.ok("api-resources")

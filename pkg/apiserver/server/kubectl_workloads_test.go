@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
 
@@ -58,9 +57,8 @@ spec:
 // cronjob, apply of every workload kind, autoscale, scale through /scale, get all and the
 // printers' columns, and upstream's validation errors.
 func TestKubectlWorkloads(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 	k.ok("create", "namespace", "wl")
 
 	t.Run("discovery", func(t *testing.T) {

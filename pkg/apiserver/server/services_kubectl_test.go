@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
@@ -13,13 +12,12 @@ import (
 // address: an Endpoints address may not be loopback), NodePorts and ClusterIPs come from the
 // configured ranges, and a taken NodePort is refused as upstream.
 func TestKubectlServices(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, func(c *server.Config) {
 		c.ServiceClusterIPRange = "10.77.128.0/24"
 		c.ServiceNodePortRange = "31000-31001"
 		c.AdvertiseAddress = "10.77.129.1" // written into the Endpoints only: nothing dials it
 	})
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 
 	out := k.ok("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].port}")
 	if out != "10.77.128.1 443" {

@@ -1,0 +1,3 @@
+package s
+
+func TestScratch(t *testing.T) { testenv.Kubectl(t) }

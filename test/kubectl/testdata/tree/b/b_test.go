@@ -1,0 +1,3 @@
+package b
+
+func TestOther(t *testing.T) { other.Kubectl(t) }
