@@ -133,12 +133,12 @@ func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
 	}
 	s := b.s
 	b.hooks = webhook.New(webhook.Config{
-		Informers:  s.registry.Informers(),
-		Resolve:    webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
-		Logger:     s.log,
-		Authorizer: celAuthorizer{s},
+		Informers:   s.registry.Informers(),
+		Resolve:     webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
+		Logger:      s.log,
+		Authorizer:  celAuthorizer{s},
 		Equivalents: s.equivalents,
-		Convert: s.registry.ConvertForAdmission,
+		Convert:     s.registry.ConvertForAdmission,
 	})
 	b.hooks.Start(b.ctx)
 	return b.hooks

@@ -18,13 +18,13 @@ type validationCondition struct {
 	Reason     *metav1.StatusReason
 }
 
-func (v *validationCondition) GetExpression() string        { return v.Expression }
+func (v *validationCondition) GetExpression() string      { return v.Expression }
 func (v *validationCondition) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.BoolType} }
 
 // messageCondition is a validation's messageExpression.
 type messageCondition struct{ Expression string }
 
-func (m *messageCondition) GetExpression() string        { return m.Expression }
+func (m *messageCondition) GetExpression() string      { return m.Expression }
 func (m *messageCondition) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.StringType} }
 
 // auditCondition is an auditAnnotation's valueExpression.
@@ -38,8 +38,8 @@ func (a *auditCondition) ReturnTypes() []*celgo.Type {
 // variable is a named expression the others see as variables.<name>.
 type variable struct{ Name, Expression string }
 
-func (v *variable) GetName() string               { return v.Name }
-func (v *variable) GetExpression() string         { return v.Expression }
+func (v *variable) GetName() string            { return v.Name }
+func (v *variable) GetExpression() string      { return v.Expression }
 func (v *variable) ReturnTypes() []*celgo.Type { return []*celgo.Type{celgo.AnyType, celgo.DynType} }
 
 var (
