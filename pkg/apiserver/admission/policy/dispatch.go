@@ -209,8 +209,14 @@ func (d *dispatch) denial() error {
 	} else {
 		msg = fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", first.policy, first.message)
 	}
+	// Upstream's NewForbidden names the request's object by the request's name first (a
+	// delete too), then by the new object's name or generateName.
+	forbidden := admission.NewForbidden(d.a, errors.New(msg))
+	if d.a.Name != "" {
+		forbidden = apierrors.NewForbidden(d.a.Resource.GroupResource(), d.a.Name, errors.New(msg))
+	}
 	var se *apierrors.StatusError
-	if !errors.As(admission.NewForbidden(d.a, errors.New(msg)), &se) {
+	if !errors.As(forbidden, &se) {
 		return apierrors.NewInternalError(errors.New(msg))
 	}
 	reason := first.reason
