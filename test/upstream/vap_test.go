@@ -111,6 +111,15 @@ func vapSteps(t *testing.T, rc *rest.Config) []string {
 	if _, err := e.cs.CoreV1().ConfigMaps("del").Create(ctx, cm("keep", 1, false), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	bad := vapPolicies()[0].policy.DeepCopy()
+	bad.Name = "bad"
+	// (A variable name that is no CEL identifier is worded differently by 1.33 and 1.37.)
+	bad.Spec.Variables = []admissionregv1.Variable{{Name: "v", Expression: "object.nope +"}}
+	bad.Spec.MatchConditions = []admissionregv1.MatchCondition{{Name: "m", Expression: "params.x"}}
+	bad.Spec.Validations = []admissionregv1.Validation{{Expression: "nope == 1"}, {Expression: "'x'", MessageExpression: "1", Reason: ptr.To(metav1.StatusReasonConflict)}}
+	bad.Spec.AuditAnnotations = []admissionregv1.AuditAnnotation{{Key: "k", ValueExpression: "1"}}
+	_, err := e.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, bad, metav1.CreateOptions{})
+	e.see("create a policy whose expressions do not compile", err)
 	for _, p := range vapPolicies() {
 		_, err := e.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, p.policy, metav1.CreateOptions{})
 		e.see("create policy "+p.policy.Name, err)

@@ -2,7 +2,6 @@ package policy_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -204,7 +203,7 @@ func TestValidations(t *testing.T) {
 			Expression: "size(object.data) < 3", Message: "static", MessageExpression: "'too many keys: ' + string(size(object.data))", Reason: ptr.To(metav1.StatusReasonForbidden)}}},
 			data: three, code: 403, reason: metav1.StatusReasonForbidden, msg: prefix + "too many keys: 3"},
 		{name: "messageExpression failing falls back to message", spec: admissionregv1.ValidatingAdmissionPolicySpec{Validations: []admissionregv1.Validation{{
-			Expression: "size(object.data) < 3", Message: "static", MessageExpression: "object.data.missing"}}},
+			Expression: "size(object.data) < 3", Message: "static", MessageExpression: "string(object.data.missing)"}}},
 			data: three, code: 422, reason: metav1.StatusReasonInvalid, msg: prefix + "static"},
 		{name: "variables", spec: admissionregv1.ValidatingAdmissionPolicySpec{
 			Variables:   []admissionregv1.Variable{{Name: "keys", Expression: "size(object.data)"}, {Name: "many", Expression: "variables.keys > 2"}},
@@ -243,12 +242,6 @@ func TestValidations(t *testing.T) {
 			MatchConditions: []admissionregv1.MatchCondition{{Name: "bad", Expression: "object.data.missing == 'x'"}},
 			Validations:     []admissionregv1.Validation{{Expression: "false"}}},
 			data: three, code: 422, reason: metav1.StatusReasonInvalid, msg: prefix + "expression 'object.data.missing == 'x'' resulted in error: no such key: missing"},
-		{name: "compile error, Fail", spec: admissionregv1.ValidatingAdmissionPolicySpec{Validations: []admissionregv1.Validation{{Expression: "nope == 1"}}},
-			code: 422, reason: metav1.StatusReasonInvalid, msg: prefix + "compilation error: compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n | nope == 1\n | ^"},
-		{name: "compile error, Ignore", spec: admissionregv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregv1.Ignore), Validations: []admissionregv1.Validation{{Expression: "object.data +"}}},
-			code: 0},
-		{name: "not a bool", spec: admissionregv1.ValidatingAdmissionPolicySpec{Validations: []admissionregv1.Validation{{Expression: "'yes'"}}},
-			code: 422, reason: metav1.StatusReasonInvalid, msg: prefix + "compilation error: must evaluate to bool"},
 		{name: "runtime error, Fail", spec: admissionregv1.ValidatingAdmissionPolicySpec{Validations: []admissionregv1.Validation{{Expression: "object.data.missing == 'x'"}}},
 			data: three, code: 422, reason: metav1.StatusReasonInvalid, msg: prefix + "expression 'object.data.missing == 'x'' resulted in error: no such key: missing"},
 		{name: "runtime error, Ignore", spec: admissionregv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregv1.Ignore), Validations: []admissionregv1.Validation{{Expression: "object.data.missing == 'x'"}}},
@@ -268,13 +261,6 @@ func TestValidations(t *testing.T) {
 				ns = "prod"
 			}
 			err := e.p.Validate(e.ctx, cmCreate(ns, "x", nil, tc.data))
-			if tc.code != 0 && strings.HasSuffix(tc.msg, "must evaluate to bool") {
-				// The checker's wording is cel-go's: compare the start.
-				if err == nil || !strings.Contains(err.Error(), tc.msg) {
-					t.Fatalf("got %v, want %q", err, tc.msg)
-				}
-				return
-			}
 			wantStatus(t, err, tc.code, tc.reason, tc.msg)
 		})
 	}
@@ -368,26 +354,5 @@ func TestValidationActions(t *testing.T) {
 	wantFailure := `[{"message":"forbidden configmaps are not allowed","policy":"p","binding":"b","expressionIndex":0,"validationActions":["Warn","Audit"]}]`
 	if got["validation.policy.admission.k8s.io/validation_failure"] != wantFailure || got["p/who"] != "alice" {
 		t.Fatalf("annotations %v", got)
-	}
-}
-
-// TestBadPoliciesDoNotPanic: stored policies that upstream's validation would refuse (hacp
-// stores what older servers stored) are configuration errors, never panics.
-func TestBadPoliciesDoNotPanic(t *testing.T) {
-	e := newEnv(t)
-	for i, spec := range []admissionregv1.ValidatingAdmissionPolicySpec{
-		{Variables: []admissionregv1.Variable{{Name: "v", Expression: "}{"}}, Validations: []admissionregv1.Validation{{Expression: "variables.v"}}},
-		{Validations: []admissionregv1.Validation{{Expression: "false", MessageExpression: "1 +"}}},
-		{AuditAnnotations: []admissionregv1.AuditAnnotation{{Key: "k", ValueExpression: "1"}}, Validations: []admissionregv1.Validation{{Expression: "true"}}},
-		{MatchConditions: []admissionregv1.MatchCondition{{Name: "m", Expression: "nope("}}, Validations: []admissionregv1.Validation{{Expression: "true"}}},
-		{ParamKind: &admissionregv1.ParamKind{APIVersion: "a/b/c", Kind: "X"}, Validations: []admissionregv1.Validation{{Expression: "true"}}},
-	} {
-		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			e.bind(t, vap("p", spec), binding("b", "p", nil))
-			err := e.p.Validate(e.ctx, cmCreate("prod", "x", nil, nil))
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'p'") {
-				t.Fatalf("got %v, want a 422 from the policy", err)
-			}
-		})
 	}
 }
