@@ -169,6 +169,17 @@ func (b *admissionBuilder) validatingPolicy() *policy.Plugin {
 			}
 			return res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
 		},
+		GetNamespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
+			obj, err := b.store("", "namespaces").Get(ctx, "", name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			ns, ok := obj.(*corev1.Namespace)
+			if !ok {
+				return nil, fmt.Errorf("namespace %s: unexpected %T", name, obj)
+			}
+			return ns, nil
+		},
 	})
 }
 

@@ -49,7 +49,7 @@ const (
 type dispatch struct {
 	p        *Plugin
 	a        *admission.Attributes
-	upstream k8sadmission.Attributes
+	upstream k8sadmission.Attributes // a in k8s.io/apiserver's terms, made on first use
 	denied   []denied
 	failures []validationFailure
 	// versioned are the request's objects per kind a policy matched them as.
@@ -64,7 +64,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if len(hooks) == 0 {
 		return nil
 	}
-	d := &dispatch{p: p, a: a, upstream: upstreamAttributes(a), versioned: map[schema.GroupVersionKind]*k8sadmission.VersionedAttributes{}}
+	d := &dispatch{p: p, a: a, versioned: map[schema.GroupVersionKind]*k8sadmission.VersionedAttributes{}}
 	for _, h := range hooks {
 		if err := d.policy(ctx, h); err != nil {
 			return err
@@ -79,7 +79,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 
 // policy runs one policy's bindings.
 func (d *dispatch) policy(ctx context.Context, h *hook) error {
-	ok, m, err := d.p.definitionMatches(h.policy, d.a)
+	ok, m, err := d.p.definitionMatches(ctx, h.policy, d.a)
 	if err != nil {
 		d.configError(err, h.policy, nil)
 		return nil
@@ -107,7 +107,7 @@ func (d *dispatch) policy(ctx context.Context, h *hook) error {
 
 // binding evaluates the policy for one binding, once per param.
 func (d *dispatch) binding(ctx context.Context, h *hook, b *admissionregv1.ValidatingAdmissionPolicyBinding, m match, audits map[string][]string) error {
-	ok, err := d.p.bindingMatches(b, d.a)
+	ok, err := d.p.bindingMatches(ctx, b, d.a)
 	if err != nil {
 		d.configError(err, h.policy, b)
 		return nil
@@ -128,7 +128,7 @@ func (d *dispatch) binding(ctx context.Context, h *hook, b *admissionregv1.Valid
 		d.configError(fmt.Errorf("failed to convert object version: %w", err), h.policy, b)
 		return nil
 	}
-	ns, err := d.namespaceObject()
+	ns, err := d.namespaceObject(ctx)
 	if err != nil {
 		return err
 	}
@@ -268,6 +268,9 @@ func (d *dispatch) versionedAttributes(ctx context.Context, kind schema.GroupVer
 			return nil, err
 		}
 	}
+	if d.upstream == nil {
+		d.upstream = upstreamAttributes(d.a)
+	}
 	va := &k8sadmission.VersionedAttributes{Attributes: d.upstream, VersionedKind: kind,
 		VersionedObject: k8sadmission.NewLazyObject(obj), VersionedOldObject: k8sadmission.NewLazyObject(old)}
 	d.versioned[kind] = va
@@ -283,7 +286,7 @@ func convert(ctx context.Context, fn func(context.Context, runtime.Object, schem
 
 // namespaceObject is the request's namespace for namespaceObject (nil for a cluster-scoped
 // request and for a namespace itself, as upstream).
-func (d *dispatch) namespaceObject() (*corev1.Namespace, error) {
+func (d *dispatch) namespaceObject(ctx context.Context) (*corev1.Namespace, error) {
 	name := d.a.Namespace
 	if k := d.a.Kind; k.Group == "" && k.Version == "v1" && k.Kind == "Namespace" {
 		name = ""
@@ -291,7 +294,7 @@ func (d *dispatch) namespaceObject() (*corev1.Namespace, error) {
 	if name == "" {
 		return nil, nil
 	}
-	ns, ok := d.p.namespace(name)
+	ns, ok := d.p.namespace(ctx, name)
 	if !ok {
 		return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,7 +23,7 @@ type match struct {
 }
 
 // definitionMatches is upstream's DefinitionMatches: the policy's matchConstraints.
-func (p *Plugin) definitionMatches(pol *admissionregv1.ValidatingAdmissionPolicy, a *admission.Attributes) (bool, match, error) {
+func (p *Plugin) definitionMatches(ctx context.Context, pol *admissionregv1.ValidatingAdmissionPolicy, a *admission.Attributes) (bool, match, error) {
 	mc := pol.Spec.MatchConstraints
 	switch {
 	case mc == nil:
@@ -32,12 +33,12 @@ func (p *Plugin) definitionMatches(pol *admissionregv1.ValidatingAdmissionPolicy
 	case mc.ObjectSelector == nil:
 		return false, match{}, fmt.Errorf(errNilSelector, "object")
 	}
-	return p.matches(mc, a)
+	return p.matches(ctx, mc, a)
 }
 
 // bindingMatches is upstream's BindingMatches: no matchResources matches everything the
 // policy does.
-func (p *Plugin) bindingMatches(b *admissionregv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes) (bool, error) {
+func (p *Plugin) bindingMatches(ctx context.Context, b *admissionregv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes) (bool, error) {
 	mr := b.Spec.MatchResources
 	switch {
 	case mr == nil:
@@ -47,14 +48,14 @@ func (p *Plugin) bindingMatches(b *admissionregv1.ValidatingAdmissionPolicyBindi
 	case mr.ObjectSelector == nil:
 		return false, fmt.Errorf(errNilSelector, "object")
 	}
-	ok, _, err := p.matches(mr, a)
+	ok, _, err := p.matches(ctx, mr, a)
 	return ok, err
 }
 
 // matches is upstream's matching.Matcher: the selectors, then excludeResourceRules, then
 // resourceRules (none: every resource). A selector error only counts when the rules match.
-func (p *Plugin) matches(mr *admissionregv1.MatchResources, a *admission.Attributes) (bool, match, error) {
-	nsOK, nsErr := webhook.NamespaceSelectorMatches(mr.NamespaceSelector, a, p.namespace)
+func (p *Plugin) matches(ctx context.Context, mr *admissionregv1.MatchResources, a *admission.Attributes) (bool, match, error) {
+	nsOK, nsErr := webhook.NamespaceSelectorMatches(mr.NamespaceSelector, a, func(name string) (*corev1.Namespace, bool) { return p.namespace(ctx, name) })
 	if !nsOK && nsErr == nil {
 		return false, match{}, nil
 	}
@@ -120,6 +121,15 @@ func nameMatches(names []string, name string) bool {
 	return len(names) == 0 || slices.Contains(names, name)
 }
 
-func (p *Plugin) namespace(name string) (*corev1.Namespace, bool) {
-	return p.namespaces.Get("", name)
+// namespace is the namespace name from the informer, else (one created just before the
+// request) read from storage, as upstream's matcher reads it through its client.
+func (p *Plugin) namespace(ctx context.Context, name string) (*corev1.Namespace, bool) {
+	if ns, ok := p.namespaces.Get("", name); ok {
+		return ns, true
+	}
+	if p.cfg.GetNamespace == nil {
+		return nil, false
+	}
+	ns, err := p.cfg.GetNamespace(ctx, name)
+	return ns, err == nil && ns != nil
 }

@@ -44,6 +44,8 @@ type Config struct {
 	// GetParam reads a param the informer does not hold (yet), as upstream's direct read
 	// after a cache miss; nil: none.
 	GetParam func(ctx context.Context, gr schema.GroupResource, ns, name string) (runtime.Object, error)
+	// GetNamespace reads a namespace the informer does not hold (yet); nil: none.
+	GetNamespace func(ctx context.Context, name string) (*corev1.Namespace, error)
 }
 
 // hook is a policy with its bindings and compiled expressions.

@@ -45,6 +45,13 @@ func newEnv(t *testing.T) *env {
 			}
 			return schema.GroupVersionResource{}, false, false
 		},
+		GetNamespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
+			obj, err := reg.Resource(schema.GroupResource{Resource: "namespaces"}).Store.Get(ctx, "", name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*corev1.Namespace), nil
+		},
 	})
 	p.Start(ctx)
 	e := &env{t: t, ctx: ctx, reg: reg, p: p}
