@@ -25,7 +25,8 @@ import (
 // bindings, then the same requests, get the same answers from hacp as from kube-apiserver
 // (upstream.KubernetesVersion): codes, reasons, messages, causes and warnings, for denials
 // bound to a namespace, messageExpression and reasons, Warn, params found and missing,
-// variables, runtime errors under failurePolicy Fail and Ignore, deletes and generateName.
+// variables, authorizer checks, runtime errors under failurePolicy Fail and Ignore, deletes
+// and generateName.
 func TestValidatingAdmissionPolicyAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")
 	etcd := etcdtest.Start(t)
@@ -165,6 +166,18 @@ func (e *vapEnv) waitDenied(ns, label string) {
 	}
 }
 
+// eventually waits until cond holds.
+func (e *vapEnv) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: not in 60s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitDeleteDenied waits until a dry-run delete of del/keep is refused.
 func (e *vapEnv) waitDeleteDenied() {
 	e.t.Helper()
@@ -221,6 +234,11 @@ func (e *vapEnv) steps(ctx context.Context) {
 	e.see("params missing, Deny", cms("params")(cm("x", 3, false)))
 	_, err := e.cs.CoreV1().ConfigMaps("params-store").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "limits"}, Data: map[string]string{"max": "2"}}, metav1.CreateOptions{})
 	e.see("create the param", err)
+	// A param is found through the server's informer once it has it.
+	e.eventually("the param is found", func() bool {
+		_, err := e.cs.CoreV1().ConfigMaps("params").Create(ctx, cm("probe", 3, false), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && !strings.Contains(err.Error(), "no params found")
+	})
 	e.see("three keys over the param's limit", cms("params")(cm("y", 3, false)))
 	e.see("two keys within the param's limit", cms("params")(cm("z", 2, false)))
 	e.see("runtime error, Fail", cms("errors")(cm("x", 3, false)))
@@ -271,6 +289,9 @@ func vapPolicies() []vapPolicy {
 			Validations: []admissionregv1.Validation{{Expression: "variables.value == 'x'"}}}, nil, nil),
 		mk("runtime-error-ignored", "errors", admissionregv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(admissionregv1.Ignore),
 			Validations: []admissionregv1.Validation{{Expression: "object.data.other == 'x'"}}}, nil, nil),
+		mk("authz", "errors", admissionregv1.ValidatingAdmissionPolicySpec{Validations: []admissionregv1.Validation{{
+			Expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed() && authorizer.requestResource.check('create').allowed()",
+			Message:    "the requester may not list secrets"}}}, nil, nil),
 		mk("keep", "del", admissionregv1.ValidatingAdmissionPolicySpec{MatchConstraints: rules(admissionregv1.Delete),
 			Validations: []admissionregv1.Validation{{Expression: "oldObject.metadata.name != 'keep' && object == null", MessageExpression: "oldObject.metadata.name + ' must stay'"}}}, nil, nil),
 	}
