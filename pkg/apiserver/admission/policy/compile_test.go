@@ -122,3 +122,26 @@ func TestValidateExpressions(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkValidate is one request through the plugin: with no policy bound, and with one
+// matching policy of one validation (the forbidden-label check).
+func BenchmarkValidate(b *testing.B) {
+	for _, bound := range []bool{false, true} {
+		b.Run(fmt.Sprintf("bound=%v", bound), func(b *testing.B) {
+			p := New(Config{})
+			if bound {
+				enforce(p, &admissionregv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+					Spec: admissionregv1.ValidatingAdmissionPolicySpec{MatchConstraints: anyResource(), Validations: []admissionregv1.Validation{{
+						Expression: "!has(object.metadata.labels) || object.metadata.labels.forbidden != 'true'"}}}})
+			}
+			a := namespaceCreate()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Validate(ctx, a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
-// denied is a denial with the policy and binding (nil for a policy-level error) it came
+// denied is a denial with the policy and binding ("" for a policy-level error) it came
 // from.
 type denied struct {
 	decision
