@@ -155,9 +155,11 @@ func (b *admissionBuilder) validatingPolicy() *policy.Plugin {
 		Equivalents: s.equivalents,
 		Convert:     s.registry.ConvertForAdmission,
 		ParamResource: func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, bool) {
-			for _, res := range append(slices.Clone(s.registry.Resources), s.registry.CustomResources()...) {
-				if k := res.Store.Definition(); k.GVK() == gvk {
-					return k.GroupVersion().WithResource(k.Plural), k.Namespaced, true
+			for _, list := range [][]*registry.Resource{s.registry.Resources, s.registry.CustomResources()} {
+				for _, res := range list {
+					if k := res.Store.Definition(); k.GVK() == gvk {
+						return k.GroupVersion().WithResource(k.Plural), k.Namespaced, true
+					}
 				}
 			}
 			return schema.GroupVersionResource{}, false, false
