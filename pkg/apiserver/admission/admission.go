@@ -151,6 +151,7 @@ const (
 	CertificateSubjectRestriction = "CertificateSubjectRestriction"
 	DefaultIngressClass           = "DefaultIngressClass"
 	MutatingAdmissionWebhook      = "MutatingAdmissionWebhook"
+	ValidatingAdmissionPolicy     = "ValidatingAdmissionPolicy"
 	ValidatingAdmissionWebhook    = "ValidatingAdmissionWebhook"
 	ResourceQuota                 = "ResourceQuota"
 	AlwaysAdmit                   = "AlwaysAdmit"

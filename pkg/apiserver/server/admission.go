@@ -7,12 +7,14 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/admission/plugins"
+	"github.com/hacp/hacp/pkg/apiserver/admission/policy"
 	"github.com/hacp/hacp/pkg/apiserver/admission/webhook"
 	"github.com/hacp/hacp/pkg/apiserver/authz"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	"github.com/hacp/hacp/pkg/apiserver/webhookclient"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +41,7 @@ var implementedAdmission = map[string]bool{
 	admission.CertificateSubjectRestriction: true,
 	admission.DefaultIngressClass:           true,
 	admission.MutatingAdmissionWebhook:      true,
+	admission.ValidatingAdmissionPolicy:     true,
 	admission.ValidatingAdmissionWebhook:    true,
 	admission.ResourceQuota:                 true,
 	admission.AlwaysAdmit:                   true,
@@ -130,21 +133,65 @@ func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
 	}
 	s := b.s
 	b.hooks = webhook.New(webhook.Config{
-		Informers:  s.registry.Informers(),
-		Resolve:    webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
-		Logger:     s.log,
-		Authorizer: celAuthorizer{s},
-		Equivalents: func(gvr schema.GroupVersionResource) []webhook.Equivalent {
-			var out []webhook.Equivalent
-			for _, e := range s.registry.EquivalentResources(gvr) {
-				out = append(out, webhook.Equivalent{Resource: e.Resource, Kind: e.Kind})
-			}
-			return out
-		},
-		Convert: s.registry.ConvertForAdmission,
+		Informers:   s.registry.Informers(),
+		Resolve:     webhookclient.EndpointsResolver(getFrom(b.store("", "services")), getFrom(b.store("", "endpoints"))),
+		Logger:      s.log,
+		Authorizer:  celAuthorizer{s},
+		Equivalents: s.equivalents,
+		Convert:     s.registry.ConvertForAdmission,
 	})
 	b.hooks.Start(b.ctx)
 	return b.hooks
+}
+
+// validatingPolicy is the ValidatingAdmissionPolicy plugin on the registry's informers,
+// with the webhooks' equivalents and conversion, and params read from the served resources.
+func (b *admissionBuilder) validatingPolicy() *policy.Plugin {
+	s := b.s
+	return policy.New(policy.Config{
+		Informers:   s.registry.Informers(),
+		Logger:      s.log,
+		Authorizer:  celAuthorizer{s},
+		Equivalents: s.equivalents,
+		Convert:     s.registry.ConvertForAdmission,
+		ParamResource: func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, bool) {
+			for _, list := range [][]*registry.Resource{s.registry.Resources, s.registry.CustomResources()} {
+				for _, res := range list {
+					if k := res.Store.Definition(); k.GVK() == gvk {
+						return k.GroupVersion().WithResource(k.Plural), k.Namespaced, true
+					}
+				}
+			}
+			return schema.GroupVersionResource{}, false, false
+		},
+		GetParam: func(ctx context.Context, gr schema.GroupResource, ns, name string) (runtime.Object, error) {
+			res := s.registry.Resource(gr)
+			if res == nil {
+				return nil, apierrors.NewNotFound(gr, name)
+			}
+			return res.Store.Get(ctx, ns, name, &metav1.GetOptions{})
+		},
+		GetNamespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
+			obj, err := b.store("", "namespaces").Get(ctx, "", name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			ns, ok := obj.(*corev1.Namespace)
+			if !ok {
+				return nil, fmt.Errorf("namespace %s: unexpected %T", name, obj)
+			}
+			return ns, nil
+		},
+	})
+}
+
+// equivalents are the resources serving gvr's objects, for matchPolicy Equivalent.
+func (s *Server) equivalents(gvr schema.GroupVersionResource) []webhook.Equivalent {
+	var out []webhook.Equivalent
+	for _, e := range s.registry.EquivalentResources(gvr) {
+		out = append(out, webhook.Equivalent{Resource: e.Resource, Kind: e.Kind})
+	}
+	return out
 }
 
 // plugin builds the admission plugin named n; nil for one the registry's stores enforce
@@ -187,6 +234,8 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return b.start(plugins.NewDefaultIngressClass(inf)), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
+	case admission.ValidatingAdmissionPolicy:
+		return b.start(b.validatingPolicy()), nil
 	case admission.ValidatingAdmissionWebhook:
 		return b.dispatcher().Validating(), nil
 	case admission.ResourceQuota:

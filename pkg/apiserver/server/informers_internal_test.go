@@ -105,7 +105,7 @@ func (s *countedCacher) GetListItems(ctx context.Context, key string, opts stora
 // informerPlugins are the admission plugins that read through the shared informers.
 var informerPlugins = []string{admission.LimitRanger, admission.ServiceAccount, admission.PodSecurity, admission.Priority,
 	admission.DefaultStorageClass, admission.PersistentVolumeClaimResize, admission.RuntimeClass, admission.DefaultIngressClass,
-	admission.ResourceQuota, admission.MutatingAdmissionWebhook, admission.ValidatingAdmissionWebhook}
+	admission.ResourceQuota, admission.MutatingAdmissionWebhook, admission.ValidatingAdmissionPolicy, admission.ValidatingAdmissionWebhook}
 
 // TestInformersWatchOncePerResource: with every controller and cache of the apiserver on
 // (namespaces, CRDs, RBAC and the Node graph, the admission plugins that read objects, the
@@ -121,7 +121,8 @@ func TestInformersWatchOncePerResource(t *testing.T) {
 	for _, gr := range []schema.GroupResource{{Resource: "namespaces"}, {Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, {Resource: "pods"}, {Resource: "limitranges"},
 		{Group: "storage.k8s.io", Resource: "storageclasses"}, {Group: "apiregistration.k8s.io", Resource: "apiservices"},
-		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}} {
+		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}, {Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}} {
 		if !containsGR(shared, gr) {
 			t.Errorf("no shared informer of %s; have %v", gr, shared)
 		}

@@ -6,15 +6,17 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ruleMatches is upstream's rules.Matcher: does one rule cover the request's operation,
+// RuleMatches is upstream's rules.Matcher: does one rule cover the request's operation,
 // group, version, resource (with subresource) and scope?
-func ruleMatches(r admissionregv1.RuleWithOperations, a *admission.Attributes) bool {
+func RuleMatches(r admissionregv1.RuleWithOperations, a *admission.Attributes) bool {
 	return opMatches(r.Operations, a.Operation) &&
 		oneOf(r.APIGroups, a.Resource.Group) &&
 		oneOf(r.APIVersions, a.Resource.Version) &&
@@ -81,8 +83,8 @@ func objectLabels(obj runtime.Object) (labels.Set, bool) {
 	return labels.Set(a.GetLabels()), true
 }
 
-// objectSelectorMatches is upstream's object matcher: the new or the old object matches.
-func objectSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
+// ObjectSelectorMatches is upstream's object matcher: the new or the old object matches.
+func ObjectSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
 	if sel == nil {
 		return true, nil
 	}
@@ -99,4 +101,38 @@ func objectSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (
 		}
 	}
 	return false, nil
+}
+
+// NamespaceSelectorMatches is upstream's namespace matcher: a namespace request is matched on
+// the namespace's own labels, a cluster-scoped one always matches, any other on the labels of
+// its namespace (namespace looks it up); a namespace that is not there is a NotFound error.
+func NamespaceSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes, namespace func(name string) (*corev1.Namespace, bool)) (bool, error) {
+	if sel == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	if s.Empty() {
+		return true, nil
+	}
+	var nsLabels labels.Set
+	switch {
+	case a.Resource.Group == "" && a.Resource.Resource == "namespaces":
+		obj := a.Object
+		if obj == nil {
+			obj = a.OldObject
+		}
+		nsLabels, _ = objectLabels(obj)
+	case a.Namespace == "":
+		return true, nil // cluster-scoped: the namespace selector does not apply
+	default:
+		ns, ok := namespace(a.Namespace)
+		if !ok {
+			return false, apierrors.NewNotFound(corev1.Resource("namespaces"), a.Namespace)
+		}
+		nsLabels = ns.Labels
+	}
+	return s.Matches(nsLabels), nil
 }

@@ -48,7 +48,7 @@ func TestRuleMatches(t *testing.T) {
 		{"Cluster scope, namespaced", rule(create, all, all, all, admissionregv1.ClusterScope), admission.Attributes{Operation: admission.Create, Resource: pods, Namespace: "ns"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ruleMatches(tc.rule, &tc.a); got != tc.want {
+			if got := RuleMatches(tc.rule, &tc.a); got != tc.want {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -79,7 +79,7 @@ func TestObjectSelector(t *testing.T) {
 			if tc.old != nil {
 				a.OldObject = tc.old
 			}
-			got, err := objectSelectorMatches(tc.sel, a)
+			got, err := ObjectSelectorMatches(tc.sel, a)
 			if err != nil || got != tc.want {
 				t.Fatalf("got %v %v, want %v", got, err, tc.want)
 			}

@@ -31,7 +31,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -209,7 +208,7 @@ func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attribut
 	if ok, err := d.namespaceSelectorMatches(h.namespaceSelector, a); !ok || err != nil {
 		return nil, err
 	}
-	if ok, err := objectSelectorMatches(h.objectSelector, a); !ok || err != nil {
+	if ok, err := ObjectSelectorMatches(h.objectSelector, a); !ok || err != nil {
 		return nil, err
 	}
 	if ok, err := d.conditionsMatch(ctx, h, inv); !ok || err != nil {
@@ -223,7 +222,7 @@ func (d *Dispatcher) matches(ctx context.Context, h *hook, a *admission.Attribut
 // object is then converted to that resource's version when the server can.
 func (d *Dispatcher) ruleInvocation(ctx context.Context, h *hook, a *admission.Attributes) *admission.Attributes {
 	for _, r := range h.rules {
-		if ruleMatches(r, a) {
+		if RuleMatches(r, a) {
 			return a
 		}
 	}
@@ -241,7 +240,7 @@ func (d *Dispatcher) ruleInvocation(ctx context.Context, h *hook, a *admission.A
 				continue
 			}
 			alt.Resource = eq.Resource
-			if ruleMatches(r, &alt) {
+			if RuleMatches(r, &alt) {
 				return d.convertInvocation(ctx, a, eq)
 			}
 		}
@@ -350,34 +349,7 @@ func (r resourceOf) GetResource() schema.GroupVersionResource { return r.a.Resou
 func (r resourceOf) GetSubresource() string                   { return r.a.Subresource }
 
 func (d *Dispatcher) namespaceSelectorMatches(sel *metav1.LabelSelector, a *admission.Attributes) (bool, error) {
-	if sel == nil {
-		return true, nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false, err
-	}
-	if s.Empty() {
-		return true, nil
-	}
-	var nsLabels labels.Set
-	switch {
-	case a.Resource.Group == "" && a.Resource.Resource == "namespaces":
-		obj := a.Object
-		if obj == nil {
-			obj = a.OldObject
-		}
-		nsLabels, _ = objectLabels(obj)
-	case a.Namespace == "":
-		return true, nil // cluster-scoped: the namespace selector does not apply
-	default:
-		ns, ok := d.namespaces.Get("", a.Namespace)
-		if !ok {
-			return false, apierrors.NewNotFound(corev1.Resource("namespaces"), a.Namespace)
-		}
-		nsLabels = ns.Labels
-	}
-	return s.Matches(nsLabels), nil
+	return NamespaceSelectorMatches(sel, a, func(name string) (*corev1.Namespace, bool) { return d.namespaces.Get("", name) })
 }
 
 // callError is a webhook that could not be called or answered nonsense: failurePolicy

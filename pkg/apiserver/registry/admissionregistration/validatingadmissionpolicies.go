@@ -1,6 +1,7 @@
 package admissionregistration
 
 import (
+	"github.com/hacp/hacp/pkg/apiserver/admission/policy"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// ValidatingAdmissionPolicies and their bindings are stored and served; their CEL is not
-// compiled or enforced (admission's job).
+// ValidatingAdmissionPolicies and their bindings are stored and served; their CEL must
+// compile, and the ValidatingAdmissionPolicy admission plugin enforces them.
 func ValidatingAdmissionPoliciesKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy", ListKind: "ValidatingAdmissionPolicyList",
@@ -37,7 +38,8 @@ func ValidatingAdmissionPoliciesKind() *registry.Kind {
 				defaultMatchResources(s.MatchConstraints)
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
-				s := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+				pol := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+				s := pol.Spec
 				p := field.NewPath("spec")
 				var errs field.ErrorList
 				if s.FailurePolicy != nil {
@@ -48,11 +50,11 @@ func ValidatingAdmissionPoliciesKind() *registry.Kind {
 				}
 				if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
 					errs = append(errs, field.Required(p.Child("validations"), "validations or auditAnnotations must contain at least one item"))
+					errs = append(errs, field.Required(p.Child("auditAnnotations"), "validations or auditAnnotations must contain at least one item"))
 				}
-				for i, v := range s.Validations {
-					errs = append(errs, registry.RequiredString(v.Expression, p.Child("validations").Index(i).Child("expression"))...)
-				}
-				return errs
+				// The CEL expressions compile as upstream's (the ValidatingAdmissionPolicy
+				// admission plugin enforces them).
+				return append(errs, policy.ValidateExpressions(pol.Name, &s, p)...)
 			},
 		},
 	}

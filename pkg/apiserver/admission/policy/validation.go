@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celplugin "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+const (
+	maxAuditAnnotations                     = 20
+	maxAuditAnnotationValueExpressionLength = 5 * 1024
+	maxMatchConditions                      = 64
+)
+
+var (
+	celIdentifier = regexp.MustCompile("^[_a-zA-Z][_a-zA-Z0-9]*$")
+	celReserved   = sets.New("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+		"if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while")
+	policyReasons = []metav1.StatusReason{metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}
+	newlines      = regexp.MustCompile(`[\n\r]+`)
+)
+
+// ValidateExpressions is the CEL part of upstream's validateValidatingAdmissionPolicySpec: the
+// variables, validations (expression, messageExpression, message, reason), matchConditions
+// and auditAnnotations of a policy named name must compile, in the environment for new
+// expressions, to what they must return, with upstream's field paths and messages.
+func ValidateExpressions(name string, spec *admissionregv1.ValidatingAdmissionPolicySpec, p *field.Path) field.ErrorList {
+	c, err := celplugin.NewCompositedCompiler(envTemplate())
+	if err != nil {
+		return field.ErrorList{field.InternalError(p, err)}
+	}
+	hasParams := spec.ParamKind != nil
+	opts := celplugin.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
+	var errs field.ErrorList
+	errs = append(errs, validateMatchConditions(spec.MatchConditions, opts, p.Child("matchConditions"))...)
+	for i, v := range spec.Variables {
+		vp := p.Child("variables").Index(i)
+		if strings.TrimSpace(v.Name) == "" {
+			errs = append(errs, field.Required(vp.Child("name"), "name is not specified"))
+		} else if !celIdentifier.MatchString(v.Name) || celReserved.Has(v.Name) {
+			errs = append(errs, field.Invalid(vp.Child("name"), v.Name, "must be a valid CEL identifier"))
+		}
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
+			continue
+		}
+		acc := &variable{Name: v.Name, Expression: v.Expression}
+		if r := c.CompileAndStoreVariable(acc, opts, environment.NewExpressions); r.Error != nil {
+			errs = append(errs, celError(vp.Child("expression"), acc, r.Error))
+		}
+	}
+	for i, v := range spec.Validations {
+		errs = append(errs, validateValidation(c, v, hasParams, p.Child("validations").Index(i))...)
+	}
+	if len(spec.AuditAnnotations) > maxAuditAnnotations {
+		errs = append(errs, field.Invalid(p.Child("auditAnnotations"), spec.AuditAnnotations, fmt.Sprintf("must not have more than %d auditAnnotations", maxAuditAnnotations)))
+	}
+	keys := sets.New[string]()
+	for i, a := range spec.AuditAnnotations {
+		ap := p.Child("auditAnnotations").Index(i)
+		errs = append(errs, validateAuditAnnotation(c, name, a, opts, ap)...)
+		if keys.Has(a.Key) {
+			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
+		}
+		keys.Insert(a.Key)
+	}
+	return errs
+}
+
+// validateMatchConditions compiles the conditions without the variables, as upstream.
+func validateMatchConditions(conds []admissionregv1.MatchCondition, opts celplugin.OptionalVariableDeclarations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	c := celplugin.NewCompiler(envTemplate())
+	if len(conds) > maxMatchConditions {
+		errs = append(errs, field.TooMany(p, len(conds), maxMatchConditions))
+	}
+	names := sets.New[string]()
+	for i, m := range conds {
+		mp := p.Index(i)
+		if expr := strings.TrimSpace(m.Expression); expr == "" {
+			errs = append(errs, field.Required(mp.Child("expression"), ""))
+		} else {
+			acc := &matchconditions.MatchCondition{Expression: expr}
+			if r := c.CompileCELExpression(acc, opts, environment.NewExpressions); r.Error != nil {
+				errs = append(errs, celError(mp.Child("expression"), acc, r.Error))
+			}
+		}
+		if m.Name == "" {
+			errs = append(errs, field.Required(mp.Child("name"), ""))
+		} else {
+			for _, msg := range validation.IsQualifiedName(m.Name) {
+				errs = append(errs, field.Invalid(mp.Child("name"), m.Name, msg))
+			}
+			if names.Has(m.Name) {
+				errs = append(errs, field.Duplicate(mp.Child("name"), m.Name))
+			}
+			names.Insert(m.Name)
+		}
+	}
+	return errs
+}
+
+func validateValidation(c *celplugin.CompositedCompiler, v admissionregv1.Validation, hasParams bool, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.TrimSpace(v.Expression) == "" {
+		errs = append(errs, field.Required(p.Child("expression"), "expression is not specified"))
+	} else {
+		acc := &validationCondition{Expression: v.Expression}
+		if r := c.CompileCELExpression(acc, celplugin.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}, environment.NewExpressions); r.Error != nil {
+			errs = append(errs, celError(p.Child("expression"), acc, r.Error))
+		}
+	}
+	if v.MessageExpression != "" && strings.TrimSpace(v.MessageExpression) == "" {
+		errs = append(errs, field.Invalid(p.Child("messageExpression"), v.MessageExpression, "must be non-empty if specified"))
+	} else if v.MessageExpression != "" {
+		acc := &messageCondition{Expression: v.MessageExpression}
+		if r := c.CompileCELExpression(acc, celplugin.OptionalVariableDeclarations{HasParams: hasParams}, environment.NewExpressions); r.Error != nil {
+			errs = append(errs, celError(p.Child("messageExpression"), acc, r.Error))
+		}
+	}
+	msg := strings.TrimSpace(v.Message)
+	if v.Message != "" && msg == "" {
+		errs = append(errs, field.Invalid(p.Child("message"), v.Message, "must be non-empty if specified"))
+	} else if newlines.MatchString(msg) {
+		errs = append(errs, field.Invalid(p.Child("message"), v.Message, "must not contain line breaks"))
+	}
+	if v.Reason != nil && !slices.Contains(policyReasons, *v.Reason) {
+		errs = append(errs, field.NotSupported(p.Child("reason"), *v.Reason, []string{"Forbidden", "Invalid", "RequestEntityTooLarge"}))
+	}
+	return errs
+}
+
+func validateAuditAnnotation(c *celplugin.CompositedCompiler, name string, a admissionregv1.AuditAnnotation, opts celplugin.OptionalVariableDeclarations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name != "" {
+		for _, msg := range validation.IsQualifiedName(name + "/" + a.Key) {
+			errs = append(errs, field.Invalid(p.Child("key"), name+"/"+a.Key, msg))
+		}
+	} else {
+		errs = append(errs, field.Invalid(p.Child("key"), a.Key, "requires metadata.name be non-empty"))
+	}
+	expr := strings.TrimSpace(a.ValueExpression)
+	switch {
+	case expr == "":
+		errs = append(errs, field.Required(p.Child("valueExpression"), "valueExpression is not specified"))
+	case len(expr) > maxAuditAnnotationValueExpressionLength:
+		errs = append(errs, field.Required(p.Child("valueExpression"), fmt.Sprintf("must not exceed %d bytes in length", maxAuditAnnotationValueExpressionLength)))
+	default:
+		acc := &auditCondition{Key: a.Key, ValueExpression: expr}
+		if r := c.CompileCELExpression(acc, opts, environment.NewExpressions); r.Error != nil {
+			errs = append(errs, celError(p.Child("valueExpression"), &auditCondition{ValueExpression: a.ValueExpression}, r.Error))
+		}
+	}
+	return errs
+}
+
+// celError is upstream's convertCELErrorToValidationError.
+func celError(p *field.Path, acc celplugin.ExpressionAccessor, err *apiservercel.Error) *field.Error {
+	switch err.Type {
+	case apiservercel.ErrorTypeRequired:
+		return field.Required(p, err.Detail)
+	case apiservercel.ErrorTypeInvalid:
+		return field.Invalid(p, acc.GetExpression(), err.Detail)
+	}
+	return field.InternalError(p, err)
+}
