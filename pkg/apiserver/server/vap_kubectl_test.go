@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hacp/hacp/internal/testenv"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 )
 
@@ -83,9 +82,8 @@ spec:
 // message (as kubectl prints it) and succeed in dev; a Warn binding's message reaches
 // kubectl as a warning.
 func TestKubectlValidatingAdmissionPolicy(t *testing.T) {
-	testenv.RequireCommand(t, "kubectl")
 	s := servertest.New(t, nil)
-	k := &kubectlEnv{t: t, kubeconfig: s.KubeconfigPath(), dir: t.TempDir()}
+	k := newKubectlEnv(t, s.KubeconfigPath())
 	contains(t, k.ok("apply", "-f", k.file("vap.yaml", vapManifests)),
 		"validatingadmissionpolicy.admissionregistration.k8s.io/no-forbidden created",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/no-forbidden-prod created")
@@ -142,6 +140,8 @@ func (k *kubectlEnv) shell(script string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	probe := k.cmd(ctx)
+	// The script names "kubectl"; the test's release (testenv.Kubectl) runs it.
+	script = strings.ReplaceAll(script, "kubectl ", "'"+strings.ReplaceAll(k.bin, "'", `'\''`)+"' ")
 	cmd := exec.CommandContext(ctx, "bash", "-c", "set -o pipefail; "+script)
 	cmd.Env = probe.Env
 	var stdout, stderr bytes.Buffer
