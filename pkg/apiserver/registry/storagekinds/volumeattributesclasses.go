@@ -26,21 +26,7 @@ func VolumeAttributesClassesKind() *registry.Kind {
 				} else {
 					errs = append(errs, registry.ValidateQualifiedName(strings.ToLower(c.DriverName), field.NewPath("driverName"))...)
 				}
-				p := field.NewPath("parameters")
-				size := 0
-				for k, v := range c.Parameters {
-					if k == "" {
-						errs = append(errs, field.Invalid(p, k, "field can not be empty."))
-					}
-					size += len(k) + len(v)
-				}
-				if size > 256*1024 {
-					errs = append(errs, field.TooLong(p, "", 256*1024))
-				}
-				if len(c.Parameters) == 0 {
-					errs = append(errs, field.Required(p, "must contain at least one key/value pair"))
-				}
-				return errs
+				return append(errs, validateParameters(c.Parameters, false, field.NewPath("parameters"))...)
 			},
 			ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 				c, o := obj.(*storagev1.VolumeAttributesClass), old.(*storagev1.VolumeAttributesClass)
@@ -55,4 +41,24 @@ func VolumeAttributesClassesKind() *registry.Kind {
 			},
 		},
 	}
+}
+
+// validateParameters is upstream's for a class's driver parameters: no empty key, 256 KiB in
+// all, at least one pair unless allowEmpty.
+func validateParameters(params map[string]string, allowEmpty bool, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	size := 0
+	for k, v := range params {
+		if k == "" {
+			errs = append(errs, field.Invalid(p, k, "field can not be empty."))
+		}
+		size += len(k) + len(v)
+	}
+	if size > 256*1024 {
+		errs = append(errs, field.TooLong(p, "", 256*1024))
+	}
+	if !allowEmpty && len(params) == 0 {
+		errs = append(errs, field.Required(p, "must contain at least one key/value pair"))
+	}
+	return errs
 }
