@@ -1,5 +1,5 @@
 #!/bin/sh
-# Re-record test/upstream/testdata/golden/results from kube-apiserver 1.33: it runs the real
+# Re-record test/upstream/testdata/golden/results from kube-apiserver 1.37: it runs the real
 # kube-apiserver (built once into _output/upstream, see internal/upstream) on an embedded etcd,
 # creates every object of test/upstream/testdata/golden/corpus.yaml through it, and writes each
 # answer, normalized (uid, timestamps, resourceVersion, managedFields and allocated Service

@@ -231,7 +231,7 @@ func runManagedFieldsSteps(t *testing.T, rc *rest.Config) map[string]string {
 }
 
 // TestGoldenManagedFields runs a sequence of writes through hacp and compares the managedFields
-// after each with kube-apiserver 1.33's after the same sequence (recorded by hack/golden/gen.sh
+// after each with kube-apiserver 1.37's after the same sequence (recorded by hack/golden/gen.sh
 // with -update-golden), timestamps aside.
 func TestGoldenManagedFields(t *testing.T) {
 	dir := filepath.Join("testdata", "golden", "managedfields")
@@ -262,7 +262,7 @@ func TestGoldenManagedFields(t *testing.T) {
 			continue
 		}
 		if string(want) != got[st.name] {
-			t.Errorf("%s: managedFields differ from kube-apiserver 1.33's\nkube-apiserver: %s\nhacp:           %s", st.name, want, got[st.name])
+			t.Errorf("%s: managedFields differ from kube-apiserver 1.37's\nkube-apiserver: %s\nhacp:           %s", st.name, want, got[st.name])
 		}
 	}
 }
