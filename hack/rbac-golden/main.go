@@ -1,6 +1,6 @@
 //go:build ignore
 
-// Command rbac-golden writes kube-apiserver v1.33's bootstrap RBAC policy (the roles and
+// Command rbac-golden writes kube-apiserver v1.37's bootstrap RBAC policy (the roles and
 // bindings its storage post-start hook reconciles, with the default feature gates) as JSON,
 // for pkg/apiserver/authz's golden test. It imports k8s.io/kubernetes, so it runs in a
 // scratch module (see gen.sh), never as part of hacp.

@@ -25,7 +25,7 @@ import (
 
 const (
 	// KubernetesVersion is the k8s.io/kubernetes module the control-plane programs come from.
-	KubernetesVersion = "v1.33.13"
+	KubernetesVersion = "v1.37.2"
 	// KwokVersion is the sigs.k8s.io/kwok module kwok comes from.
 	KwokVersion = "v0.8.0"
 	// SampleAPIServerVersion is the k8s.io/sample-apiserver module the extension API server

@@ -93,7 +93,7 @@ type authzResult struct {
 }
 
 // TestAuthzDifferential sends one seeded corpus of requests (random verbs, paths, query
-// strings and callers) to kube-apiserver 1.33 and to hacp, both with Node,RBAC, anonymous
+// strings and callers) to kube-apiserver 1.37 and to hacp, both with Node,RBAC, anonymous
 // authentication and the same RBAC objects, in lockstep, and fails for every request hacp
 // allows that kube-apiserver denies (issue 37). The opposite direction is counted and
 // logged; every answer goes to _output/authzdiff/report.jsonl.

@@ -220,7 +220,7 @@ func runningOn(pods []corev1.Pod) (running int, nodes []string) {
 	return running, nodes
 }
 
-// TestControlPlane runs the upstream kube-controller-manager and kube-scheduler 1.33 and kwok
+// TestControlPlane runs the upstream kube-controller-manager and kube-scheduler 1.37 and kwok
 // against hacp and drives them with kubectl, as a user of a kubeadm cluster would.
 func TestControlPlane(t *testing.T) {
 	cp := startControlPlane(t)
@@ -555,7 +555,10 @@ func (cp *controlPlane) leaseHolder(name string, ps []*proc) (holder string, p *
 	}
 	holder = *lease.Spec.HolderIdentity
 	for _, q := range ps {
-		if q.running() && strings.Contains(string(q.tail(1<<30)), "successfully acquired lease kube-system/"+name) {
+		// client-go's leader election logs it structured since 1.34 (unstructured before).
+		log := string(q.tail(1 << 30))
+		if q.running() && (strings.Contains(log, `"Successfully acquired lease" lock="kube-system/`+name+`"`) ||
+			strings.Contains(log, "successfully acquired lease kube-system/"+name)) {
 			return holder, q
 		}
 	}

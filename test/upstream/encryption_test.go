@@ -22,7 +22,7 @@ import (
 )
 
 // TestEncryptionSharedWithKubeAPIServer: with one EncryptionConfiguration file given to both,
-// a Secret hacp encrypted is read by kube-apiserver 1.33, and one kube-apiserver encrypted is
+// a Secret hacp encrypted is read by kube-apiserver 1.37, and one kube-apiserver encrypted is
 // read (get and list) by hacp, for aescbc, secretbox and KMS v2 (one test plugin serving both).
 func TestEncryptionSharedWithKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")

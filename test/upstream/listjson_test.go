@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestListJSONItemsAsKubeAPIServer: the items of a JSON list are what kube-apiserver 1.33
+// TestListJSONItemsAsKubeAPIServer: the items of a JSON list are what kube-apiserver 1.37
 // sends for the same stored objects (one etcd, read by one server and then the other): a
 // built-in kind's items carry no kind or apiVersion (the list names them once). Read at
 // resourceVersion 0 (from the watch caches) and unset.

@@ -234,7 +234,7 @@ func runManagedFieldsSteps(t *testing.T, rc *rest.Config) map[string]string {
 var updateGolden = flag.Bool("update-golden", false, "record testdata/golden/managedfields from kube-apiserver (hack/golden/gen.sh)")
 
 // TestGoldenManagedFields runs a sequence of writes through hacp and compares the managedFields
-// after each with kube-apiserver's after the same sequence (recorded by hack/golden/gen.sh
+// after each with kube-apiserver's (the suite's peer release) after the same sequence (recorded by hack/golden/gen.sh
 // with -update-golden), timestamps aside. Its corpus is a sequence of typed client calls by
 // several managers whose only output is managedFields, so it records itself rather than
 // through the differential harness (whose answers carry managedFields too).
@@ -267,7 +267,7 @@ func TestGoldenManagedFields(t *testing.T) {
 			continue
 		}
 		if string(want) != got[st.name] {
-			t.Errorf("%s: managedFields differ from kube-apiserver 1.33's\nkube-apiserver: %s\nhacp:           %s", st.name, want, got[st.name])
+			t.Errorf("%s: managedFields differ from kube-apiserver 1.37's\nkube-apiserver: %s\nhacp:           %s", st.name, want, got[st.name])
 		}
 	}
 }

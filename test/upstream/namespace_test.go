@@ -16,7 +16,7 @@ import (
 )
 
 // TestNamespaceFinalizersAsKubeAPIServer: the rules of a namespace's spec.finalizers are
-// kube-apiserver 1.33's: create adds "kubernetes" to those asked for, a plain update leaves
+// kube-apiserver 1.37's: create adds "kubernetes" to those asked for, a plain update leaves
 // them alone, namespaces/finalize replaces them (and validates them as create does), and
 // the finalize that empties them deletes a namespace being deleted. kube-apiserver runs
 // without a controller-manager here, so its "kubernetes" finalizer stays until finalize

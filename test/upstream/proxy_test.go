@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 services/proxy reads core/v1 Endpoints, as kube-apiserver 1.33 does
+//lint:file-ignore SA1019 services/proxy reads core/v1 Endpoints, as kube-apiserver 1.37 does
 
 package upstream_test
 

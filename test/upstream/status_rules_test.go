@@ -33,7 +33,7 @@ import (
 
 // TestStatusRulesAsKubeAPIServer: the per-kind update rules where hacp's differed from
 // kube-apiserver's before they were written per kind (what a main-resource write and a
-// /status write keep, when metadata.generation moves) are kube-apiserver 1.33's: the same
+// /status write keep, when metadata.generation moves) are kube-apiserver 1.37's: the same
 // steps against both see the same.
 func TestStatusRulesAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")

@@ -85,7 +85,7 @@ func TestNodeDecisions(t *testing.T) {
 		{"own csinode", Attributes{Verb: "update", APIGroup: "storage.k8s.io", Resource: "csinodes", Name: "n1"}, Allow},
 		{"other csinode", Attributes{Verb: "get", APIGroup: "storage.k8s.io", Resource: "csinodes", Name: "n2"}, NoOpinion},
 		{"service account token", Attributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "ns", Name: "default"}, Allow},
-		{"service account get", Attributes{Verb: "get", Resource: "serviceaccounts", Namespace: "ns", Name: "default"}, NoOpinion},
+		{"service account get", Attributes{Verb: "get", Resource: "serviceaccounts", Namespace: "ns", Name: "default"}, Allow}, // KubeletServiceAccountTokenForCredentialProviders, on since 1.34
 		{"resource slices on the node", Attributes{Verb: "list", APIGroup: "resource.k8s.io", Resource: "resourceslices", FieldSelector: sel("spec.nodeName=n1")}, Allow},
 		{"all resource slices", Attributes{Verb: "list", APIGroup: "resource.k8s.io", Resource: "resourceslices"}, NoOpinion},
 		{"services (node rules)", Attributes{Verb: "list", Resource: "services"}, Allow},

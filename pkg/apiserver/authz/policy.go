@@ -1,6 +1,6 @@
-// Ported from Kubernetes v1.33.13, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go
+// Ported from Kubernetes v1.37.2, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go
 // (Copyright The Kubernetes Authors, Apache License 2.0): the same rule builders with the
-// feature gates resolved to their v1.33 defaults (policy_gates.go).
+// feature gates resolved to their v1.37 defaults (policy_gates.go).
 
 package authz
 
@@ -34,6 +34,7 @@ const (
 	coordinationGroup            = "coordination.k8s.io"
 	discoveryGroup               = "discovery.k8s.io"
 	extensionsGroup              = "extensions"
+	lifecycleGroup               = "lifecycle.k8s.io"
 	policyGroup                  = "policy"
 	rbacGroup                    = "rbac.authorization.k8s.io"
 	resourceGroup                = "resource.k8s.io"
@@ -46,6 +47,7 @@ const (
 	internalAPIServerGroup       = "internal.apiserver.k8s.io"
 	admissionRegistrationGroup   = "admissionregistration.k8s.io"
 	storageVersionMigrationGroup = "storagemigration.k8s.io"
+	schedulingGroup              = "scheduling.k8s.io"
 )
 
 func addDefaultMetadata(obj runtime.Object) {
@@ -90,11 +92,13 @@ func viewRules() []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{
 		newRule(read...).Groups(legacyGroup).Resources("pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
 			"services", "services/status", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps").rule(),
-		newRule(read...).Groups(legacyGroup).Resources("limitranges", "resourcequotas", "bindings", "events",
+		newRule(read...).Groups(legacyGroup).Resources("limitranges", "resourcequotas", "bindings",
 			"pods/status", "resourcequotas/status", "namespaces/status", "replicationcontrollers/status", "pods/log").rule(),
 		// read access to namespaces at the namespace scope means you can read *this* namespace.  This can be used as an
 		// indicator of which namespaces you have access to.
 		newRule(read...).Groups(legacyGroup).Resources("namespaces").rule(),
+
+		newRule(read...).Groups(legacyGroup, eventsGroup).Resources("events").rule(),
 
 		newRule(read...).Groups(discoveryGroup).Resources("endpointslices").rule(),
 
@@ -121,6 +125,15 @@ func viewRules() []rbacv1.PolicyRule {
 	if gateDynamicResourceAllocation {
 		rules = append(rules, newRule(read...).Groups(resourceGroup).Resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates").rule())
 	}
+	if gateGenericWorkload {
+		rules = append(rules, newRule(read...).Groups(schedulingGroup).Resources("workloads", "podgroups", "podgroups/status").rule())
+	}
+	if gateCompositePodGroup {
+		rules = append(rules, newRule(read...).Groups(schedulingGroup).Resources("compositepodgroups", "compositepodgroups/status").rule())
+	}
+	if gateEvictionRequestAPI {
+		rules = append(rules, newRule(read...).Groups(lifecycleGroup).Resources("evictionrequests", "evictions").rule())
+	}
 	return rules
 }
 
@@ -133,8 +146,10 @@ func editRules() []rbacv1.PolicyRule {
 		newRule(write...).Groups(legacyGroup).Resources("pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward").rule(),
 		newRule("create").Groups(legacyGroup).Resources("pods/eviction").rule(),
 		newRule(write...).Groups(legacyGroup).Resources("replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
-			"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets", "events").rule(),
+			"services", "services/proxy", "persistentvolumeclaims", "configmaps", "secrets").rule(),
 		newRule("create").Groups(legacyGroup).Resources("serviceaccounts/token").rule(),
+
+		newRule(write...).Groups(legacyGroup, eventsGroup).Resources("events").rule(),
 
 		newRule(write...).Groups(appsGroup).Resources(
 			"statefulsets", "statefulsets/scale",
@@ -160,6 +175,16 @@ func editRules() []rbacv1.PolicyRule {
 	if gateDynamicResourceAllocation {
 		rules = append(rules, newRule(write...).Groups(resourceGroup).Resources("resourceclaims", "resourceclaimtemplates").rule())
 	}
+	if gateGenericWorkload {
+		rules = append(rules, newRule(write...).Groups(schedulingGroup).Resources("workloads", "podgroups").rule())
+	}
+	if gateCompositePodGroup {
+		rules = append(rules, newRule(write...).Groups(schedulingGroup).Resources("compositepodgroups").rule())
+	}
+	if gateEvictionRequestAPI {
+		// "evictions" are in the domain of the system and should be only updated by the evictionrequest-controller. "evictionrequests" are user-scoped.
+		rules = append(rules, newRule(write...).Groups(lifecycleGroup).Resources("evictionrequests").rule())
+	}
 	return rules
 }
 
@@ -180,7 +205,7 @@ func nodeRules() []rbacv1.PolicyRule {
 		newRule("update", "patch").Groups(legacyGroup).Resources("nodes").rule(),
 
 		// TODO: restrict to the bound node as creator in the NodeRestrictions admission plugin
-		newRule("create", "update", "patch").Groups(legacyGroup).Resources("events").rule(),
+		newRule("create", "update", "patch").Groups(legacyGroup, eventsGroup).Resources("events").rule(),
 
 		// Use the Node authorizer to limit get to pods related to the node, and to limit list/watch to field selectors related to the node.
 		newRule(read...).Groups(legacyGroup).Resources("pods").rule(),
@@ -231,6 +256,12 @@ func nodeRules() []rbacv1.PolicyRule {
 	nodePolicyRules = append(nodePolicyRules, csiDriverRule)
 	csiNodeInfoRule := newRule("get", "create", "update", "patch", "delete").Groups("storage.k8s.io").Resources("csinodes").rule()
 	nodePolicyRules = append(nodePolicyRules, csiNodeInfoRule)
+	// Use the Node authorization mode to limit a node to update status of its own CSINode.
+	// Use the NodeRestriction admission plugin to limit a node to just update the status stanza.
+	if gateCSIVolumeHealth {
+		csiNodeStatusRule := newRule("get", "update", "patch").Groups("storage.k8s.io").Resources("csinodes/status").rule()
+		nodePolicyRules = append(nodePolicyRules, csiNodeStatusRule)
+	}
 
 	// RuntimeClass
 	nodePolicyRules = append(nodePolicyRules, newRule("get", "list", "watch").Groups("node.k8s.io").Resources("runtimeclasses").rule())
@@ -249,26 +280,36 @@ func nodeRules() []rbacv1.PolicyRule {
 	if gateKubeletServiceAccountTokenForCredentialProviders {
 		nodePolicyRules = append(nodePolicyRules, newRule("get").Groups(legacyGroup).Resources("serviceaccounts").rule())
 	}
+	// Kubelet needs to create arbitrary PodCertificateRequests to implement
+	// podCertificate volumes.
+	if gatePodCertificateRequest {
+		nodePolicyRules = append(nodePolicyRules, newRule("get", "list", "watch", "create").Groups(certificatesGroup).Resources("podcertificaterequests").rule())
+	}
 
 	return nodePolicyRules
 }
 
 // ClusterRoles returns the cluster roles to bootstrap an API server with
 func bootstrapClusterRoles() []rbacv1.ClusterRole {
-	monitoringRules := []rbacv1.PolicyRule{
-		newRule("get").URLs(
-			"/metrics", "/metrics/slis",
-			"/livez", "/readyz", "/healthz",
-			"/livez/*", "/readyz/*", "/healthz/*",
-		).rule(),
+	monitoringURLs := []string{
+		"/metrics", "/metrics/slis",
+		"/livez", "/readyz", "/healthz",
+		"/livez/*", "/readyz/*", "/healthz/*",
 	}
 
 	if gateComponentFlagz {
-		monitoringRules = append(monitoringRules, newRule("get").URLs("/flagz").rule())
+		monitoringURLs = append(monitoringURLs, "/flagz")
 	}
 
 	if gateComponentStatusz {
-		monitoringRules = append(monitoringRules, newRule("get").URLs("/statusz").rule())
+		monitoringURLs = append(monitoringURLs, "/statusz")
+	}
+
+	monitoringRules := []rbacv1.PolicyRule{
+		newRule("get").URLs(monitoringURLs...).rule(),
+
+		// Needed for kubelet metrics
+		newRule("get").Groups(legacyGroup).Resources("nodes/metrics").rule(),
 	}
 
 	roles := []rbacv1.ClusterRole{
@@ -603,12 +644,30 @@ func bootstrapClusterRoles() []rbacv1.ClusterRole {
 			newRule(read...).Groups(resourceGroup).Resources("deviceclasses").rule(),
 			newRule(readUpdate...).Groups(resourceGroup).Resources("resourceclaims").rule(),
 			newRule(readUpdate...).Groups(resourceGroup).Resources("resourceclaims/status").rule(),
-			newRule(readUpdate...).Groups(legacyGroup).Resources("pods/finalizers").rule(),
+			newRule("update").Groups(legacyGroup).Resources("pods/finalizers").rule(),
 			newRule(read...).Groups(resourceGroup).Resources("resourceslices").rule(),
 		)
-		if gateDynamicResourceAllocation {
+		if gateDRAExtendedResource {
+			kubeSchedulerRules = append(kubeSchedulerRules,
+				newRule("create", "delete").Groups(resourceGroup).Resources("resourceclaims").rule(),
+			)
+		}
+		if gateDRADeviceTaintRules {
 			kubeSchedulerRules = append(kubeSchedulerRules, newRule(read...).Groups(resourceGroup).Resources("devicetaintrules").rule())
 		}
+		if gateDRAResourceClaimGranularStatusAuthorization {
+			kubeSchedulerRules = append(kubeSchedulerRules,
+				newRule("update", "patch").Groups(resourceGroup).Resources("resourceclaims/binding").rule(),
+			)
+		}
+	}
+	if gateGenericWorkload {
+		kubeSchedulerRules = append(kubeSchedulerRules, newRule(read...).Groups(schedulingGroup).Resources("podgroups").rule())
+		kubeSchedulerRules = append(kubeSchedulerRules, newRule("patch", "update").Groups(schedulingGroup).Resources("podgroups/status").rule())
+	}
+	if gateCompositePodGroup {
+		kubeSchedulerRules = append(kubeSchedulerRules, newRule(read...).Groups(schedulingGroup).Resources("compositepodgroups").rule())
+		kubeSchedulerRules = append(kubeSchedulerRules, newRule("patch", "update").Groups(schedulingGroup).Resources("compositepodgroups/status").rule())
 	}
 	roles = append(roles, rbacv1.ClusterRole{
 		// a role to use for the kube-scheduler

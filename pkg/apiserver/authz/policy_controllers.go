@@ -1,6 +1,6 @@
-// Ported from Kubernetes v1.33.13, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy_controllers.go
+// Ported from Kubernetes v1.37.2, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy_controllers.go
 // (Copyright The Kubernetes Authors, Apache License 2.0): the same rule builders with the
-// feature gates resolved to their v1.33 defaults (policy_gates.go).
+// feature gates resolved to their v1.37 defaults (policy_gates.go).
 
 package authz
 
@@ -167,9 +167,6 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 			newRule("update", "patch").Groups(legacyGroup).Resources("persistentvolumeclaims/status").rule(),
 			newRule("get", "list", "watch").Groups(legacyGroup).Resources("persistentvolumeclaims").rule(),
 			eventsRule(),
-
-			// volume plugin - portworx
-			newRule("get").Groups(legacyGroup).Resources("services").rule(),
 		},
 	})
 
@@ -184,30 +181,71 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 	})
 
 	if gateDynamicResourceAllocation {
+		rules := []rbacv1.PolicyRule{
+			newRule("get", "list", "watch").Groups(legacyGroup).Resources("pods").rule(),
+			newRule("update").Groups(legacyGroup).Resources("pods/finalizers").rule(),
+			newRule("get", "list", "watch", "create", "delete").Groups(resourceGroup).Resources("resourceclaims").rule(),
+			newRule("update", "patch").Groups(resourceGroup).Resources("resourceclaims", "resourceclaims/status").rule(),
+			newRule("update", "patch").Groups(legacyGroup).Resources("pods/status").rule(),
+			eventsRule(),
+		}
+		if gateDRAWorkloadResourceClaims {
+			rules = append(rules,
+				newRule("get", "list", "watch").Groups(schedulingGroup).Resources("podgroups").rule(),
+				newRule("update", "patch").Groups(schedulingGroup).Resources("podgroups/status").rule(),
+			)
+		}
+		if gateDRAResourceClaimGranularStatusAuthorization {
+			rules = append(rules,
+				newRule("update", "patch").Groups(resourceGroup).Resources("resourceclaims/binding").rule(),
+			)
+		}
 		addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "resource-claim-controller"},
-			Rules: []rbacv1.PolicyRule{
-				newRule("get", "list", "watch").Groups(legacyGroup).Resources("pods").rule(),
-				newRule("update").Groups(legacyGroup).Resources("pods/finalizers").rule(),
-				newRule("get", "list", "watch", "create", "delete").Groups(resourceGroup).Resources("resourceclaims").rule(),
-				newRule("update", "patch").Groups(resourceGroup).Resources("resourceclaims", "resourceclaims/status").rule(),
-				newRule("update", "patch").Groups(legacyGroup).Resources("pods/status").rule(),
-				eventsRule(),
-			},
+			Rules:      rules,
 		})
 		if gateDRADeviceTaints {
+			rules := []rbacv1.PolicyRule{
+				// Deletes pods to evict them.
+				newRule("get", "list", "watch", "delete").Groups(legacyGroup).Resources("pods").rule(),
+				// Sets pod conditions.
+				newRule("update", "patch").Groups(legacyGroup).Resources("pods/status").rule(),
+				// The rest is read-only.
+				newRule("get", "list", "watch").Groups(resourceGroup).Resources("resourceclaims").rule(),
+				newRule("get", "list", "watch").Groups(resourceGroup).Resources("resourceslices").rule(),
+				newRule("get", "list", "watch").Groups(resourceGroup).Resources("deviceclasses").rule(),
+				eventsRule(),
+			}
+
+			if gateDRADeviceTaintRules {
+				rules = append(rules,
+					// Sets DeviceTaintRule conditions.
+					newRule("update", "patch").Groups(resourceGroup).Resources("devicetaintrules/status").rule(),
+					// Read-only for spec.
+					newRule("get", "list", "watch").Groups(resourceGroup).Resources("devicetaintrules").rule(),
+				)
+			}
+
 			addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
 				// Same name as in k8s.io/kubernetes/cmd/kube-controller-manager/names.
 				ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "device-taint-eviction-controller"},
+				Rules:      rules,
+			})
+		}
+		if gateDRAResourcePoolStatus {
+			addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
+				// Same name as in k8s.io/kubernetes/cmd/kube-controller-manager/names.
+				ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "resourcepoolstatusrequest-controller"},
 				Rules: []rbacv1.PolicyRule{
-					// Deletes pods to evict them.
-					newRule("get", "list", "watch", "delete").Groups(legacyGroup).Resources("pods").rule(),
-					// Sets pod conditions.
-					newRule("update", "patch").Groups(legacyGroup).Resources("pods/status").rule(),
-					// The rest is read-only.
-					newRule("get", "list", "watch").Groups(resourceGroup).Resources("resourceclaims").rule(),
+					// Read and delete ResourcePoolStatusRequests (delete needed for TTL cleanup)
+					newRule("get", "list", "watch", "delete").Groups(resourceGroup).Resources("resourcepoolstatusrequests").rule(),
+					// Update status after processing
+					newRule("update", "patch").Groups(resourceGroup).Resources("resourcepoolstatusrequests/status").rule(),
+					// Read ResourceSlices to calculate pool status
 					newRule("get", "list", "watch").Groups(resourceGroup).Resources("resourceslices").rule(),
-					newRule("get", "list", "watch").Groups(resourceGroup).Resources("deviceclasses").rule(),
+					// Read ResourceClaims to calculate allocation counts
+					newRule("get", "list", "watch").Groups(resourceGroup).Resources("resourceclaims").rule(),
+					// Read DeviceTaintRules to count tainted devices as unavailable
 					newRule("get", "list", "watch").Groups(resourceGroup).Resources("devicetaintrules").rule(),
 					eventsRule(),
 				},
@@ -237,15 +275,21 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 			eventsRule(),
 		},
 	})
+	jobControllerRules := []rbacv1.PolicyRule{
+		newRule("get", "list", "watch", "update", "patch").Groups(batchGroup).Resources("jobs").rule(),
+		newRule("update").Groups(batchGroup).Resources("jobs/status").rule(),
+		newRule("update").Groups(batchGroup).Resources("jobs/finalizers").rule(),
+		newRule("list", "watch", "create", "delete", "patch").Groups(legacyGroup).Resources("pods").rule(),
+		eventsRule(),
+	}
+	if gateWorkloadWithJob {
+		jobControllerRules = append(jobControllerRules,
+			newRule("get", "list", "watch", "create", "update", "patch").Groups(schedulingGroup).Resources("workloads", "podgroups").rule(),
+		)
+	}
 	addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "job-controller"},
-		Rules: []rbacv1.PolicyRule{
-			newRule("get", "list", "watch", "update", "patch").Groups(batchGroup).Resources("jobs").rule(),
-			newRule("update").Groups(batchGroup).Resources("jobs/status").rule(),
-			newRule("update").Groups(batchGroup).Resources("jobs/finalizers").rule(),
-			newRule("list", "watch", "create", "delete", "patch").Groups(legacyGroup).Resources("pods").rule(),
-			eventsRule(),
-		},
+		Rules:      jobControllerRules,
 	})
 	addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "namespace-controller"},
@@ -264,6 +308,7 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 				// used for pod deletion
 				newRule("patch", "update").Groups(legacyGroup).Resources("pods/status").rule(),
 				newRule("list", "watch", "get", "delete").Groups(legacyGroup).Resources("pods").rule(),
+				newRule("get", "list", "watch").Groups(coordinationGroup).Resources("leases").rule(),
 				eventsRule(),
 			},
 		}
@@ -283,9 +328,6 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 
 			// recyclerClient.WatchPod
 			newRule("watch").Groups(legacyGroup).Resources("events").rule(),
-
-			// volume plugin - portworx
-			newRule("get").Groups(legacyGroup).Resources("services").rule(),
 		},
 	})
 	addControllerRole(&controllerRoles, &controllerRoleBindings, func() rbacv1.ClusterRole {
@@ -376,13 +418,10 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 				newRule("get", "create", "delete", "update", "patch").Groups(legacyGroup).Resources("pods").rule(),
 				newRule("get", "create", "delete", "update", "patch", "list", "watch").Groups(appsGroup).Resources("controllerrevisions").rule(),
 				newRule("get", "create", "list", "watch").Groups(legacyGroup).Resources("persistentvolumeclaims").rule(),
+				newRule("update", "delete").Groups(legacyGroup).Resources("persistentvolumeclaims").rule(),
+				newRule("update").Groups(legacyGroup).Resources("pods/finalizers").rule(),
 				eventsRule(),
 			},
-		}
-
-		if gateStatefulSetAutoDeletePVC {
-			role.Rules = append(role.Rules, newRule("update", "delete").Groups(legacyGroup).Resources("persistentvolumeclaims").rule())
-			role.Rules = append(role.Rules, newRule("update").Groups(legacyGroup).Resources("pods/finalizers").rule())
 		}
 
 		return role
@@ -410,10 +449,19 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 			eventsRule(),
 		},
 	})
+	if gatePodCertificateRequest {
+		addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "podcertificaterequestcleaner"},
+			Rules: []rbacv1.PolicyRule{
+				newRule("get", "list", "watch", "delete").Groups(certificatesGroup).Resources("podcertificaterequests").rule(),
+			},
+		})
+	}
 	addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "pvc-protection-controller"},
 		Rules: []rbacv1.PolicyRule{
 			newRule("get", "list", "watch", "update").Groups(legacyGroup).Resources("persistentvolumeclaims").rule(),
+			newRule("update").Groups(legacyGroup).Resources("persistentvolumeclaims/status").rule(),
 			newRule("list", "watch", "get").Groups(legacyGroup).Resources("pods").rule(),
 			eventsRule(),
 		},
@@ -433,6 +481,16 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 				newRule("list", "watch", "get").Groups(legacyGroup).Resources("persistentvolumes").rule(),
 				newRule("get", "list", "watch", "update").Groups(storageGroup).Resources("volumeattributesclasses").rule(),
 				eventsRule(),
+			},
+		})
+	}
+
+	if gateGenericWorkload {
+		addControllerRole(&controllerRoles, &controllerRoleBindings, rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: saRolePrefix + "podgroup-protection-controller"},
+			Rules: []rbacv1.PolicyRule{
+				newRule("get", "list", "watch", "update").Groups(schedulingGroup).Resources("podgroups").rule(),
+				newRule("get", "list", "watch").Groups(legacyGroup).Resources("pods").rule(),
 			},
 		})
 	}
@@ -503,9 +561,10 @@ func buildControllerRoles() ([]rbacv1.ClusterRole, []rbacv1.ClusterRoleBinding) 
 			},
 			Rules: []rbacv1.PolicyRule{
 				// need list to get current RV for any resource
-				// need patch for SSA of any resource
-				// need create because SSA of a deleted resource will be interpreted as a create request, these always fail with a conflict error because UID is set
-				newRule("list", "watch", "create", "patch").Groups("*").Resources("*").rule(),
+				// need patch for any resource to perform migration
+				newRule("list", "patch").Groups("*").Resources("*").rule(),
+				newRule("get").Groups("apiextensions.k8s.io").Resources("customresourcedefinitions").rule(),
+				newRule("patch").Groups("apiextensions.k8s.io").Resources("customresourcedefinitions/status").rule(),
 				newRule("update").Groups(storageVersionMigrationGroup).Resources("storageversionmigrations/status").rule(),
 			},
 		})

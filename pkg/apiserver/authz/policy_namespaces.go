@@ -1,6 +1,6 @@
-// Ported from Kubernetes v1.33.13, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy_namespaces.go
+// Ported from Kubernetes v1.37.2, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy_namespaces.go
 // (Copyright The Kubernetes Authors, Apache License 2.0): the same rule builders with the
-// feature gates resolved to their v1.33 defaults (policy_gates.go).
+// feature gates resolved to their v1.37 defaults (policy_gates.go).
 
 package authz
 
@@ -89,21 +89,17 @@ func init() {
 	})
 	// TODO: Create util on Role+Binding for leader locking if more cases evolve.
 	addNamespaceRole(metav1.NamespaceSystem, rbacv1.Role{
-		// role for the leader locking on supplied configmap
+		// role for the leader locking on supplied lease
 		ObjectMeta: metav1.ObjectMeta{Name: "system::leader-locking-kube-controller-manager"},
 		Rules: []rbacv1.PolicyRule{
-			newRule("watch").Groups(legacyGroup).Resources("configmaps").rule(),
-			newRule("get", "update").Groups(legacyGroup).Resources("configmaps").Names("kube-controller-manager").rule(),
 			newRule("get", "watch", "list", "create", "update").Groups("coordination.k8s.io").Resources("leases").rule(),
 			newRule("get", "watch", "list", "create", "update").Groups("coordination.k8s.io").Resources("leasecandidates").rule(),
 		},
 	})
 	addNamespaceRole(metav1.NamespaceSystem, rbacv1.Role{
-		// role for the leader locking on supplied configmap
+		// role for the leader locking on supplied lease
 		ObjectMeta: metav1.ObjectMeta{Name: "system::leader-locking-kube-scheduler"},
 		Rules: []rbacv1.PolicyRule{
-			newRule("watch").Groups(legacyGroup).Resources("configmaps").rule(),
-			newRule("get", "update").Groups(legacyGroup).Resources("configmaps").Names("kube-scheduler").rule(),
 			newRule("get", "watch", "list", "create", "update").Groups("coordination.k8s.io").Resources("leases").rule(),
 			newRule("get", "watch", "list", "create", "update").Groups("coordination.k8s.io").Resources("leasecandidates").rule(),
 		},

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// goldenPolicy is kube-apiserver v1.33's bootstrap policy as hack/rbac-golden/gen.sh writes
+// goldenPolicy is kube-apiserver v1.37's bootstrap policy as hack/rbac-golden/gen.sh writes
 // it from upstream's bootstrappolicy package.
 type goldenPolicy struct {
 	ClusterRoles          []rbacv1.ClusterRole            `json:"clusterRoles"`
@@ -67,9 +67,9 @@ func compareBinding(t *testing.T, what string, ref, wantRef rbacv1.RoleRef, subj
 }
 
 // TestBootstrapPolicyGolden compares hacp's bootstrap policy, role by role and binding by
-// binding, with the one upstream's v1.33 code produces.
+// binding, with the one upstream's v1.37 code produces.
 func TestBootstrapPolicyGolden(t *testing.T) {
-	data, err := os.ReadFile("testdata/bootstrap-policy-v1.33.json")
+	data, err := os.ReadFile("testdata/bootstrap-policy-v1.37.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry/customresources"
 	"github.com/hacp/hacp/pkg/apiserver/registry/networking"
 	"github.com/hacp/hacp/pkg/apiserver/registry/rbac"
+	"github.com/hacp/hacp/pkg/apiserver/registry/resourcekinds"
 	"github.com/hacp/hacp/pkg/apiserver/registry/storagekinds"
 	"github.com/hacp/hacp/pkg/apiserver/registry/workloads"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,9 +31,16 @@ func Kinds() []*registry.Kind {
 		networking.IngressesKind(), networking.IngressClassesKind(), networking.NetworkPoliciesKind(), networking.IPAddressesKind(), networking.ServiceCIDRsKind(),
 		networking.EndpointSlicesKind(), cluster.RuntimeClassesKind(), cluster.PriorityClassesKind(),
 		storagekinds.StorageClassesKind(), storagekinds.CSIDriversKind(), storagekinds.CSINodesKind(), storagekinds.CSIStorageCapacitiesKind(), storagekinds.VolumeAttachmentsKind(),
-		cluster.CertificateSigningRequestsKind(), cluster.FlowSchemasKind(), cluster.PriorityLevelConfigurationsKind(),
+		storagekinds.VolumeAttributesClassesKind(),
+		cluster.CertificateSigningRequestsKind(), cluster.ClusterTrustBundlesKind(), cluster.PodCertificateRequestsKind(),
+		cluster.FlowSchemasKind(), cluster.PriorityLevelConfigurationsKind(),
 		admissionregistration.MutatingWebhookConfigurationsKind(), admissionregistration.ValidatingWebhookConfigurationsKind(),
 		admissionregistration.ValidatingAdmissionPoliciesKind(), admissionregistration.ValidatingAdmissionPolicyBindingsKind(),
+		admissionregistration.MutatingAdmissionPoliciesKind(), admissionregistration.MutatingAdmissionPolicyBindingsKind(),
+		// Kinds GA or on by default since 1.33: dynamic resource allocation, storage version migration.
+		resourcekinds.DeviceClassesKind(), resourcekinds.ResourceClaimsKind(), resourcekinds.ResourceClaimTemplatesKind(),
+		resourcekinds.ResourceSlicesKind(), resourcekinds.DeviceTaintRulesKind(),
+		cluster.StorageVersionMigrationsKind(),
 	}
 }
 

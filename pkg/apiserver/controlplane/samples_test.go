@@ -1,9 +1,15 @@
 package controlplane_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +36,14 @@ func sampleNonWorkload(plural string, om metav1.ObjectMeta) runtime.Object {
 		return &discoveryv1.EndpointSlice{ObjectMeta: om, AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}
 	case "csistoragecapacities":
 		return &storagev1.CSIStorageCapacity{ObjectMeta: om, StorageClassName: "fast"}
+	case "resourceclaims":
+		return &resourcev1.ResourceClaim{ObjectMeta: om, Spec: sampleClaimSpec()}
+	case "resourceclaimtemplates":
+		return &resourcev1.ResourceClaimTemplate{ObjectMeta: om, Spec: resourcev1.ResourceClaimTemplateSpec{Spec: sampleClaimSpec()}}
+	case "podcertificaterequests":
+		return &certificatesv1.PodCertificateRequest{ObjectMeta: om, Spec: certificatesv1.PodCertificateRequestSpec{
+			SignerName: "example.com/signer", PodName: "web", PodUID: "pod-uid", ServiceAccountName: "default", ServiceAccountUID: "sa-uid",
+			NodeName: "n1", NodeUID: "node-uid", MaxExpirationSeconds: ptr(int32(86400)), StubPKCS10Request: stubCSR()}}
 	}
 	return nil
 }
@@ -39,4 +53,22 @@ func minimalPVC(om metav1.ObjectMeta) *corev1.PersistentVolumeClaim {
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 	}}
+}
+
+func sampleClaimSpec() resourcev1.ResourceClaimSpec {
+	return resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+		Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}
+}
+
+// stubCSR is a signed, empty PKCS#10 request for a fresh Ed25519 key, as a kubelet sends.
+func stubCSR() []byte {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if err != nil {
+		panic(err)
+	}
+	return der
 }

@@ -61,10 +61,15 @@ var statusRules = map[string]statusRule{
 	"networking.k8s.io/v1/ingresses":                              {},
 	"networking.k8s.io/v1/servicecidrs":                           {},
 	"storage.k8s.io/v1/volumeattachments":                         {metaKept: resetForStatus},
+	"storage.k8s.io/v1/csinodes":                                  {metaKept: resetForStatus},
 	"certificates.k8s.io/v1/certificatesigningrequests":           {mainKeepsSpec: true},
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                 {metaKept: []string{"all"}},
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations": {metaKept: []string{"all"}},
 	"admissionregistration.k8s.io/v1/validatingadmissionpolicies": {metaKept: resetForStatus},
+	"certificates.k8s.io/v1/podcertificaterequests":               {metaKept: resetForStatus},
+	"resource.k8s.io/v1/resourceclaims":                           {metaKept: resetForStatus},
+	"resource.k8s.io/v1/devicetaintrules":                         {metaKept: resetForStatus},
+	"storagemigration.k8s.io/v1/storageversionmigrations":         {metaKept: resetForStatus},
 }
 
 // generationKinds are the built-in kinds whose metadata.generation upstream counts (1 on
@@ -79,6 +84,9 @@ var generationKinds = []string{
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
 	"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
 	"admissionregistration.k8s.io/v1/validatingadmissionpolicies", "admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+	"admissionregistration.k8s.io/v1/mutatingadmissionpolicies", "admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings",
+	"resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1/resourceslices", "resource.k8s.io/v1/devicetaintrules",
+	"autoscaling/v2/horizontalpodautoscalers", "autoscaling/v1/horizontalpodautoscalers",
 }
 
 // generationMetadata names the metadata whose change upstream counts as a spec change for
@@ -87,6 +95,8 @@ var generationKinds = []string{
 var generationMetadata = map[string]string{
 	"apps/v1/deployments":                "annotations",
 	"discovery.k8s.io/v1/endpointslices": "labels",
+	// v2's metrics and behavior travel in a v1 HPA's annotations: part of the spec counted.
+	"autoscaling/v1/horizontalpodautoscalers": "annotations",
 }
 
 func kindKey(k *registry.Kind) string { return k.Group + "/" + k.Version + "/" + k.Plural }

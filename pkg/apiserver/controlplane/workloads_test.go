@@ -87,7 +87,7 @@ func asJSON(t *testing.T, v any) string {
 }
 
 // TestWorkloadDefaults: a minimal manifest of each workload kind is stored with upstream's
-// defaults. The expected specs were written from k8s.io/kubernetes v1.33's SetDefaults_*
+// defaults. The expected specs were written from k8s.io/kubernetes v1.37's SetDefaults_*
 // functions (apps/v1, batch/v1, autoscaling/v2, core/v1) and job strategy.
 func TestWorkloadDefaults(t *testing.T) {
 	r := newRegistry(t)
@@ -114,7 +114,7 @@ func TestWorkloadDefaults(t *testing.T) {
 			return appsv1.StatefulSetSpec{Replicas: ptr[int32](1), Selector: sel, Template: tmpl, ServiceName: "svc",
 				PodManagementPolicy: appsv1.OrderedReadyPodManagement,
 				UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
-					RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr[int32](0)}},
+					RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr[int32](0), MaxUnavailable: ptr(intstr.FromInt32(1))}},
 				RevisionHistoryLimit: ptr[int32](10),
 				PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 					WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}}

@@ -18,6 +18,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -28,8 +29,12 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
@@ -51,12 +56,16 @@ func init() {
 		admissionregistrationv1.AddToScheme, certificatesv1.AddToScheme, discoveryv1.AddToScheme,
 		eventsv1.AddToScheme, flowcontrolv1.AddToScheme, networkingv1.AddToScheme,
 		nodev1.AddToScheme, schedulingv1.AddToScheme, storagev1.AddToScheme,
+		resourcev1.AddToScheme, storagemigrationv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		// Stored versions other than the served one, read and converted through the
 		// internal version: kube-apiserver 1.33 stores CustomResourceDefinitions as v1beta1.
 		apiextensions.AddToScheme, apiextensionsv1beta1.AddToScheme,
 		// IPAddresses and ServiceCIDRs: same fields in v1beta1 and v1 (no internal version here).
 		networkingv1beta1.AddToScheme,
+		// Kinds kube-apiserver 1.37 stores at a pre-GA version for one release (its
+		// default_storage_factory_builder.go): same fields as the served v1.
+		certificatesv1beta1.AddToScheme, storagemigrationv1beta1.AddToScheme, resourcev1beta2.AddToScheme,
 		apiregistration.AddToScheme,
 	} {
 		utilruntime.Must(add(Scheme))
@@ -161,11 +170,17 @@ func (c *storageCodec) Decode(data []byte, into runtime.Object) error {
 	return nil
 }
 
-// sameFields are kinds whose stored older version has exactly the served version's fields
-// (kube-apiserver 1.33 stores them as v1beta1, GA at v1 in 1.33).
+// sameFields are kinds whose stored older version has the served version's fields (a
+// PodCertificateRequest's v1beta1 has two more, deprecated and unused by v1 clients): kube-apiserver
+// 1.33 stored IPAddresses and ServiceCIDRs as v1beta1, 1.37 stores ClusterTrustBundles,
+// PodCertificateRequests and StorageVersionMigrations as v1beta1 and DeviceTaintRules as v1beta2.
 var sameFields = map[schema.GroupKind]bool{
-	{Group: "networking.k8s.io", Kind: "IPAddress"}:   true,
-	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}: true,
+	{Group: "networking.k8s.io", Kind: "IPAddress"}:                     true,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                   true,
+	{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:          true,
+	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:       true,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}: true,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                 true,
 }
 
 // convertStored converts a value stored at another version of into's kind (through the

@@ -78,6 +78,8 @@ func OpenAPIResources(res []endpoints.Resource) []openapi.Resource {
 func VersionInfo() apiversion.Info {
 	return apiversion.Info{
 		Major: version.KubernetesMajor, Minor: version.KubernetesMinor,
+		EmulationMajor: version.KubernetesMajor, EmulationMinor: version.KubernetesMinor,
+		MinCompatibilityMajor: version.KubernetesMajor, MinCompatibilityMinor: version.KubernetesMinCompatibilityMinor,
 		GitVersion:   "v" + version.KubernetesMajor + "." + version.KubernetesMinor + ".0",
 		GitCommit:    version.Version,
 		GitTreeState: "clean",

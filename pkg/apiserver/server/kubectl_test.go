@@ -119,7 +119,7 @@ func TestKubectlSession(t *testing.T) {
 		out = k.ok("api-versions")
 		contains(t, out, "apps/v1", "coordination.k8s.io/v1", "v1")
 		out = k.ok("version", "-o", "json")
-		contains(t, out, `"minor": "33"`)
+		contains(t, out, `"minor": "37"`)
 	})
 
 	k.ok("create", "namespace", "demo")

@@ -5,10 +5,11 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// Printer of certificates.k8s.io CSRs, as kube-apiserver 1.33's.
+// Printers of certificates.k8s.io, as kube-apiserver 1.37's.
 func init() {
 	specDocs := certificatesv1.CertificateSigningRequestSpec{}.SwaggerDoc()
 	register(&certificatesv1.CertificateSigningRequestList{}, []metav1.TableColumnDefinition{
@@ -25,6 +26,33 @@ func init() {
 			requested = duration.HumanDuration(time.Duration(*s) * time.Second)
 		}
 		return []any{csr.Name, age(csr.CreationTimestamp, now), signer, csr.Spec.Username, requested, csrCondition(csr)}, nil
+	})
+	register(&certificatesv1.ClusterTrustBundleList{}, []metav1.TableColumnDefinition{
+		nameColumn(),
+		col("SignerName", "string", certificatesv1.ClusterTrustBundleSpec{}.SwaggerDoc()["signerName"]),
+	}, func(b *certificatesv1.ClusterTrustBundle, _ time.Time) ([]any, []metav1.TableRowCondition) {
+		return []any{b.Name, orNone(b.Spec.SignerName)}, nil
+	})
+	pcrDocs := certificatesv1.PodCertificateRequestSpec{}.SwaggerDoc()
+	register(&certificatesv1.PodCertificateRequestList{}, []metav1.TableColumnDefinition{
+		nameColumn(),
+		col("PodName", "string", pcrDocs["podName"]),
+		col("ServiceAccountName", "string", pcrDocs["serviceAccountName"]),
+		col("NodeName", "string", pcrDocs["nodeName"]),
+		col("SignerName", "string", pcrDocs["signerName"]),
+		col("State", "string", "Is the request Pending, Issued, Denied, or Failed?"),
+		col("UnverifiedUserAnnotations", "string", pcrDocs["unverifiedUserAnnotations"]),
+	}, func(r *certificatesv1.PodCertificateRequest, _ time.Time) ([]any, []metav1.TableRowCondition) {
+		state := "Pending"
+		for _, c := range r.Status.Conditions {
+			switch c.Type {
+			case certificatesv1.PodCertificateRequestConditionTypeIssued, certificatesv1.PodCertificateRequestConditionTypeDenied,
+				certificatesv1.PodCertificateRequestConditionTypeFailed:
+				state = c.Type
+			}
+		}
+		return []any{r.Name, r.Spec.PodName, r.Spec.ServiceAccountName, string(r.Spec.NodeName), r.Spec.SignerName, state,
+			labels.FormatLabels(r.Spec.UnverifiedUserAnnotations)}, nil
 	})
 }
 

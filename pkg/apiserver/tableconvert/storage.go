@@ -8,7 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Printers of storage.k8s.io, as kube-apiserver 1.33's.
+// The VolumeAttributesClass printer, as kube-apiserver 1.37's.
+func init() {
+	register(&storagev1.VolumeAttributesClassList{}, []metav1.TableColumnDefinition{
+		nameColumn(),
+		col("DriverName", "string", storagev1.VolumeAttributesClass{}.SwaggerDoc()["driverName"]),
+		ageColumn(),
+	}, func(c *storagev1.VolumeAttributesClass, now time.Time) ([]any, []metav1.TableRowCondition) {
+		return []any{c.Name, c.DriverName, age(c.CreationTimestamp, now)}, nil
+	})
+}
+
+// Printers of storage.k8s.io, as kube-apiserver 1.37's.
 func init() {
 	scDocs := storagev1.StorageClass{}.SwaggerDoc()
 	register(&storagev1.StorageClassList{}, []metav1.TableColumnDefinition{

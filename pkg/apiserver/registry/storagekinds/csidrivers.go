@@ -25,6 +25,7 @@ func CSIDriversKind() *registry.Kind {
 				}
 				registry.SetDefault(&s.RequiresRepublish, false)
 				registry.SetDefault(&s.SELinuxMount, false)
+				registry.SetDefault(&s.PreventPodSchedulingIfMissing, false) // VolumeLimitScaling, on by default in 1.37
 			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				d := obj.(*storagev1.CSIDriver)

@@ -3,10 +3,13 @@ package storagekinds
 import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// CSINodesKind serves CSINodes; since 1.37 with a /status (volume health, written by the
+// kubelet) that main-resource writes keep and that keeps the spec, as upstream.
 func CSINodesKind() *registry.Kind {
 	return &registry.Kind{
 		Names: registry.Names{Group: "storage.k8s.io", Version: "v1", Kind: "CSINode", ListKind: "CSINodeList", Plural: "csinodes", Singular: "csinode"},
@@ -14,7 +17,14 @@ func CSINodesKind() *registry.Kind {
 		NewList: func() runtime.Object {
 			return &storagev1.CSINodeList{}
 		},
+		Status: true,
 		Strategy: registry.Strategy{
+			PrepareForCreate: func(obj runtime.Object) { obj.(*storagev1.CSINode).Status = storagev1.CSINodeStatus{} },
+			PrepareForUpdate: registry.Rule(func(n, old *storagev1.CSINode) { n.Status = old.Status }),
+			PrepareForStatusUpdate: registry.Rule(func(n, old *storagev1.CSINode) {
+				n.Spec = old.Spec
+				metav1.ResetObjectMetaForStatus(&n.ObjectMeta, &old.ObjectMeta)
+			}),
 			Validate: func(obj runtime.Object) field.ErrorList {
 				var errs field.ErrorList
 				names := map[string]bool{}

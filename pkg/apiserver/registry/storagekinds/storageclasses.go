@@ -32,16 +32,7 @@ func StorageClassesKind() *registry.Kind {
 				} else {
 					errs = append(errs, registry.ValidateQualifiedName(sc.Provisioner, field.NewPath("provisioner"))...)
 				}
-				size := 0
-				for k, v := range sc.Parameters {
-					if k == "" {
-						errs = append(errs, field.Invalid(field.NewPath("parameters"), k, "field can not be empty."))
-					}
-					size += len(k) + len(v)
-				}
-				if size > 256*1024 {
-					errs = append(errs, field.TooLong(field.NewPath("parameters"), "", 256*1024))
-				}
+				errs = append(errs, validateParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 				if sc.ReclaimPolicy != nil {
 					errs = append(errs, registry.OneOf(*sc.ReclaimPolicy, field.NewPath("reclaimPolicy"), corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain)...)
 				}

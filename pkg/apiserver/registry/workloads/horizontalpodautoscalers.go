@@ -41,7 +41,11 @@ func HorizontalPodAutoscalersKind() *registry.Kind {
 			},
 			PrepareForUpdate:       registry.Rule(func(hpa, old *autoscalingv2.HorizontalPodAutoscaler) { hpa.Status = old.Status }),
 			PrepareForStatusUpdate: registry.Rule(func(hpa, old *autoscalingv2.HorizontalPodAutoscaler) { hpa.Spec = old.Spec }),
-			Default:                func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+			// metadata.generation counts spec changes since 1.37 (HPAGeneration, on by default).
+			SpecChanged: registry.Changed(func(hpa *autoscalingv2.HorizontalPodAutoscaler) autoscalingv2.HorizontalPodAutoscalerSpec {
+				return hpa.Spec
+			}),
+			Default: func(obj runtime.Object) { defaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
 			},
@@ -77,6 +81,10 @@ func HorizontalPodAutoscalersV1Kind() *registry.Kind {
 			PrepareForStatusUpdate: registry.Rule(func(hpa, old *autoscalingv1.HorizontalPodAutoscaler) {
 				hpa.Spec = old.Spec
 				keepAnnotations(&hpa.ObjectMeta, &old.ObjectMeta, hpaMetricsAnnotation, hpaBehaviorAnnotation)
+			}),
+			// The generation counts the v2 spec: v1's and the annotations that carry the rest.
+			SpecChanged: registry.Changed(func(hpa *autoscalingv1.HorizontalPodAutoscaler) [3]any {
+				return [3]any{hpa.Spec, hpa.Annotations[hpaMetricsAnnotation], hpa.Annotations[hpaBehaviorAnnotation]}
 			}),
 			Default: func(obj runtime.Object) {
 				hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler)

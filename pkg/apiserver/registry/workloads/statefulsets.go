@@ -9,6 +9,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -55,8 +56,8 @@ func StatefulSetsKind() *registry.Kind {
 	}
 }
 
-// defaultStatefulSet is upstream's SetDefaults_StatefulSet with 1.33's feature gates
-// (StatefulSetAutoDeletePVC on, MaxUnavailableStatefulSet off).
+// defaultStatefulSet is upstream's SetDefaults_StatefulSet with 1.37's feature gates
+// (MaxUnavailableStatefulSet on: a rolling update's maxUnavailable defaults to 1).
 func defaultStatefulSet(obj runtime.Object) {
 	sts := obj.(*appsv1.StatefulSet)
 	s := &sts.Spec
@@ -69,8 +70,14 @@ func defaultStatefulSet(obj runtime.Object) {
 			s.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
 		}
 	}
-	if s.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && s.UpdateStrategy.RollingUpdate != nil && s.UpdateStrategy.RollingUpdate.Partition == nil {
-		s.UpdateStrategy.RollingUpdate.Partition = registry.Int32Ptr(0)
+	if ru := s.UpdateStrategy.RollingUpdate; s.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil {
+		if ru.Partition == nil {
+			ru.Partition = registry.Int32Ptr(0)
+		}
+		if ru.MaxUnavailable == nil {
+			one := intstr.FromInt32(1)
+			ru.MaxUnavailable = &one
+		}
 	}
 	if s.PersistentVolumeClaimRetentionPolicy == nil {
 		s.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
