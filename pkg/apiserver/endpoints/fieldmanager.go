@@ -187,7 +187,7 @@ var resetsStatus = map[string]bool{
 // statusResetsMetadata are the kinds whose status writes own neither spec nor metadata.
 var statusResetsMetadata = map[string]bool{
 	"volumeattachments": true, "flowschemas": true, "prioritylevelconfigurations": true,
-	"validatingadmissionpolicies": true,
+	"validatingadmissionpolicies": true, "servicecidrs": true, "csinodes": true,
 }
 
 // managerOrUserAgent is the manager of a write: fieldManager, or the User-Agent up to its

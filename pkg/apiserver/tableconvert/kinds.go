@@ -109,12 +109,12 @@ func registerCore() {
 		return []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}, nil
 	})
 
+	// 1.37 dropped the Secrets column (token Secrets are no longer made for ServiceAccounts).
 	register(&corev1.ServiceAccountList{}, []metav1.TableColumnDefinition{
 		nameColumn(),
-		col("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]),
 		ageColumn(),
 	}, func(sa *corev1.ServiceAccount, now time.Time) ([]any, []metav1.TableRowCondition) {
-		return []any{sa.Name, int64(len(sa.Secrets)), age(sa.CreationTimestamp, now)}, nil
+		return []any{sa.Name, age(sa.CreationTimestamp, now)}, nil
 	})
 
 	register(&corev1.EventList{}, eventColumns(), eventRow)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -167,10 +168,20 @@ func TestKinds(t *testing.T) {
 			cells:   []any{"tls", "kubernetes.io/tls", int64(2), "400d"},
 		},
 		{
+			name: "customresourcedefinition",
+			obj: &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))},
+				Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+					Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", ShortNames: []string{"wd", "wdg"}},
+					Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v2", Served: true}, {Name: "v1", Served: true, Storage: true}, {Name: "v0"}}},
+				Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}}},
+			columns: []string{"Name", "Scope", "Versions", "Created At", "Group", "Kind", "ShortNames", "Established"},
+			cells:   []any{"widgets.example.com", "Namespaced", "v1(storage),v2", "2026-01-02T03:04:05Z", "example.com", "Widget", "wd,wdg", true},
+		},
+		{
 			name:    "serviceaccount",
 			obj:     &corev1.ServiceAccount{ObjectMeta: objMeta("default", 3*24*time.Hour+4*time.Hour)},
-			columns: []string{"Name", "Secrets", "Age"},
-			cells:   []any{"default", int64(0), "3d4h"},
+			columns: []string{"Name", "Age"},
+			cells:   []any{"default", "3d4h"},
 		},
 		{
 			name: "event",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -17,9 +18,13 @@ func ServiceCIDRsKind() *registry.Kind {
 		NewList: func() runtime.Object { return &networkingv1.ServiceCIDRList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			PrepareForCreate:       func(obj runtime.Object) { obj.(*networkingv1.ServiceCIDR).Status = networkingv1.ServiceCIDRStatus{} },
-			PrepareForUpdate:       registry.Rule(func(c, old *networkingv1.ServiceCIDR) { c.Status = old.Status }),
-			PrepareForStatusUpdate: registry.Rule(func(c, old *networkingv1.ServiceCIDR) { c.Spec = old.Spec }),
+			PrepareForCreate: func(obj runtime.Object) { obj.(*networkingv1.ServiceCIDR).Status = networkingv1.ServiceCIDRStatus{} },
+			PrepareForUpdate: registry.Rule(func(c, old *networkingv1.ServiceCIDR) { c.Status = old.Status }),
+			// Since 1.37 a status write changes no metadata either (as diff-upstream shows).
+			PrepareForStatusUpdate: registry.Rule(func(c, old *networkingv1.ServiceCIDR) {
+				c.Spec = old.Spec
+				metav1.ResetObjectMetaForStatus(&c.ObjectMeta, &old.ObjectMeta)
+			}),
 			Validate: func(obj runtime.Object) field.ErrorList {
 				cidrs := obj.(*networkingv1.ServiceCIDR).Spec.CIDRs
 				p := field.NewPath("spec", "cidrs")

@@ -158,11 +158,15 @@ func validateHPA(hpa *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	if s.MinReplicas != nil && *s.MinReplicas < 1 {
 		errs = append(errs, field.Invalid(p.Child("minReplicas"), *s.MinReplicas, "must be greater than or equal to 1"))
 	}
-	if s.MaxReplicas < 1 {
+	if s.MaxReplicas < 0 {
 		errs = append(errs, field.Invalid(p.Child("maxReplicas"), s.MaxReplicas, "must be greater than 0"))
 	}
 	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
 		errs = append(errs, field.Invalid(p.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
+	}
+	if s.MaxReplicas == 0 {
+		// 1.37's declarative validation (+k8s:required), after the hand-written rules.
+		errs = append(errs, field.Required(p.Child("maxReplicas"), ""))
 	}
 	ref := p.Child("scaleTargetRef")
 	for _, f := range []struct{ name, v string }{{"kind", s.ScaleTargetRef.Kind}, {"name", s.ScaleTargetRef.Name}} {

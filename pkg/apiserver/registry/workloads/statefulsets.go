@@ -4,9 +4,9 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -104,8 +104,8 @@ func defaultStatefulSet(obj runtime.Object) {
 	}
 }
 
-// validateStatefulSet follows upstream's ValidateStatefulSetSpec, which checks the template's
-// labels and annotations but not its pod spec.
+// validateStatefulSet follows upstream's ValidateStatefulSetSpec, which since 1.37 checks the
+// template's pod spec too (1.33 checked only its labels and annotations).
 func validateStatefulSet(obj runtime.Object) field.ErrorList {
 	s := &obj.(*appsv1.StatefulSet).Spec
 	p := field.NewPath("spec")
@@ -157,10 +157,12 @@ func validateStatefulSet(obj runtime.Object) field.ErrorList {
 		errs = append(errs, selErrs...)
 	}
 	t := p.Child("template")
-	if sel != nil && !sel.Empty() && !sel.Matches(labels.Set(s.Template.Labels)) {
-		errs = append(errs, field.Invalid(t.Child("metadata", "labels"), s.Template.Labels, "`selector` does not match template `labels`"))
+	// The pods get a volume per claim template, so mounts may name them.
+	tmpl := s.Template.DeepCopy()
+	for _, c := range s.VolumeClaimTemplates {
+		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}})
 	}
-	errs = append(errs, metav1validation.ValidateLabels(s.Template.Labels, t.Child("labels"))...)
-	errs = append(errs, apivalidation.ValidateAnnotations(s.Template.Annotations, t.Child("annotations"))...)
+	errs = append(errs, core.ValidatePodTemplate(tmpl, sel, t)...)
 	return append(errs, core.ValidateAlwaysRestartTemplate(&s.Template, "StatefulSet", t)...)
 }
