@@ -59,7 +59,7 @@ var statusRules = map[string]statusRule{
 	"apiextensions.k8s.io/v1/customresourcedefinitions":           {},
 	"apiregistration.k8s.io/v1/apiservices":                       {metaKept: resetForStatus},
 	"networking.k8s.io/v1/ingresses":                              {},
-	"networking.k8s.io/v1/servicecidrs":                           {},
+	"networking.k8s.io/v1/servicecidrs":                           {metaKept: resetForStatus},
 	"storage.k8s.io/v1/volumeattachments":                         {metaKept: resetForStatus},
 	"storage.k8s.io/v1/csinodes":                                  {metaKept: resetForStatus},
 	"certificates.k8s.io/v1/certificatesigningrequests":           {mainKeepsSpec: true},
