@@ -108,6 +108,18 @@ func Compile(conds []admissionregv1.MatchCondition) []Condition {
 // names unique qualified names, expressions that compile (in the NewExpressions environment)
 // to a bool.
 func Validate(conds []admissionregv1.MatchCondition, p *field.Path) field.ErrorList {
+	return ValidateWith(conds, p, func(expr string, ep *field.Path) *field.Error {
+		if _, err := compile(expr, environment.NewExpressions); err != nil {
+			return field.Invalid(ep, expr, err.Error())
+		}
+		return nil
+	})
+}
+
+// ValidateWith is Validate with compileErr judging each non-empty (trimmed) expression at
+// ep, nil when it compiles: admission policies compile their conditions in their own
+// environment and report errors their own way.
+func ValidateWith(conds []admissionregv1.MatchCondition, p *field.Path, compileErr func(expr string, ep *field.Path) *field.Error) field.ErrorList {
 	var errs field.ErrorList
 	if len(conds) > maxConditions {
 		errs = append(errs, field.TooMany(p, len(conds), maxConditions))
@@ -117,8 +129,8 @@ func Validate(conds []admissionregv1.MatchCondition, p *field.Path) field.ErrorL
 		cp := p.Index(i)
 		if expr := strings.TrimSpace(c.Expression); expr == "" {
 			errs = append(errs, field.Required(cp.Child("expression"), ""))
-		} else if _, err := compile(expr, environment.NewExpressions); err != nil {
-			errs = append(errs, field.Invalid(cp.Child("expression"), expr, err.Error()))
+		} else if err := compileErr(expr, cp.Child("expression")); err != nil {
+			errs = append(errs, err)
 		}
 		if c.Name == "" {
 			errs = append(errs, field.Required(cp.Child("name"), ""))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	hacpconditions "github.com/hacp/hacp/pkg/apiserver/admission/matchconditions"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -20,7 +21,6 @@ import (
 const (
 	maxAuditAnnotations                     = 20
 	maxAuditAnnotationValueExpressionLength = 5 * 1024
-	maxMatchConditions                      = 64
 )
 
 var (
@@ -80,35 +80,14 @@ func ValidateExpressions(name string, spec *admissionregv1.ValidatingAdmissionPo
 
 // validateMatchConditions compiles the conditions without the variables, as upstream.
 func validateMatchConditions(conds []admissionregv1.MatchCondition, opts celplugin.OptionalVariableDeclarations, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
 	c := celplugin.NewCompiler(envTemplate())
-	if len(conds) > maxMatchConditions {
-		errs = append(errs, field.TooMany(p, len(conds), maxMatchConditions))
-	}
-	names := sets.New[string]()
-	for i, m := range conds {
-		mp := p.Index(i)
-		if expr := strings.TrimSpace(m.Expression); expr == "" {
-			errs = append(errs, field.Required(mp.Child("expression"), ""))
-		} else {
-			acc := &matchconditions.MatchCondition{Expression: expr}
-			if r := c.CompileCELExpression(acc, opts, environment.NewExpressions); r.Error != nil {
-				errs = append(errs, celError(mp.Child("expression"), acc, r.Error))
-			}
+	return hacpconditions.ValidateWith(conds, p, func(expr string, ep *field.Path) *field.Error {
+		acc := &matchconditions.MatchCondition{Expression: expr}
+		if r := c.CompileCELExpression(acc, opts, environment.NewExpressions); r.Error != nil {
+			return celError(ep, acc, r.Error)
 		}
-		if m.Name == "" {
-			errs = append(errs, field.Required(mp.Child("name"), ""))
-		} else {
-			for _, msg := range validation.IsQualifiedName(m.Name) {
-				errs = append(errs, field.Invalid(mp.Child("name"), m.Name, msg))
-			}
-			if names.Has(m.Name) {
-				errs = append(errs, field.Duplicate(mp.Child("name"), m.Name))
-			}
-			names.Insert(m.Name)
-		}
-	}
-	return errs
+		return nil
+	})
 }
 
 func validateValidation(c *celplugin.CompositedCompiler, v admissionregv1.Validation, hasParams bool, p *field.Path) field.ErrorList {
