@@ -146,10 +146,12 @@ func BuildAt(ctx context.Context, root, name, version string) (string, error) {
 	})
 }
 
+var minorPatch = regexp.MustCompile(`^\d+\.\d+$`)
+
 // stagingVersion maps a Kubernetes release to its staging modules' version: v1.37.2 to v0.37.2.
 func stagingVersion(version string) (string, bool) {
 	rest, ok := strings.CutPrefix(version, "v1.")
-	if !ok || !regexp.MustCompile(`^\d+\.\d+$`).MatchString(rest) {
+	if !ok || !minorPatch.MatchString(rest) {
 		return "", false
 	}
 	return "v0." + rest, true
