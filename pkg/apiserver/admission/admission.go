@@ -144,12 +144,18 @@ const (
 	TaintNodesByCondition         = "TaintNodesByCondition"
 	DefaultTolerationSeconds      = "DefaultTolerationSeconds"
 	StorageObjectInUseProtection  = "StorageObjectInUseProtection"
+	PodGroupProtection            = "PodGroupProtection"
 	PersistentVolumeClaimResize   = "PersistentVolumeClaimResize"
 	RuntimeClass                  = "RuntimeClass"
 	CertificateApproval           = "CertificateApproval"
 	CertificateSigning            = "CertificateSigning"
+	ClusterTrustBundleAttest      = "ClusterTrustBundleAttest"
 	CertificateSubjectRestriction = "CertificateSubjectRestriction"
 	DefaultIngressClass           = "DefaultIngressClass"
+	PodTopologyLabels             = "PodTopologyLabels"
+	NodeDeclaredFeatureValidator  = "NodeDeclaredFeatureValidator"
+	PodResizeValidator            = "PodResizeValidator"
+	MutatingAdmissionPolicy       = "MutatingAdmissionPolicy"
 	MutatingAdmissionWebhook      = "MutatingAdmissionWebhook"
 	ValidatingAdmissionPolicy     = "ValidatingAdmissionPolicy"
 	ValidatingAdmissionWebhook    = "ValidatingAdmissionWebhook"
@@ -158,32 +164,34 @@ const (
 	AlwaysDeny                    = "AlwaysDeny"
 )
 
-// upstreamOrder is kube-apiserver 1.33's AllOrderedPlugins: every name its
-// --enable-admission-plugins accepts, in the order they run.
+// upstreamOrder is kube-apiserver 1.37's AllOrderedPlugins
+// (k8s.io/kubernetes/pkg/kubeapiserver/options): every name its --enable-admission-plugins
+// accepts, in the order they run. 1.37 no longer knows SecurityContextDeny and
+// PersistentVolumeLabel.
 var upstreamOrder = []string{
 	"AlwaysAdmit", "NamespaceAutoProvision", "NamespaceLifecycle", "NamespaceExists",
-	"SecurityContextDeny", "LimitPodHardAntiAffinityTopology", "LimitRanger", "ServiceAccount",
+	"LimitPodHardAntiAffinityTopology", "LimitRanger", "ServiceAccount",
 	"NodeRestriction", "TaintNodesByCondition", "AlwaysPullImages", "ImagePolicyWebhook",
 	"PodSecurity", "PodNodeSelector", "Priority", "DefaultTolerationSeconds",
 	"PodTolerationRestriction", "EventRateLimit", "ExtendedResourceToleration",
-	"PersistentVolumeLabel", "DefaultStorageClass", "StorageObjectInUseProtection",
+	"DefaultStorageClass", "StorageObjectInUseProtection", "PodGroupProtection",
 	"OwnerReferencesPermissionEnforcement", "PersistentVolumeClaimResize", "RuntimeClass",
 	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
 	"CertificateSubjectRestriction", "DefaultIngressClass", "DenyServiceExternalIPs",
-	"PodTopologyLabels", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
+	"PodTopologyLabels", "NodeDeclaredFeatureValidator", "PodResizeValidator",
+	"MutatingAdmissionPolicy", "MutatingAdmissionWebhook",
 	"ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota", "AlwaysDeny",
 }
 
-// upstreamDefaultOff are the plugins kube-apiserver 1.33 leaves off unless enabled
-// (DefaultOffAdmissionPlugins' complement is its recommended set).
+// upstreamDefaultOff are the plugins kube-apiserver 1.37 leaves off unless enabled (the
+// complement of DefaultOffAdmissionPlugins' default-on set).
 var upstreamDefaultOff = map[string]bool{
 	"AlwaysAdmit": true, "NamespaceAutoProvision": true, "NamespaceExists": true,
-	"SecurityContextDeny": true, "LimitPodHardAntiAffinityTopology": true, "NodeRestriction": true,
+	"LimitPodHardAntiAffinityTopology": true, "NodeRestriction": true,
 	"AlwaysPullImages": true, "ImagePolicyWebhook": true, "PodNodeSelector": true,
 	"PodTolerationRestriction": true, "EventRateLimit": true, "ExtendedResourceToleration": true,
-	"PersistentVolumeLabel": true, "OwnerReferencesPermissionEnforcement": true,
-	"DenyServiceExternalIPs": true, "MutatingAdmissionPolicy": true, "AlwaysDeny": true,
-	"PodTopologyLabels": true,
+	"OwnerReferencesPermissionEnforcement": true, "DenyServiceExternalIPs": true,
+	"AlwaysDeny": true,
 }
 
 // Plugins resolves --enable-admission-plugins and --disable-admission-plugins as upstream:
