@@ -34,12 +34,15 @@ var implementedAdmission = map[string]bool{
 	admission.TaintNodesByCondition:         true,
 	admission.DefaultTolerationSeconds:      true,
 	admission.StorageObjectInUseProtection:  true,
+	admission.PodGroupProtection:            true,
 	admission.PersistentVolumeClaimResize:   true,
 	admission.RuntimeClass:                  true,
 	admission.CertificateApproval:           true,
 	admission.CertificateSigning:            true,
+	admission.ClusterTrustBundleAttest:      true,
 	admission.CertificateSubjectRestriction: true,
 	admission.DefaultIngressClass:           true,
+	admission.PodTopologyLabels:             true,
 	admission.MutatingAdmissionWebhook:      true,
 	admission.ValidatingAdmissionPolicy:     true,
 	admission.ValidatingAdmissionWebhook:    true,
@@ -220,6 +223,9 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return plugins.NewDefaultTolerationSeconds(s.cfg.DefaultNotReadyTolerationSeconds, s.cfg.DefaultUnreachableTolerationSeconds), nil
 	case admission.StorageObjectInUseProtection:
 		return plugins.NewStorageObjectInUseProtection(), nil
+	case admission.PodGroupProtection:
+		// GenericWorkload is off by default in 1.37 and hacp has no --feature-gates.
+		return plugins.NewPodGroupProtection(false), nil
 	case admission.PersistentVolumeClaimResize:
 		return b.start(plugins.NewPersistentVolumeClaimResize(inf)), nil
 	case admission.RuntimeClass:
@@ -228,10 +234,14 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return plugins.NewCertificateApproval(s.signerAuthorizer), nil
 	case admission.CertificateSigning:
 		return plugins.NewCertificateSigning(s.signerAuthorizer), nil
+	case admission.ClusterTrustBundleAttest:
+		return plugins.NewClusterTrustBundleAttest(s.signerAuthorizer), nil
 	case admission.CertificateSubjectRestriction:
 		return plugins.NewCertificateSubjectRestriction(), nil
 	case admission.DefaultIngressClass:
 		return b.start(plugins.NewDefaultIngressClass(inf)), nil
+	case admission.PodTopologyLabels:
+		return b.start(plugins.NewPodTopologyLabels(inf)), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
 	case admission.ValidatingAdmissionPolicy:

@@ -205,8 +205,8 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
 	}
 	dry := opts != nil && registry.DryRun(opts.DryRun)
-	// A binding writes the node name and its annotations, nothing else: as upstream's, it
-	// is no update of the pod's spec (its generation stays).
+	// A binding writes the node name, its annotations and labels, nothing else: as
+	// upstream's, it is no update of the pod's spec (its generation stays).
 	_, _, err := b.pods.UpdateSubresource(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
@@ -216,12 +216,11 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = binding.Target.Name
-		for k, v := range binding.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
+		pod.Annotations = withEntries(pod.Annotations, binding.Annotations)
+		// The Binding's labels overwrite the pod's (upstream's, with its
+		// PodTopologyLabelsAdmission on by default): the PodTopologyLabels plugin puts the
+		// node's topology labels there, and a scheduler may add its own.
+		pod.Labels = withEntries(pod.Labels, binding.Labels)
 		return pod, nil
 	}, &metav1.UpdateOptions{DryRun: dryIf(dry)}, mergeBinding)
 	if err != nil {
@@ -230,11 +229,22 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
 }
 
-// mergeBinding takes of a binding's write the node name and annotations.
+// mergeBinding takes of a binding's write the node name, annotations and labels.
 func mergeBinding(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
 	pod, req := current.(*corev1.Pod), request.(*corev1.Pod)
-	pod.Spec.NodeName, pod.Annotations = req.Spec.NodeName, req.Annotations
+	pod.Spec.NodeName, pod.Annotations, pod.Labels = req.Spec.NodeName, req.Annotations, req.Labels
 	return pod, nil, nil
+}
+
+// withEntries is m with add's entries set, overwriting; m itself when add is empty.
+func withEntries(m, add map[string]string) map[string]string {
+	for k, v := range add {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[k] = v
+	}
+	return m
 }
 
 func dryIf(dry bool) []string {
