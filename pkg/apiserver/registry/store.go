@@ -59,6 +59,9 @@ type Strategy struct {
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// NameValidation checks metadata.name (DNS-1123 subdomain if nil).
 	NameValidation apivalidation.ValidateNameFunc
+	// ObjectNameValidation, when set, is NameValidation for kinds whose name rules depend
+	// on the object (a ClusterTrustBundle's on its signer).
+	ObjectNameValidation func(obj runtime.Object) apivalidation.ValidateNameFunc
 	// Fields returns the selectable fields besides metadata.name/namespace.
 	Fields func(obj runtime.Object) fields.Set
 	// SpecChanged, when set, reports whether an update changes what the kind's
@@ -428,6 +431,9 @@ func (s *Store) Watch(ctx context.Context, ns string, opts *metav1.ListOptions) 
 func (s *Store) validateCreate(obj runtime.Object) field.ErrorList {
 	a, _ := meta.Accessor(obj)
 	nameFn := s.kind.Strategy.NameValidation
+	if f := s.kind.Strategy.ObjectNameValidation; f != nil {
+		nameFn = f(obj)
+	}
 	if nameFn == nil && pathSegmentNames[s.gr()] {
 		nameFn = validatePathSegmentName
 	}

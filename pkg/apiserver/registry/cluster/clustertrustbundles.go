@@ -8,6 +8,7 @@ import (
 
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,9 +30,12 @@ func ClusterTrustBundlesKind() *registry.Kind {
 			Fields: func(obj runtime.Object) fields.Set {
 				return fields.Set{"spec.signerName": obj.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
 			},
+			ObjectNameValidation: func(obj runtime.Object) apivalidation.ValidateNameFunc {
+				return trustBundleName(obj.(*certificatesv1.ClusterTrustBundle).Spec.SignerName)
+			},
 			Validate: func(obj runtime.Object) field.ErrorList {
 				b := obj.(*certificatesv1.ClusterTrustBundle)
-				errs := validateTrustBundleName(b.Name, b.Spec.SignerName)
+				var errs field.ErrorList
 				if b.Spec.SignerName != "" {
 					errs = append(errs, validateSignerName(b.Spec.SignerName, field.NewPath("spec", "signerName"))...)
 				}
@@ -45,21 +49,23 @@ func ClusterTrustBundlesKind() *registry.Kind {
 	}
 }
 
-// validateTrustBundleName is upstream's ValidateClusterTrustBundleName: a bundle of a signer
-// is named "<signer with / as :>:<name>", one without has no ":".
-func validateTrustBundleName(name, signer string) field.ErrorList {
-	p := field.NewPath("metadata", "name")
-	if signer == "" {
-		if strings.Contains(name, ":") {
-			return field.ErrorList{field.Invalid(p, name, "ClusterTrustBundle without signer name must not have \":\" in its name")}
+// trustBundleName is upstream's ValidateClusterTrustBundleName: a bundle of a signer is
+// named "<signer with / as :>:<DNS-1123 subdomain>", one without is a DNS-1123 subdomain
+// (so has no ":").
+func trustBundleName(signer string) apivalidation.ValidateNameFunc {
+	return func(name string, prefix bool) []string {
+		if signer == "" {
+			if strings.Contains(name, ":") {
+				return []string{"ClusterTrustBundle without signer name must not have \":\" in its name"}
+			}
+			return apivalidation.NameIsDNSSubdomain(name, prefix)
 		}
-		return nil
+		want := strings.ReplaceAll(signer, "/", ":") + ":"
+		if !strings.HasPrefix(name, want) {
+			return []string{fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, want)}
+		}
+		return apivalidation.NameIsDNSSubdomain(strings.TrimPrefix(name, want), prefix)
 	}
-	prefix := strings.ReplaceAll(signer, "/", ":") + ":"
-	if !strings.HasPrefix(name, prefix) {
-		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("ClusterTrustBundle for signerName %s must be named with prefix %s", signer, prefix))}
-	}
-	return registry.ValidateDNS1123Subdomain(strings.TrimPrefix(name, prefix), p)
 }
 
 // validateTrustBundle is upstream's: PEM CERTIFICATE blocks without headers, each a CA, at
