@@ -40,6 +40,8 @@ var implementedAdmission = map[string]bool{
 	admission.CertificateSigning:            true,
 	admission.CertificateSubjectRestriction: true,
 	admission.DefaultIngressClass:           true,
+	admission.NodeDeclaredFeatureValidator:  true,
+	admission.PodResizeValidator:            true,
 	admission.MutatingAdmissionWebhook:      true,
 	admission.ValidatingAdmissionPolicy:     true,
 	admission.ValidatingAdmissionWebhook:    true,
@@ -232,6 +234,10 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return plugins.NewCertificateSubjectRestriction(), nil
 	case admission.DefaultIngressClass:
 		return b.start(plugins.NewDefaultIngressClass(inf)), nil
+	case admission.NodeDeclaredFeatureValidator:
+		return b.start(plugins.NewNodeDeclaredFeatureValidator(inf)), nil
+	case admission.PodResizeValidator:
+		return b.start(plugins.NewPodResizeValidator(inf)), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
 	case admission.ValidatingAdmissionPolicy:
