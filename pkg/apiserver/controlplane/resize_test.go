@@ -29,7 +29,7 @@ func TestPodResizeInitContainers(t *testing.T) {
 	create(t, pods.Store, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
 		InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: cpu("100m")},
 			{Name: "side", Image: "busybox", RestartPolicy: &always, Resources: cpu("100m")},
-			{Name: "restarts", Image: "busybox", Resources: cpu("100m"),
+			{Name: "restarts", Image: "busybox", Resources: cpu("100m"), // as made before 1.37 forbade this policy on create
 				ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}}},
 		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: cpu("1")}}}})
 	resize := func(change func(p *corev1.Pod)) (*corev1.Pod, error) {
