@@ -43,6 +43,8 @@ var implementedAdmission = map[string]bool{
 	admission.CertificateSubjectRestriction: true,
 	admission.DefaultIngressClass:           true,
 	admission.PodTopologyLabels:             true,
+	admission.NodeDeclaredFeatureValidator:  true,
+	admission.PodResizeValidator:            true,
 	admission.MutatingAdmissionWebhook:      true,
 	admission.ValidatingAdmissionPolicy:     true,
 	admission.ValidatingAdmissionWebhook:    true,
@@ -242,6 +244,10 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return b.start(plugins.NewDefaultIngressClass(inf)), nil
 	case admission.PodTopologyLabels:
 		return b.start(plugins.NewPodTopologyLabels(inf)), nil
+	case admission.NodeDeclaredFeatureValidator:
+		return b.start(plugins.NewNodeDeclaredFeatureValidator(inf)), nil
+	case admission.PodResizeValidator:
+		return b.start(plugins.NewPodResizeValidator(inf)), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
 	case admission.ValidatingAdmissionPolicy:

@@ -7,9 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// mergeResize is pods/{name}/resize (in-place resize, as upstream 1.33): only the containers'
-// resources and resizePolicy come from the request; of the resources only cpu and memory may
-// change, and the pod's QoS class may not.
+// mergeResize is pods/{name}/resize (in-place resize, as upstream 1.37 without pod-level
+// resources): only the containers' and init containers' resources and resizePolicy come from
+// the request; of the resources only cpu and memory may change, and the pod's QoS class may
+// not.
 func mergeResize(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
 	pod, req := current.(*corev1.Pod), request.(*corev1.Pod)
 	spec := field.NewPath("spec")
@@ -19,22 +20,46 @@ func mergeResize(current, request runtime.Object) (runtime.Object, field.ErrorLi
 	if _, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
 		return nil, field.ErrorList{field.Forbidden(field.NewPath(""), "static pods cannot be resized")}, nil
 	}
-	if len(req.Spec.Containers) != len(pod.Spec.Containers) {
-		return nil, field.ErrorList{field.Forbidden(spec.Child("containers"), "containers may not be added or removed on resize")}, nil
-	}
 	var errs field.ErrorList
+	if len(req.Spec.Containers) != len(pod.Spec.Containers) {
+		errs = append(errs, field.Forbidden(spec.Child("containers"), "containers may not be added or removed on resize"))
+	}
+	if len(req.Spec.InitContainers) != len(pod.Spec.InitContainers) {
+		errs = append(errs, field.Forbidden(spec.Child("initContainers"), "initContainers may not be added or removed on resize"))
+	}
+	if len(errs) > 0 {
+		return nil, errs, nil
+	}
 	oldQOS := podQOS(&pod.Spec)
-	for i := range pod.Spec.Containers {
-		c, rc := &pod.Spec.Containers[i], &req.Spec.Containers[i]
+	errs = append(errs, resizeContainers(spec, "containers", pod.Spec.Containers, req.Spec.Containers)...)
+	errs = append(errs, resizeContainers(spec, "initContainers", pod.Spec.InitContainers, req.Spec.InitContainers)...)
+	if newQOS := podQOS(&pod.Spec); newQOS != oldQOS {
+		errs = append(errs, field.Invalid(spec, newQOS, "Pod QOS Class may not change as a result of resizing"))
+	}
+	return pod, errs, nil
+}
+
+// resizeContainers takes each container's resources and resizePolicy from the request
+// (list is "containers" or "initContainers"), with upstream's errors for anything but cpu
+// and memory changed, and for resizing a non-sidecar init container restarted on resize.
+func resizeContainers(spec *field.Path, list string, cur, req []corev1.Container) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cur {
+		c, rc := &cur[i], &req[i]
+		path := spec.Child(list).Index(i)
 		if rc.Name != c.Name {
-			errs = append(errs, field.Forbidden(spec.Child("containers").Index(i).Child("name"), "containers may not be renamed or reordered on resize"))
+			errs = append(errs, field.Forbidden(path.Child("name"), list+" may not be renamed or reordered on resize"))
 			continue
 		}
 		if !registry.SemanticEqual(otherThanCPUMemory(rc.Resources.Requests), otherThanCPUMemory(c.Resources.Requests)) ||
 			!registry.SemanticEqual(otherThanCPUMemory(rc.Resources.Limits), otherThanCPUMemory(c.Resources.Limits)) {
-			errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
+			if list == "containers" {
+				errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
+			} else {
+				errs = append(errs, field.Forbidden(path, "only cpu and memory resources for init or sidecar containers are mutable"))
+			}
 		}
-		rp := spec.Child("containers").Index(i).Child("resources")
+		rp := path.Child("resources")
 		errs = append(errs, registry.ValidateResourceList(rc.Resources.Requests, rp.Child("requests"))...)
 		errs = append(errs, registry.ValidateResourceList(rc.Resources.Limits, rp.Child("limits"))...)
 		for name, req := range rc.Resources.Requests {
@@ -42,15 +67,21 @@ func mergeResize(current, request runtime.Object) (runtime.Object, field.ErrorLi
 				errs = append(errs, field.Invalid(rp.Child("requests").Key(string(name)), req.String(), "must be less than or equal to "+string(name)+" limit of "+lim.String()))
 			}
 		}
-		c.Resources = rc.Resources
+		policy := c.ResizePolicy
 		if rc.ResizePolicy != nil {
-			c.ResizePolicy = rc.ResizePolicy
+			policy = rc.ResizePolicy
 		}
+		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		if list == "initContainers" && !sidecar && !registry.SemanticEqual(rc.Resources, c.Resources) {
+			for _, p := range policy {
+				if p.RestartPolicy == corev1.RestartContainer {
+					errs = append(errs, field.Forbidden(path, "non-sidecar init containers with a resize policy of RestartContainer cannot be resized"))
+				}
+			}
+		}
+		c.Resources, c.ResizePolicy = rc.Resources, policy
 	}
-	if newQOS := podQOS(&pod.Spec); newQOS != oldQOS {
-		errs = append(errs, field.Invalid(spec, newQOS, "Pod QOS Class may not change as a result of resizing"))
-	}
-	return pod, errs, nil
+	return errs
 }
 
 func otherThanCPUMemory(l corev1.ResourceList) corev1.ResourceList {
