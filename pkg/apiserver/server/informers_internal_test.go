@@ -105,7 +105,7 @@ func (s *countedCacher) GetListItems(ctx context.Context, key string, opts stora
 // informerPlugins are the admission plugins that read through the shared informers.
 var informerPlugins = []string{admission.LimitRanger, admission.ServiceAccount, admission.PodSecurity, admission.Priority,
 	admission.DefaultStorageClass, admission.PersistentVolumeClaimResize, admission.RuntimeClass, admission.DefaultIngressClass,
-	admission.NodeDeclaredFeatureValidator, admission.PodResizeValidator,
+	admission.PodTopologyLabels, admission.NodeDeclaredFeatureValidator, admission.PodResizeValidator,
 	admission.ResourceQuota, admission.MutatingAdmissionWebhook, admission.ValidatingAdmissionPolicy, admission.ValidatingAdmissionWebhook}
 
 // TestInformersWatchOncePerResource: with every controller and cache of the apiserver on
