@@ -2,9 +2,11 @@ package registry
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hacp/hacp/pkg/apiserver/admission"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -118,6 +120,17 @@ func (s *Store) GroupResource() schema.GroupResource { return s.gr() }
 // the object to store from the current one and the request transform returns.
 func (s *Store) UpdateSubresource(ctx context.Context, ns, name string, transform TransformFunc, opts *metav1.UpdateOptions, merge MergeFunc) (runtime.Object, bool, error) {
 	return s.updateSubresource(ctx, ns, name, transform, opts, merge)
+}
+
+// PreconditionFailed is the conflict upstream's storage answers when a write's
+// preconditions (a Binding's UID or resourceVersion) do not hold on object ns/name; its
+// StorageError text names the object's etcd key.
+func (s *Store) PreconditionFailed(ns, name, msg string) error {
+	key := s.key(ns, name)
+	if st, ok := s.storage.(interface{ FullKey(string) string }); ok {
+		key = st.FullKey(key)
+	}
+	return apierrors.NewConflict(s.gr(), name, fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: %s", key, msg))
 }
 
 // UpdateStatus updates object ns/name as a write to its status subresource does.

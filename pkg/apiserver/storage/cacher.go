@@ -184,6 +184,9 @@ func (c *Cacher) Ready() bool {
 // Inner is the etcd store under the cache.
 func (c *Cacher) Inner() *Etcd3 { return c.inner }
 
+// FullKey is key as stored in etcd, under the configured prefix.
+func (c *Cacher) FullKey(key string) string { return c.inner.FullKey(key) }
+
 // Len is the number of objects in the cache.
 func (c *Cacher) Len() int {
 	c.mu.Lock()

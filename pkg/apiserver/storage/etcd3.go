@@ -109,6 +109,9 @@ func (s *Etcd3) saw(rev int64) {
 	}
 }
 
+// FullKey is key as stored in etcd, under the configured prefix.
+func (s *Etcd3) FullKey(key string) string { return s.fullKey(key) }
+
 func (s *Etcd3) fullKey(key string) string {
 	return s.cfg.Prefix + "/" + strings.TrimPrefix(key, "/")
 }

@@ -205,22 +205,25 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
 	}
 	dry := opts != nil && registry.DryRun(opts.DryRun)
-	// A binding writes the node name, its annotations and labels, nothing else: as
-	// upstream's, it is no update of the pod's spec (its generation stays).
+	// A binding writes the node name, its annotations and labels, the PodScheduled condition
+	// and clears the nominated node, nothing else: as upstream's, it is no update of the
+	// pod's spec (its generation stays).
 	_, _, err := b.pods.UpdateSubresource(ctx, ns, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(b.pods.GroupResource(), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		if err := b.bindable(ns, binding, pod); err != nil {
+			return nil, err
 		}
 		pod.Spec.NodeName = binding.Target.Name
+		pod.Status.NominatedNodeName = "" // upstream's ClearingNominatedNodeNameAfterBinding, on in 1.37
 		pod.Annotations = withEntries(pod.Annotations, binding.Annotations)
+		for _, k := range legacyInitContainerAnnotations {
+			delete(pod.Annotations, k)
+		}
 		// The Binding's labels overwrite the pod's (upstream's, with its
 		// PodTopologyLabelsAdmission on by default): the PodTopologyLabels plugin puts the
 		// node's topology labels there, and a scheduler may add its own.
 		pod.Labels = withEntries(pod.Labels, binding.Labels)
+		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
 		return pod, nil
 	}, &metav1.UpdateOptions{DryRun: dryIf(dry)}, mergeBinding)
 	if err != nil {
@@ -229,10 +232,59 @@ func (b *BindingStore) Create(ctx context.Context, ns, name string, obj runtime.
 	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
 }
 
-// mergeBinding takes of a binding's write the node name, annotations and labels.
+// bindingResource names the refusals of a binding (upstream's pods/binding conflicts).
+var bindingResource = schema.GroupResource{Resource: "pods/binding"}
+
+// bindable refuses binding pod as upstream's binding store does: the Binding's UID and
+// resourceVersion are preconditions on the stored pod (failing as upstream's storage
+// does), and a pod being deleted, already on a node or with scheduling gates is a conflict.
+func (b *BindingStore) bindable(ns string, binding *corev1.Binding, pod *corev1.Pod) error {
+	if binding.UID != "" && binding.UID != pod.UID {
+		return b.pods.PreconditionFailed(ns, pod.Name, fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
+	}
+	if rv := binding.ResourceVersion; rv != "" && rv != pod.ResourceVersion {
+		return b.pods.PreconditionFailed(ns, pod.Name, fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", rv, pod.ResourceVersion))
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return apierrors.NewConflict(bindingResource, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+	case pod.Spec.NodeName != "":
+		return apierrors.NewConflict(bindingResource, pod.Name, fmt.Errorf("pod %v is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+	case len(pod.Spec.SchedulingGates) != 0:
+		return apierrors.NewConflict(bindingResource, pod.Name, fmt.Errorf("pod %v has non-empty .spec.schedulingGates", pod.Name))
+	}
+	return nil
+}
+
+// legacyInitContainerAnnotations are the alpha and beta init-container annotations
+// upstream's binding drops from the pod (its DropInitContainerAnnotations).
+var legacyInitContainerAnnotations = []string{
+	"pod.beta.kubernetes.io/init-containers", "pod.alpha.kubernetes.io/init-containers",
+	"pod.beta.kubernetes.io/init-container-statuses", "pod.alpha.kubernetes.io/init-container-statuses",
+}
+
+// setPodCondition sets c on status as upstream's podutil.UpdatePodCondition: its
+// lastTransitionTime is now unless a condition of its type had the same status.
+func setPodCondition(status *corev1.PodStatus, c corev1.PodCondition) {
+	c.LastTransitionTime = metav1.Now()
+	for i, old := range status.Conditions {
+		if old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			status.Conditions[i] = c
+			return
+		}
+	}
+	status.Conditions = append(status.Conditions, c)
+}
+
+// mergeBinding takes of a binding's write the node name, annotations, labels, the
+// nominated node and the conditions.
 func mergeBinding(current, request runtime.Object) (runtime.Object, field.ErrorList, error) {
 	pod, req := current.(*corev1.Pod), request.(*corev1.Pod)
 	pod.Spec.NodeName, pod.Annotations, pod.Labels = req.Spec.NodeName, req.Annotations, req.Labels
+	pod.Status.NominatedNodeName, pod.Status.Conditions = req.Status.NominatedNodeName, req.Status.Conditions
 	return pod, nil, nil
 }
 
