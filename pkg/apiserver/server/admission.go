@@ -153,11 +153,11 @@ func (b *admissionBuilder) policyConfig() policy.Config {
 	return policy.Config{
 		TypeConverter: s.typeConverter,
 		Scheme:        registry.Scheme,
-		Informers:   s.registry.Informers(),
-		Logger:      s.log,
-		Authorizer:  celAuthorizer{s},
-		Equivalents: s.equivalents,
-		Convert:     s.registry.ConvertForAdmission,
+		Informers:     s.registry.Informers(),
+		Logger:        s.log,
+		Authorizer:    celAuthorizer{s},
+		Equivalents:   s.equivalents,
+		Convert:       s.registry.ConvertForAdmission,
 		ParamResource: func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, bool) {
 			for _, list := range [][]*registry.Resource{s.registry.Resources, s.registry.CustomResources()} {
 				for _, res := range list {
