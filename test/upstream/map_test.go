@@ -105,12 +105,16 @@ func (e *mapEnv) waitAll() {
 	label := func(k, v string) func(*corev1.ConfigMap, error) bool {
 		return func(c *corev1.ConfigMap, err error) bool { return err == nil && c.Labels[k] == v }
 	}
-	failed := func(_ *corev1.ConfigMap, err error) bool { return err != nil && strings.Contains(err.Error(), "denied request") }
+	failed := func(_ *corev1.ConfigMap, err error) bool {
+		return err != nil && strings.Contains(err.Error(), "denied request")
+	}
 	e.waitCM("apply", label("mutated", "apply"))
 	e.waitCM("json", func(c *corev1.ConfigMap, err error) bool { return err == nil && c.Annotations["mutated"] == "json" })
 	e.waitCM("cond", label("name", "probe"))
 	e.waitCM("params", failed)
-	e.waitCM("sel", func(c *corev1.ConfigMap, err error) bool { return err == nil && c.Labels["a"] == "1" && c.Labels["b"] == "2" })
+	e.waitCM("sel", func(c *corev1.ConfigMap, err error) bool {
+		return err == nil && c.Labels["a"] == "1" && c.Labels["b"] == "2"
+	})
 	for _, ns := range []string{"fail", "fail-compile", "jsonerr", "badparam"} {
 		e.waitCM(ns, failed)
 	}
@@ -265,4 +269,3 @@ func mapPolicies() []mapPolicy {
 		mk("pod-pull", "pods", pods, nil),
 	}
 }
-

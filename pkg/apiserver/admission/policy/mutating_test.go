@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -34,6 +35,13 @@ func newMutEnv(t *testing.T) *mutEnv {
 				return corev1.SchemeGroupVersion.WithResource("configmaps"), true, true
 			}
 			return schema.GroupVersionResource{}, false, false
+		},
+		GetNamespace: func(ctx context.Context, name string) (*corev1.Namespace, error) {
+			obj, err := e.reg.Resource(schema.GroupResource{Resource: "namespaces"}).Store.Get(ctx, "", name, &metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*corev1.Namespace), nil
 		},
 		TypeConverter: func(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
 			obj, err := registry.Scheme.New(gvk)
