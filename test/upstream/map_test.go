@@ -22,9 +22,10 @@ import (
 // containers) and the same errors (code, reason, message, causes) from hacp as from
 // kube-apiserver (upstream.KubernetesVersion): ApplyConfiguration and JSONPatch, dry runs,
 // updates, matchConditions and variables, params by name (missing with Deny, then found)
-// and by selector, failurePolicy Fail on runtime and compile errors, Ignore, a paramKind
-// nothing serves, JSONPatch test and error, reinvocationPolicy IfNeeded and a
-// list-map merge into a Pod's containers.
+// and by selector, failurePolicy Fail on a runtime error (generateName too), Ignore, a
+// paramKind nothing serves, expressions that do not compile (refused when written),
+// JSONPatch test and error, reinvocationPolicy IfNeeded and a list-map merge into a Pod's
+// containers.
 func TestMutatingAdmissionPolicyAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")
 	etcd := etcdtest.Start(t)
@@ -115,7 +116,7 @@ func (e *mapEnv) waitAll() {
 	e.waitCM("sel", func(c *corev1.ConfigMap, err error) bool {
 		return err == nil && c.Labels["a"] == "1" && c.Labels["b"] == "2"
 	})
-	for _, ns := range []string{"fail", "fail-compile", "jsonerr", "badparam"} {
+	for _, ns := range []string{"fail", "jsonerr", "badparam"} {
 		e.waitCM(ns, failed)
 	}
 	e.waitCM("ignore", label("mutated", "ignore-ok"))
@@ -172,7 +173,7 @@ func (e *mapEnv) steps() {
 	gen.GenerateName = "gen-"
 	_, err = e.cs.CoreV1().ConfigMaps("fail").Create(e.ctx, gen, none)
 	e.see("fail: runtime error, generateName", err)
-	e.create("fail-compile: compile error", "fail-compile", "x", none)
+	e.create("fail-compile: the policy was refused", "fail-compile", "x", none)
 	e.create("ignore: runtime error ignored", "ignore", "x", none)
 	e.create("reinv: IfNeeded counter", "reinv", "x", none)
 	e.create("jsonerr: patch error", "jsonerr", "x", none)
@@ -248,6 +249,10 @@ func mapPolicies() []mapPolicy {
 	// whatever its bindings say.
 	badParam.MatchConstraints = rules("configmaps")
 	badParam.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "badparam"}}
+	// Refused when written, by both: nothing is bound in fail-compile then.
+	compileErr := muts(applyConf(`Object{metadata: Object.metadata{labels: {"x": nope}}}`), jsonPatchOf(`"not a list"`), applyConf(" "))
+	compileErr.Variables = []admissionregv1.Variable{{Name: "v", Expression: "object.nope +"}}
+	compileErr.MatchConditions = []admissionregv1.MatchCondition{{Name: "m", Expression: "params.x"}}
 	pods := muts(applyConf(`Object{spec: Object.spec{containers: [Object.spec.containers{name: "app", imagePullPolicy: "Always"}]}, metadata: Object.metadata{labels: {"pod": "mutated"}}}`))
 	pods.MatchConstraints = rules("pods")
 	return []mapPolicy{
@@ -258,7 +263,7 @@ func mapPolicies() []mapPolicy {
 		mk("param-selector", "sel", sel, &admissionregv1.ParamRef{Namespace: "sel-store", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"param": "yes"}},
 			ParameterNotFoundAction: ptr.To(admissionregv1.AllowAction)}),
 		mk("runtime-error", "fail", muts(applyConf(`Object{metadata: Object.metadata{labels: {"x": object.data["missing"]}}}`)), nil),
-		mk("compile-error", "fail-compile", muts(applyConf(`Object{metadata: Object.metadata{labels: {"x": nope}}}`)), nil),
+		mk("compile-error", "fail-compile", compileErr, nil),
 		mk("runtime-error-ignored", "ignore", ignore, nil),
 		mk("a-counter", "reinv", counter, nil),
 		mk("b-label", "reinv", muts(applyConf(addApply)), nil),
