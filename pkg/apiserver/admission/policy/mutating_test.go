@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
 
@@ -261,5 +263,38 @@ func TestMutatePatchErrors(t *testing.T) {
 	cm, err := e.admitCM(t, "dev", nil, map[string]string{"a": "1"})
 	if err != nil || len(cm.Data) != 1 {
 		t.Fatalf("data %v err %v", cm.Data, err)
+	}
+}
+
+// TestValidateMutatingExpressions: the matchConditions, variables and mutations of a
+// policy must compile when written, each error at upstream's field path; a good policy,
+// whose mutation uses a variable and params, passes.
+func TestValidateMutatingExpressions(t *testing.T) {
+	p := field.NewPath("spec")
+	good := mapPolicy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"n": variables.n, "t": params.data.t}}}`),
+		jsonPatch(`[JSONPatch{op: "add", path: "/data/x", value: variables.n}]`)).Spec
+	good.ParamKind = &admissionregv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	good.Variables = []admissionregv1.Variable{{Name: "n", Expression: "object.metadata.name"}}
+	if conds, muts := policy.ValidateMutatingExpressions(&good, p); len(conds) != 0 || len(muts) != 0 {
+		t.Fatalf("good policy: %v %v", conds, muts)
+	}
+	bad := mapPolicy("p", applyConfig(`Object{metadata: Object.metadata{labels: {"x": nope}}}`), jsonPatch(`"not a list"`), applyConfig(" ")).Spec
+	bad.Variables = []admissionregv1.Variable{{Name: "v", Expression: "object.nope +"}}
+	bad.MatchConditions = []admissionregv1.MatchCondition{{Name: "m", Expression: "params.x"}}
+	conds, muts := policy.ValidateMutatingExpressions(&bad, p)
+	var got []string
+	for _, e := range conds {
+		got = append(got, e.Field+" "+string(e.Type))
+	}
+	for i := range bad.Mutations {
+		for _, e := range muts[i] {
+			got = append(got, e.Field+" "+string(e.Type))
+		}
+	}
+	want := "[spec.matchConditions[0].expression FieldValueInvalid spec.variables[0].expression FieldValueInvalid " +
+		"spec.mutations[0].applyConfiguration.expression FieldValueInvalid spec.mutations[1].jsonPatch.expression FieldValueInvalid " +
+		"spec.mutations[2].applyConfiguration.expression FieldValueRequired]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got %v\nwant %s", got, want)
 	}
 }
