@@ -45,6 +45,7 @@ var implementedAdmission = map[string]bool{
 	admission.PodTopologyLabels:             true,
 	admission.NodeDeclaredFeatureValidator:  true,
 	admission.PodResizeValidator:            true,
+	admission.MutatingAdmissionPolicy:       true,
 	admission.MutatingAdmissionWebhook:      true,
 	admission.ValidatingAdmissionPolicy:     true,
 	admission.ValidatingAdmissionWebhook:    true,
@@ -149,16 +150,19 @@ func (b *admissionBuilder) dispatcher() *webhook.Dispatcher {
 	return b.hooks
 }
 
-// validatingPolicy is the ValidatingAdmissionPolicy plugin on the registry's informers,
-// with the webhooks' equivalents and conversion, and params read from the served resources.
-func (b *admissionBuilder) validatingPolicy() *policy.Plugin {
+// policyConfig configures both policy plugins: the registry's informers, the webhooks'
+// equivalents and conversion, params read from the served resources, the kinds' schemas
+// (for ApplyConfiguration) and the registry's scheme.
+func (b *admissionBuilder) policyConfig() policy.Config {
 	s := b.s
-	return policy.New(policy.Config{
-		Informers:   s.registry.Informers(),
-		Logger:      s.log,
-		Authorizer:  celAuthorizer{s},
-		Equivalents: s.equivalents,
-		Convert:     s.registry.ConvertForAdmission,
+	return policy.Config{
+		TypeConverter: s.typeConverter,
+		Scheme:        registry.Scheme,
+		Informers:     s.registry.Informers(),
+		Logger:        s.log,
+		Authorizer:    celAuthorizer{s},
+		Equivalents:   s.equivalents,
+		Convert:       s.registry.ConvertForAdmission,
 		ParamResource: func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, bool) {
 			for _, list := range [][]*registry.Resource{s.registry.Resources, s.registry.CustomResources()} {
 				for _, res := range list {
@@ -187,7 +191,7 @@ func (b *admissionBuilder) validatingPolicy() *policy.Plugin {
 			}
 			return ns, nil
 		},
-	})
+	}
 }
 
 // equivalents are the resources serving gvr's objects, for matchPolicy Equivalent.
@@ -248,10 +252,12 @@ func (b *admissionBuilder) plugin(n string) (admission.Handler, error) {
 		return b.start(plugins.NewNodeDeclaredFeatureValidator(inf)), nil
 	case admission.PodResizeValidator:
 		return b.start(plugins.NewPodResizeValidator(inf)), nil
+	case admission.MutatingAdmissionPolicy:
+		return b.start(policy.NewMutating(b.policyConfig())), nil
 	case admission.MutatingAdmissionWebhook:
 		return b.dispatcher().Mutating(), nil
 	case admission.ValidatingAdmissionPolicy:
-		return b.start(b.validatingPolicy()), nil
+		return b.start(policy.New(b.policyConfig())), nil
 	case admission.ValidatingAdmissionWebhook:
 		return b.dispatcher().Validating(), nil
 	case admission.ResourceQuota:

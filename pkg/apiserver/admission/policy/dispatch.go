@@ -79,7 +79,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 
 // policy runs one policy's bindings.
 func (d *dispatch) policy(ctx context.Context, h *hook) error {
-	ok, m, err := d.p.definitionMatches(ctx, h.policy, d.a)
+	ok, m, err := d.p.definitionMatches(ctx, h.policy.Spec.MatchConstraints, d.a)
 	if err != nil {
 		d.configError(err, h.policy, nil)
 		return nil
@@ -107,7 +107,7 @@ func (d *dispatch) policy(ctx context.Context, h *hook) error {
 
 // binding evaluates the policy for one binding, once per param.
 func (d *dispatch) binding(ctx context.Context, h *hook, b *admissionregv1.ValidatingAdmissionPolicyBinding, m match, audits map[string][]string) error {
-	ok, err := d.p.bindingMatches(ctx, b, d.a)
+	ok, err := d.p.bindingMatches(ctx, b.Spec.MatchResources, d.a)
 	if err != nil {
 		d.configError(err, h.policy, b)
 		return nil
@@ -287,14 +287,20 @@ func convert(ctx context.Context, fn func(context.Context, runtime.Object, schem
 // namespaceObject is the request's namespace for namespaceObject (nil for a cluster-scoped
 // request and for a namespace itself, as upstream).
 func (d *dispatch) namespaceObject(ctx context.Context) (*corev1.Namespace, error) {
-	name := d.a.Namespace
-	if k := d.a.Kind; k.Group == "" && k.Version == "v1" && k.Kind == "Namespace" {
+	return d.p.namespaceObject(ctx, d.a)
+}
+
+// namespaceObject is a's namespace for namespaceObject (nil for a cluster-scoped request
+// and for a namespace itself, as upstream); a missing one is NotFound.
+func (p *core) namespaceObject(ctx context.Context, a *admission.Attributes) (*corev1.Namespace, error) {
+	name := a.Namespace
+	if k := a.Kind; k.Group == "" && k.Version == "v1" && k.Kind == "Namespace" {
 		name = ""
 	}
 	if name == "" {
 		return nil, nil
 	}
-	ns, ok := d.p.namespace(ctx, name)
+	ns, ok := p.namespace(ctx, name)
 	if !ok {
 		return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
 	}

@@ -23,8 +23,7 @@ type match struct {
 }
 
 // definitionMatches is upstream's DefinitionMatches: the policy's matchConstraints.
-func (p *Plugin) definitionMatches(ctx context.Context, pol *admissionregv1.ValidatingAdmissionPolicy, a *admission.Attributes) (bool, match, error) {
-	mc := pol.Spec.MatchConstraints
+func (p *core) definitionMatches(ctx context.Context, mc *admissionregv1.MatchResources, a *admission.Attributes) (bool, match, error) {
 	switch {
 	case mc == nil:
 		return false, match{}, errors.New("policy contained no match constraints, a required field")
@@ -38,8 +37,7 @@ func (p *Plugin) definitionMatches(ctx context.Context, pol *admissionregv1.Vali
 
 // bindingMatches is upstream's BindingMatches: no matchResources matches everything the
 // policy does.
-func (p *Plugin) bindingMatches(ctx context.Context, b *admissionregv1.ValidatingAdmissionPolicyBinding, a *admission.Attributes) (bool, error) {
-	mr := b.Spec.MatchResources
+func (p *core) bindingMatches(ctx context.Context, mr *admissionregv1.MatchResources, a *admission.Attributes) (bool, error) {
 	switch {
 	case mr == nil:
 		return true, nil
@@ -54,7 +52,7 @@ func (p *Plugin) bindingMatches(ctx context.Context, b *admissionregv1.Validatin
 
 // matches is upstream's matching.Matcher: the selectors, then excludeResourceRules, then
 // resourceRules (none: every resource). A selector error only counts when the rules match.
-func (p *Plugin) matches(ctx context.Context, mr *admissionregv1.MatchResources, a *admission.Attributes) (bool, match, error) {
+func (p *core) matches(ctx context.Context, mr *admissionregv1.MatchResources, a *admission.Attributes) (bool, match, error) {
 	nsOK, nsErr := webhook.NamespaceSelectorMatches(mr.NamespaceSelector, a, func(name string) (*corev1.Namespace, bool) { return p.namespace(ctx, name) })
 	if !nsOK && nsErr == nil {
 		return false, match{}, nil
@@ -85,7 +83,7 @@ func (p *Plugin) matches(ctx context.Context, mr *admissionregv1.MatchResources,
 
 // rulesMatch is upstream's matchesResourceRules: a rule (and its resourceNames) for the
 // request's resource, else, with matchPolicy Equivalent, one for an equivalent resource.
-func (p *Plugin) rulesMatch(rules []admissionregv1.NamedRuleWithOperations, policy *admissionregv1.MatchPolicyType, a *admission.Attributes) (bool, match, error) {
+func (p *core) rulesMatch(rules []admissionregv1.NamedRuleWithOperations, policy *admissionregv1.MatchPolicyType, a *admission.Attributes) (bool, match, error) {
 	for _, r := range rules {
 		if webhook.RuleMatches(r.RuleWithOperations, a) && nameMatches(r.ResourceNames, a.Name) {
 			return true, match{resource: a.Resource, kind: a.Kind}, nil
@@ -123,7 +121,7 @@ func nameMatches(names []string, name string) bool {
 
 // namespace is the namespace name from the informer, else (one created just before the
 // request) read from storage, as upstream's matcher reads it through its client.
-func (p *Plugin) namespace(ctx context.Context, name string) (*corev1.Namespace, bool) {
+func (p *core) namespace(ctx context.Context, name string) (*corev1.Namespace, bool) {
 	if ns, ok := p.namespaces.Get("", name); ok {
 		return ns, true
 	}

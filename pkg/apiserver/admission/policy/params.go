@@ -22,7 +22,7 @@ const paramSyncWait = time.Second
 // name or selector, in paramRef.namespace or the request's namespace for a namespaced
 // paramKind), [nil] when the policy has no paramKind or the binding no paramRef, nothing
 // when none is found (and an error when parameterNotFoundAction is Deny).
-func (p *Plugin) collectParams(ctx context.Context, kind *admissionregv1.ParamKind, ref *admissionregv1.ParamRef, namespace string) ([]runtime.Object, error) {
+func (p *core) collectParams(ctx context.Context, kind *admissionregv1.ParamKind, ref *admissionregv1.ParamRef, namespace string) ([]runtime.Object, error) {
 	if kind == nil || ref == nil {
 		return []runtime.Object{nil}, nil
 	}
@@ -77,7 +77,7 @@ func (p *Plugin) collectParams(ctx context.Context, kind *admissionregv1.ParamKi
 
 // paramResource is the served resource of a paramKind; none is upstream's configuration
 // error.
-func (p *Plugin) paramResource(kind *admissionregv1.ParamKind) (schema.GroupVersionResource, bool, error) {
+func (p *core) paramResource(kind *admissionregv1.ParamKind) (schema.GroupVersionResource, bool, error) {
 	gv, err := schema.ParseGroupVersion(kind.APIVersion)
 	if err != nil {
 		return schema.GroupVersionResource{}, false, fmt.Errorf("failed to parse paramKind APIVersion: %w", err)
@@ -93,7 +93,7 @@ func (p *Plugin) paramResource(kind *admissionregv1.ParamKind) (schema.GroupVers
 
 // getParam reads ns/name from the informer, else (a param created just before the request)
 // directly.
-func (p *Plugin) getParam(ctx context.Context, inf *informer.Informer[runtime.Object], gr schema.GroupResource, ns, name string) (runtime.Object, error) {
+func (p *core) getParam(ctx context.Context, inf *informer.Informer[runtime.Object], gr schema.GroupResource, ns, name string) (runtime.Object, error) {
 	if obj, ok := inf.Get(ns, name); ok {
 		return obj, nil
 	}

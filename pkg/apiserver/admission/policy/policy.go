@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
@@ -46,6 +47,11 @@ type Config struct {
 	GetParam func(ctx context.Context, gr schema.GroupResource, ns, name string) (runtime.Object, error)
 	// GetNamespace reads a namespace the informer does not hold (yet); nil: none.
 	GetNamespace func(ctx context.Context, name string) (*corev1.Namespace, error)
+	// TypeConverter is the structured-merge-diff schema of a kind, for the mutating
+	// plugin's ApplyConfiguration; nil or an error: the kind is unknown (503, as upstream).
+	TypeConverter func(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error)
+	// Scheme creates the built-in kinds, for the mutating plugin's JSONPatch.
+	Scheme *runtime.Scheme
 }
 
 // hook is a policy with its bindings and compiled expressions.
@@ -61,12 +67,25 @@ type cacheKey struct {
 	generation int64
 }
 
+// core is what both policy plugins share: the configuration and the namespaces, for
+// matching (matchConstraints, matchResources) and params.
+type core struct {
+	cfg        Config
+	namespaces *informer.Informer[*corev1.Namespace]
+}
+
+func newCore(cfg Config) core {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return core{cfg: cfg, namespaces: informer.For[*corev1.Namespace](cfg.Informers, schema.GroupResource{Resource: "namespaces"})}
+}
+
 // Plugin is the ValidatingAdmissionPolicy admission plugin.
 type Plugin struct {
-	cfg        Config
-	policies   *informer.Informer[*admissionregv1.ValidatingAdmissionPolicy]
-	bindings   *informer.Informer[*admissionregv1.ValidatingAdmissionPolicyBinding]
-	namespaces *informer.Informer[*corev1.Namespace]
+	core
+	policies *informer.Informer[*admissionregv1.ValidatingAdmissionPolicy]
+	bindings *informer.Informer[*admissionregv1.ValidatingAdmissionPolicyBinding]
 
 	hooks atomic.Pointer[[]*hook]
 
@@ -76,16 +95,12 @@ type Plugin struct {
 
 // New returns the plugin; Start waits for its informers.
 func New(cfg Config) *Plugin {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	p := &Plugin{cfg: cfg, compiled: map[cacheKey]*compiled{}}
+	p := &Plugin{core: newCore(cfg), compiled: map[cacheKey]*compiled{}}
 	empty := []*hook{}
 	p.hooks.Store(&empty)
 	const group = "admissionregistration.k8s.io"
 	p.policies = informer.For[*admissionregv1.ValidatingAdmissionPolicy](cfg.Informers, schema.GroupResource{Group: group, Resource: "validatingadmissionpolicies"})
 	p.bindings = informer.For[*admissionregv1.ValidatingAdmissionPolicyBinding](cfg.Informers, schema.GroupResource{Group: group, Resource: "validatingadmissionpolicybindings"})
-	p.namespaces = informer.For[*corev1.Namespace](cfg.Informers, schema.GroupResource{Resource: "namespaces"})
 	p.policies.AddHandler(informer.OnChange[*admissionregv1.ValidatingAdmissionPolicy](p.rebuild))
 	p.bindings.AddHandler(informer.OnChange[*admissionregv1.ValidatingAdmissionPolicyBinding](p.rebuild))
 	return p

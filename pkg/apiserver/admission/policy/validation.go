@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celplugin "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -42,24 +43,7 @@ func ValidateExpressions(name string, spec *admissionregv1.ValidatingAdmissionPo
 	}
 	hasParams := spec.ParamKind != nil
 	opts := celplugin.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
-	var errs field.ErrorList
-	errs = append(errs, validateMatchConditions(spec.MatchConditions, opts, p.Child("matchConditions"))...)
-	for i, v := range spec.Variables {
-		vp := p.Child("variables").Index(i)
-		if strings.TrimSpace(v.Name) == "" {
-			errs = append(errs, field.Required(vp.Child("name"), "name is not specified"))
-		} else if !celIdentifier.MatchString(v.Name) || celReserved.Has(v.Name) {
-			errs = append(errs, field.Invalid(vp.Child("name"), v.Name, "must be a valid CEL identifier"))
-		}
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
-			continue
-		}
-		acc := &variable{Name: v.Name, Expression: v.Expression}
-		if r := c.CompileAndStoreVariable(acc, opts, environment.NewExpressions); r.Error != nil {
-			errs = append(errs, celError(vp.Child("expression"), acc, r.Error))
-		}
-	}
+	errs := validateConditionsAndVariables(c, spec.MatchConditions, spec.Variables, opts, p)
 	for i, v := range spec.Validations {
 		errs = append(errs, validateValidation(c, v, hasParams, p.Child("validations").Index(i))...)
 	}
@@ -76,6 +60,66 @@ func ValidateExpressions(name string, spec *admissionregv1.ValidatingAdmissionPo
 		keys.Insert(a.Key)
 	}
 	return errs
+}
+
+// validateConditionsAndVariables checks a policy's matchConditions, then compiles and stores
+// its variables in c for the expressions that use them, as upstream's validation.
+func validateConditionsAndVariables(c *celplugin.CompositedCompiler, conds []admissionregv1.MatchCondition, vars []admissionregv1.Variable,
+	opts celplugin.OptionalVariableDeclarations, p *field.Path) field.ErrorList {
+	errs := validateMatchConditions(conds, opts, p.Child("matchConditions"))
+	for i, v := range vars {
+		vp := p.Child("variables").Index(i)
+		if strings.TrimSpace(v.Name) == "" {
+			errs = append(errs, field.Required(vp.Child("name"), "name is not specified"))
+		} else if !celIdentifier.MatchString(v.Name) || celReserved.Has(v.Name) {
+			errs = append(errs, field.Invalid(vp.Child("name"), v.Name, "must be a valid CEL identifier"))
+		}
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
+			continue
+		}
+		acc := &variable{Name: v.Name, Expression: v.Expression}
+		if r := c.CompileAndStoreVariable(acc, opts, environment.NewExpressions); r.Error != nil {
+			errs = append(errs, celError(vp.Child("expression"), acc, r.Error))
+		}
+	}
+	return errs
+}
+
+// ValidateMutatingExpressions is the CEL part of upstream's
+// validateMutatingAdmissionPolicySpec: the matchConditions and variables (conds), and each
+// mutation's ApplyConfiguration or JSONPatch expression (mutations, by index) must compile,
+// in the environment for new expressions, to what they must return, with upstream's field
+// paths and messages. p is the spec's path.
+func ValidateMutatingExpressions(spec *admissionregv1.MutatingAdmissionPolicySpec, p *field.Path) (conds field.ErrorList, mutations map[int]field.ErrorList) {
+	c, err := celplugin.NewCompositedCompiler(envTemplate())
+	if err != nil {
+		return field.ErrorList{field.InternalError(p, err)}, nil
+	}
+	opts := celplugin.OptionalVariableDeclarations{HasParams: spec.ParamKind != nil, HasAuthorizer: true}
+	conds = validateConditionsAndVariables(c, spec.MatchConditions, spec.Variables, opts, p)
+	mutations = map[int]field.ErrorList{}
+	opts.HasPatchTypes = true
+	for i, m := range spec.Mutations {
+		var acc celplugin.ExpressionAccessor
+		mp := p.Child("mutations").Index(i)
+		switch {
+		case m.PatchType == admissionregv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			mp = mp.Child("applyConfiguration", "expression")
+			acc = &patch.ApplyConfigurationCondition{Expression: strings.TrimSpace(m.ApplyConfiguration.Expression)}
+		case m.PatchType == admissionregv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			mp = mp.Child("jsonPatch", "expression")
+			acc = &patch.JSONPatchCondition{Expression: strings.TrimSpace(m.JSONPatch.Expression)}
+		default:
+			continue
+		}
+		if acc.GetExpression() == "" {
+			mutations[i] = field.ErrorList{field.Required(mp, "")}
+		} else if r := c.CompileCELExpression(acc, opts, environment.NewExpressions); r.Error != nil {
+			mutations[i] = field.ErrorList{celError(mp, acc, r.Error)}
+		}
+	}
+	return conds, mutations
 }
 
 // validateMatchConditions compiles the conditions without the variables, as upstream.

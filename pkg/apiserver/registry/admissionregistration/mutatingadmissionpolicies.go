@@ -1,6 +1,7 @@
 package admissionregistration
 
 import (
+	"github.com/hacp/hacp/pkg/apiserver/admission/policy"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,9 +58,11 @@ func MutatingAdmissionPolicyBindingsKind() *registry.Kind {
 	}
 }
 
-// validateMutatingPolicySpec: upstream's rules short of compiling the CEL.
+// validateMutatingPolicySpec: upstream's rules, the CEL compiled as upstream's (the
+// MutatingAdmissionPolicy admission plugin enforces them), in upstream's order.
 func validateMutatingPolicySpec(s *admissionregistrationv1.MutatingAdmissionPolicySpec) field.ErrorList {
 	p := field.NewPath("spec")
+	conds, mutationErrs := policy.ValidateMutatingExpressions(s, p)
 	var errs field.ErrorList
 	if s.FailurePolicy == nil {
 		errs = append(errs, field.Required(p.Child("failurePolicy"), ""))
@@ -82,11 +85,13 @@ func validateMutatingPolicySpec(s *admissionregistrationv1.MutatingAdmissionPoli
 			}
 		}
 	}
+	errs = append(errs, conds...)
 	if len(s.Mutations) == 0 {
 		errs = append(errs, field.Required(p.Child("mutations"), "mutations must contain at least one item"))
 	}
 	for i, m := range s.Mutations {
 		mp := p.Child("mutations").Index(i)
+		errs = append(errs, mutationErrs[i]...)
 		switch m.PatchType {
 		case "":
 			errs = append(errs, field.Required(mp.Child("patchType"), ""))
