@@ -9,18 +9,21 @@ import (
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // TestPodBindingAsKubeAPIServer: pods/binding answers as kube-apiserver's
 // (upstream.KubernetesVersion): the Binding's UID and resourceVersion are preconditions, a
 // pod with scheduling gates, one already on a node and one being deleted are refused with
-// the same 409s (details naming pods/binding), a dry run changes nothing, and a binding sets
-// the node, the PodScheduled condition and clears the nominated node name.
+// the same 409s (details naming pods/binding), a dry run changes nothing, a binding sets the
+// node, the PodScheduled condition and clears the nominated node name, and admission sees a
+// Binding posted to the legacy bindings resource as one to pods/binding.
 func TestPodBindingAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")
 	kas := startKubeAPIServer(t, bin, etcdtest.Start(t).ClientURL())
@@ -102,7 +105,52 @@ func bindingSteps(t *testing.T, cs kubernetes.Interface) []string {
 		t.Fatal(err)
 	}
 	see("pod being deleted", bind("leaving", "", "", false))
-	return seen
+	return append(seen, legacyBindingAdmission(t, cs, ns)...)
+}
+
+// legacyBindingAdmission: a ValidatingAdmissionPolicy on bindings and pods/binding sees a
+// Binding posted to pods/binding and one posted to the legacy bindings resource.
+func legacyBindingAdmission(t *testing.T, cs kubernetes.Interface, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	vaps := cs.AdmissionregistrationV1()
+	if _, err := vaps.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-forbidden-node"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"bindings", "pods/binding"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.target.name != 'forbidden'", Message: "not that node"}},
+		}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vaps.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-forbidden-node"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-forbidden-node",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := cs.CoreV1().Pods(ns)
+	for _, name := range []string{"sub", "legacy"} {
+		if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forbidden := func(name string) *corev1.Binding {
+		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: "forbidden"}}
+	}
+	until(t, "the policy refuses a dry-run pods/binding", func() error {
+		if err := pods.Bind(ctx, forbidden("sub"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) {
+			return fmt.Errorf("dry-run binding: %v", err)
+		}
+		return nil
+	})
+	subErr := pods.Bind(ctx, forbidden("sub"), metav1.CreateOptions{})
+	legacyErr := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("bindings").Body(forbidden("legacy")).Do(ctx).Error()
+	return []string{"policy on pods/binding: " + describeBindingError(subErr), "policy on bindings: " + describeBindingError(legacyErr)}
 }
 
 // describeBound is what a binding changes on pod ns/name: its node, nominated node and

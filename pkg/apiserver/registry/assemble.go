@@ -101,6 +101,21 @@ func (res *Resource) SetAdmission(chain admission.Interface) {
 	}
 }
 
+// SetAdmission installs the admission chain on a view that creates objects of its own (the
+// legacy bindings resource): admission sees its object under the view's resource, as
+// upstream's. Call it before serving.
+func (v *View) SetAdmission(chain admission.Interface) {
+	c, ok := v.Storage.(Creater)
+	if !ok {
+		return
+	}
+	if _, wrapped := v.Storage.(*admittedCreater); wrapped {
+		return
+	}
+	v.Storage = &admittedCreater{Storage: v.Storage, inner: c, adm: chain,
+		resource: schema.GroupVersionResource{Group: v.Names.Group, Version: v.Names.Version, Resource: v.Names.Plural}}
+}
+
 // NewSubresourceStore serves a subresource that reads the whole object and writes the part
 // merge takes from the request (pods/ephemeralcontainers, pods/resize).
 func NewSubresourceStore(s *Store, merge MergeFunc) Storage {
