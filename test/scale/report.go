@@ -44,7 +44,8 @@ type serverReport struct {
 	PodStartupP99S    float64               `json:"pod_startup_p99_s"`
 	PeakRSSMB         float64               `json:"peak_rss_mb"`
 	CPUS              float64               `json:"cpu_s"`
-	EtcdDBMB          float64               `json:"etcd_db_mb"`
+	EtcdDBMB          float64               `json:"etcd_db_mb"`      // in use, m2's member
+	EtcdDBFileMB      float64               `json:"etcd_db_file_mb"` // the largest member's backend file
 	WatchEvents       int64                 `json:"watch_events"`
 	Storm             stormReport           `json:"storm"`
 	Error             string                `json:"error,omitempty"`
@@ -160,7 +161,7 @@ func (r *report) markdown() string {
 	})
 	row("peak RSS MB (one master)", func(s *serverReport) string { return fmt.Sprintf("%.0f", s.PeakRSSMB) })
 	row("CPU s (three masters)", func(s *serverReport) string { return fmt.Sprintf("%.1f", s.CPUS) })
-	row("etcd db MB", func(s *serverReport) string { return fmt.Sprintf("%.1f", s.EtcdDBMB) })
+	row("etcd db MB in use / file", func(s *serverReport) string { return fmt.Sprintf("%.1f / %.1f", s.EtcdDBMB, s.EtcdDBFileMB) })
 	row("watch events delivered", func(s *serverReport) string { return fmt.Sprint(s.WatchEvents) })
 	row("storm: goals met", func(s *serverReport) string { return yesNo(s.Storm.Met, s.Storm.Missed) })
 	row("storm: watches re-established s", func(s *serverReport) string {
