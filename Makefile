@@ -9,7 +9,7 @@ LDFLAGS     := -X github.com/hacp/hacp/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.7.0
 DATA        ?= _data
 
-.PHONY: all build etcd-tools dist run run-cluster test test-race test-kubectl test-stress lint lint-ansible bench drill upstream diff-upstream e2e e2e-rootfs clean
+.PHONY: all build etcd-tools dist run run-cluster test test-race test-kubectl test-stress lint lint-ansible bench bench-scale drill upstream diff-upstream e2e e2e-rootfs clean
 
 all: build
 
@@ -97,6 +97,10 @@ lint-ansible:
 
 bench: build
 	@set -e; for d in test/bench/*/; do echo "== $$d"; $(GO) run ./$$d; done
+
+# The scale bench (issue 39), not part of make test: SCALE_FLAGS="-nodes 50 -quick" for a short run.
+bench-scale: build
+	flock /tmp/hacp-drill.lock $(GO) run ./test/scale $(SCALE_FLAGS)
 
 drill: build
 	$(GO) run ./test/drill

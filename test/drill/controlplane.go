@@ -8,7 +8,6 @@ import (
 
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,19 +72,10 @@ func (c *cluster) startUpstreamOn(m *host) error {
 	}
 	b := c.d.bundle
 	// kubeadm's defaults: lease 15s, renew deadline 10s, retry 2s.
-	if _, err := m.start(c.d.bin["kube-controller-manager"],
-		"--kubeconfig="+kcmKC, "--authentication-kubeconfig="+kcmKC, "--authorization-kubeconfig="+kcmKC,
-		"--bind-address=127.0.0.1", "--secure-port=10257",
-		"--use-service-account-credentials=true",
-		"--service-account-private-key-file="+b.ServiceAccountKey,
-		"--root-ca-file="+b.CACert,
-		"--cluster-signing-cert-file="+b.CACert, "--cluster-signing-key-file="+b.CAKey,
-		"--leader-elect=true", "--v=1"); err != nil {
+	if _, err := m.start(c.d.bin["kube-controller-manager"], upstream.ControllerManagerArgs(kcmKC, b.ServiceAccountKey, b.CACert, b.CAKey)...); err != nil {
 		return err
 	}
-	_, err = m.start(c.d.bin["kube-scheduler"],
-		"--kubeconfig="+schedKC, "--authentication-kubeconfig="+schedKC, "--authorization-kubeconfig="+schedKC,
-		"--bind-address=127.0.0.1", "--secure-port=10259", "--leader-elect=true", "--v=1")
+	_, err = m.start(c.d.bin["kube-scheduler"], upstream.SchedulerArgs(schedKC)...)
 	return err
 }
 
@@ -124,7 +114,7 @@ func (c *cluster) startKwok(ctx context.Context) error {
 			return fmt.Errorf("create node: %w", err)
 		}
 	}
-	dep := deploymentOf(cpDeployment, 3)
+	dep := upstream.Deployment(cpDeployment, 3)
 	if err := createRetrying(ctx, func() error {
 		_, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{})
 		return err
@@ -246,22 +236,6 @@ func (c *cluster) startUpstream(ctx context.Context) error {
 		}
 	}
 	return c.startKwok(ctx)
-}
-
-// deploymentOf is a Deployment of n nginx pods labelled app=name.
-func deploymentOf(name string, n int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &n,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
-			},
-		},
-	}
 }
 
 // createRetrying calls create until it succeeds or finds the object there, for up to 30 s:

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hnetns "github.com/hacp/hacp/internal/netns"
+	"github.com/hacp/hacp/pkg/apiserver/certs"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// restConfig is a client of server from inside h with a client certificate of user in
+// groups; every request it makes is recorded in rec (nil: not recorded).
+func restConfig(b *certs.Bundle, h *hnetns.Host, server string, certPEM, keyPEM []byte, rec *recorder, qps float32) *rest.Config {
+	cfg := &rest.Config{
+		Host:            server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: b.CAPEM, CertData: certPEM, KeyData: keyPEM},
+		// JSON, as kubectl speaks: hacp's apiserver does not serve protobuf.
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
+		Dial:          h.DialContext,
+		Timeout:       0,
+		QPS:           qps,
+		Burst:         int(2 * qps),
+	}
+	if rec != nil {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &recordingTransport{rt: rt, rec: rec} }
+	}
+	return cfg
+}
+
+// recordingTransport records every SLI-class request's latency and outcome.
+type recordingTransport struct {
+	rt  http.RoundTripper
+	rec *recorder
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	class := classify(req.Method, req.URL)
+	start := time.Now()
+	resp, err := t.rt.RoundTrip(req)
+	if class != "" {
+		ok := err == nil && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests
+		t.rec.add(sample{Class: class, Start: start, Dur: time.Since(start), OK: ok})
+	}
+	return resp, err
+}
+
+// watcher is one list-then-watch loop, as a reflector runs it, with what the storm needs:
+// when its watch was last (re)opened and when it delivered the storm's marker object.
+type watcher struct {
+	list   func(ctx context.Context, opts metav1.ListOptions) (string, error)
+	watch  func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	events *atomic.Int64
+
+	mu       sync.Mutex
+	open     bool
+	openedAt time.Time
+	closedAt time.Time
+	marker   string
+	markerAt time.Time
+}
+
+// run lists, then watches from the list's resourceVersion, re-watching from the last one
+// seen when the watch ends and re-listing when it is too old, until ctx ends.
+func (w *watcher) run(ctx context.Context) {
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			if rv, err = w.list(ctx, metav1.ListOptions{}); err != nil {
+				rv = ""
+				backoff(ctx)
+				continue
+			}
+		}
+		wi, err := w.watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				rv = ""
+			}
+			backoff(ctx)
+			continue
+		}
+		w.setOpen(true)
+		rv = w.consume(wi, rv)
+		w.setOpen(false)
+	}
+}
+
+// consume reads one watch until it ends and returns the last resourceVersion seen ("" to
+// re-list).
+func (w *watcher) consume(wi watch.Interface, rv string) string {
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		if ev.Type == watch.Error {
+			if st, ok := ev.Object.(*metav1.Status); ok && st.Code == http.StatusGone {
+				return ""
+			}
+			return rv
+		}
+		m, err := metaOf(ev.Object)
+		if err != nil {
+			continue
+		}
+		rv = m.GetResourceVersion()
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		w.events.Add(1)
+		w.mu.Lock()
+		if w.marker != "" && m.GetName() == w.marker && w.markerAt.IsZero() {
+			w.markerAt = time.Now()
+		}
+		w.mu.Unlock()
+	}
+	return rv
+}
+
+func (w *watcher) setOpen(open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.open = open
+	if open {
+		w.openedAt = time.Now()
+	} else {
+		w.closedAt = time.Now()
+	}
+}
+
+// recoveredAt says when the watcher was back after fault: its watch open and opened
+// after the fault (or never closed since), and the marker delivered when it expects one.
+func (w *watcher) recoveredAt(fault time.Time) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.open {
+		return time.Time{}, false
+	}
+	at := fault
+	if w.closedAt.After(fault) || w.openedAt.After(fault) {
+		at = w.openedAt
+	}
+	if w.marker != "" {
+		if w.markerAt.IsZero() {
+			return time.Time{}, false
+		}
+		at = latest(at, w.markerAt)
+	}
+	return at, true
+}
+
+func (w *watcher) expect(marker string) {
+	w.mu.Lock()
+	w.marker, w.markerAt = marker, time.Time{}
+	w.mu.Unlock()
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func backoff(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// nodeAgent is one simulated node's kubelet and kube-proxy watches.
+type nodeAgent struct {
+	name     string
+	watchers []*watcher // pods, node, services, endpointslices
+}
+
+// agents are all simulated nodes.
+type agents struct {
+	nodes  []*nodeAgent
+	events atomic.Int64
+}
+
+// startAgents starts every node's watches through the VIP: the kubelet (system:node:NAME)
+// on its own connection, kube-proxy (system:kube-proxy) on another.
+func (s *stack) startAgents(ctx context.Context, names []string, rec *recorder) (*agents, error) {
+	b := s.b
+	a := &agents{}
+	pcert, pkey, err := b.bundle.IssueClient("system:kube-proxy", nil, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		kcert, kkey, err := b.bundle.IssueClient("system:node:"+n, []string{"system:nodes"}, 24*time.Hour)
+		if err != nil {
+			return nil, err
+		}
+		kubelet, err := kubernetes.NewForConfig(restConfig(b.bundle, b.client, vipURL(), kcert, kkey, rec, 50))
+		if err != nil {
+			return nil, err
+		}
+		proxy, err := kubernetes.NewForConfig(restConfig(b.bundle, b.client, vipURL(), pcert, pkey, rec, 50))
+		if err != nil {
+			return nil, err
+		}
+		na := &nodeAgent{name: n, watchers: nodeWatchers(kubelet, proxy, n, &a.events)}
+		a.nodes = append(a.nodes, na)
+		for _, w := range na.watchers {
+			go w.run(ctx)
+		}
+	}
+	return a, nil
+}
+
+// nodeWatchers are a kubelet's and a kube-proxy's watches for node n.
+func nodeWatchers(kubelet, proxy *kubernetes.Clientset, n string, events *atomic.Int64) []*watcher {
+	podSel := fields.OneTermEqualSelector("spec.nodeName", n).String()
+	nodeSel := fields.OneTermEqualSelector("metadata.name", n).String()
+	pods := kubelet.CoreV1().Pods("")
+	nodes := kubelet.CoreV1().Nodes()
+	svcs := proxy.CoreV1().Services("")
+	eps := proxy.DiscoveryV1().EndpointSlices("")
+	return []*watcher{
+		{events: events,
+			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
+				o.FieldSelector = podSel
+				l, err := pods.List(ctx, o)
+				return rvOf(l, err)
+			},
+			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = podSel
+				return pods.Watch(ctx, o)
+			}},
+		{events: events,
+			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
+				o.FieldSelector = nodeSel
+				l, err := nodes.List(ctx, o)
+				return rvOf(l, err)
+			},
+			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.FieldSelector = nodeSel
+				return nodes.Watch(ctx, o)
+			}},
+		{events: events,
+			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
+				l, err := svcs.List(ctx, o)
+				return rvOf(l, err)
+			},
+			watch: svcs.Watch},
+		{events: events,
+			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
+				l, err := eps.List(ctx, o)
+				return rvOf(l, err)
+			},
+			watch: eps.Watch},
+	}
+}
+
+// expectMarkers makes every node's Service and EndpointSlice watchers wait for name.
+func (a *agents) expectMarkers(name string) {
+	for _, n := range a.nodes {
+		n.watchers[2].expect(name)
+		n.watchers[3].expect(name)
+	}
+}
+
+// recovered returns how many nodes are not yet recovered after fault and, once all are,
+// the latest node's recovery time.
+func (a *agents) recovered(fault time.Time) (pending int, last time.Time) {
+	for _, n := range a.nodes {
+		for _, w := range n.watchers {
+			at, ok := w.recoveredAt(fault)
+			if !ok {
+				pending++
+				break
+			}
+			last = latest(last, at)
+		}
+	}
+	return pending, last
+}
+
+// established reports whether every watcher has its watch open.
+func (a *agents) established() bool {
+	for _, n := range a.nodes {
+		for _, w := range n.watchers {
+			w.mu.Lock()
+			open := w.open
+			w.mu.Unlock()
+			if !open {
+				return false
+			}
+		}
+	}
+	return true
+}
