@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -279,5 +280,33 @@ func TestFlowControlQueueAndReject(t *testing.T) {
 	}
 	if r, _ := e.do(e.admin, "GET", "/api/v1/namespaces", "", nil, nil); r.Header.Get("X-Kubernetes-PF-PriorityLevel-UID") != string(pls.UID) {
 		t.Errorf("admin request: priority level UID %q, want exempt's %s", r.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"), pls.UID)
+	}
+}
+
+// TestFlowControlWatchHoldsNoSeat: watches wait for a seat of their level but do not keep
+// it while they stream: on a level of one seat and a queue of one, two open watches leave
+// room for a list.
+func TestFlowControlWatchHoldsNoSeat(t *testing.T) {
+	s := servertest.New(t, func(c *server.Config) { c.MaxRequestsInflight, c.MaxMutatingRequestsInflight = 1, 1 })
+	e := newHTTPEnv(t, s)
+	rc := servertest.RestConfig(t, s)
+	cs := kubernetes.NewForConfigOrDie(rc)
+	const user = "watcher"
+	fsUID, _ := tinyLevel(t, cs, user)
+	as := map[string]string{"Impersonate-User": user}
+	eventually(t, "the watcher's requests classified to the tiny level", func() bool {
+		r, _ := e.do(e.admin, "GET", "/api/v1/namespaces/default/configmaps", "", nil, as)
+		return r.StatusCode == 200 && r.Header.Get("X-Kubernetes-PF-FlowSchema-UID") == fsUID
+	})
+	wc := rest.CopyConfig(rc)
+	wc.Impersonate = rest.ImpersonationConfig{UserName: user}
+	for range 2 {
+		w := openStream(t, wc, "/api/v1/namespaces/default/configmaps?watch=true")
+		if w.StatusCode != http.StatusOK || w.Header.Get("X-Kubernetes-PF-FlowSchema-UID") != fsUID {
+			t.Fatalf("watch: %s, FlowSchema UID %q", w.Status, w.Header.Get("X-Kubernetes-PF-FlowSchema-UID"))
+		}
+	}
+	if r, body := e.do(e.admin, "GET", "/api/v1/namespaces/default/configmaps", "", nil, as); r.StatusCode != http.StatusOK {
+		t.Fatalf("a list beside two open watches on a level of one seat: %d %s", r.StatusCode, body)
 	}
 }
