@@ -49,6 +49,7 @@ type Controller struct {
 	fsInf   *informer.Informer[*flowcontrolv1.FlowSchema]
 	plInf   *informer.Informer[*flowcontrolv1.PriorityLevelConfiguration]
 	changed chan struct{}
+	retry   *retryAfter
 }
 
 // New returns a controller; Start makes it follow the configuration.
@@ -63,7 +64,8 @@ func New(opts Options) *Controller {
 		opts.Log = slog.Default()
 	}
 	m := newMetrics()
-	c := &Controller{opts: opts, metrics: m, disp: newDispatcher(opts.Seats, m), changed: make(chan struct{}, 1)}
+	c := &Controller{opts: opts, metrics: m, disp: newDispatcher(opts.Seats, m), changed: make(chan struct{}, 1),
+		retry: newRetryAfter(time.Now)}
 	c.fsInf = informer.For[*flowcontrolv1.FlowSchema](opts.Informers, flowcontrolv1.Resource("flowschemas"))
 	c.plInf = informer.For[*flowcontrolv1.PriorityLevelConfiguration](opts.Informers, flowcontrolv1.Resource("prioritylevelconfigurations"))
 	c.apply(digest(nil, nil))

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
@@ -56,7 +57,7 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 			}
 		}
 		c.metrics.waited(pl.Name, fs.Name, since, false, reason)
-		tooManyRequests(w)
+		tooManyRequests(w, c.retry.dropped(pl.Name))
 	})
 }
 
@@ -68,11 +69,10 @@ func (c *Controller) execute(pl, fs string, serve func()) {
 	serve()
 }
 
-// tooManyRequests is upstream's APF rejection: 429, Retry-After, and a plain-text body
-// (not a Status, unlike most of kube-apiserver's errors). Retry-After is upstream's
-// starting value, 1 s; upstream raises it for a level that keeps dropping requests.
-func tooManyRequests(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
+// tooManyRequests is upstream's APF rejection: 429, Retry-After (seconds), and a
+// plain-text body (not a Status, unlike most of kube-apiserver's errors).
+func tooManyRequests(w http.ResponseWriter, retryAfter int64) {
+	w.Header().Set("Retry-After", strconv.FormatInt(retryAfter, 10))
 	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 }
 
