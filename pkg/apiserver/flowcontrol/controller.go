@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,10 @@ type Options struct {
 
 // Controller classifies and dispatches requests by the configuration it follows.
 type Controller struct {
-	opts    Options
+	opts Options
+	// mu is held for reading from classifying a request to queuing it, for writing while
+	// a new config is applied: a request is never queued at a level that just went away.
+	mu      sync.RWMutex
 	cfg     atomic.Pointer[config]
 	disp    *dispatcher
 	metrics *metrics
@@ -134,6 +138,8 @@ func (c *Controller) sync(ctx context.Context) {
 }
 
 func (c *Controller) apply(cfg *config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.disp.configure(cfg)
 	c.cfg.Store(cfg)
 }

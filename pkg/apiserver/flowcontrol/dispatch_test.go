@@ -173,3 +173,27 @@ func TestBorrowing(t *testing.T) {
 		}
 	}
 }
+
+// TestReconfigure: a level whose queues change keeps its waiting requests (dealt into the
+// new queues); a level that goes away still runs what it queued, then is dropped.
+func TestReconfigure(t *testing.T) {
+	d := newTestDispatcher(1, queuingLevel("tiny", 195, 0, 1, 1, 5))
+	running := mustEnqueue(t, d, "tiny", 7)
+	waiting := mustEnqueue(t, d, "tiny", 7)
+	d.configure(digest([]*flowcontrolv1.PriorityLevelConfiguration{queuingLevel("tiny", 195, 0, 4, 2, 5)}, nil))
+	if l := d.levels["tiny"]; len(l.queues) != 4 || l.waiting != 1 {
+		t.Fatalf("after the queues changed: %d queues, %d waiting; want 4 and 1", len(l.queues), l.waiting)
+	}
+	d.configure(digest(nil, nil))
+	if d.levels["tiny"] == nil {
+		t.Fatal("a busy level was dropped at once")
+	}
+	d.finish(running)
+	if !dispatched(waiting) {
+		t.Fatal("the request queued at a level that went away did not run")
+	}
+	d.finish(waiting)
+	if d.levels["tiny"] != nil {
+		t.Fatal("the level that went away is kept after its last request")
+	}
+}

@@ -32,16 +32,15 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		fs, pl := c.cfg.Load().classify(u, info)
+		since := time.Now()
+		fs, pl, waiter, reason := c.admit(u, info)
 		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, string(fs.UID))
 		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, string(pl.UID))
 		if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
-			c.metrics.waited(pl.Name, fs.Name, time.Now(), true, "")
+			c.metrics.waited(pl.Name, fs.Name, since, true, "")
 			c.execute(pl.Name, fs.Name, func() { next.ServeHTTP(w, r) })
 			return
 		}
-		since := time.Now()
-		waiter, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, distinguisher(fs, u, info)), c.seats(info))
 		if waiter != nil {
 			var ok bool
 			if ok, reason = c.disp.await(r.Context(), waiter, c.opts.WaitLimit); ok {
@@ -59,6 +58,19 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 		c.metrics.waited(pl.Name, fs.Name, since, false, reason)
 		tooManyRequests(w, c.retry.dropped(pl.Name))
 	})
+}
+
+// admit classifies a request and, unless its level is exempt, queues it (or rejects it,
+// with the reason), under the config lock.
+func (c *Controller) admit(u *request.User, info *request.Info) (*flowcontrolv1.FlowSchema, *flowcontrolv1.PriorityLevelConfiguration, *waiter, string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	fs, pl := c.cfg.Load().classify(u, info)
+	if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
+		return fs, pl, nil, ""
+	}
+	w, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, distinguisher(fs, u, info)), c.seats(info))
+	return fs, pl, w, reason
 }
 
 // execute runs serve counted as executing at its level.
