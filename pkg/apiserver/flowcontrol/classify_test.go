@@ -136,3 +136,39 @@ func TestAllocateBootstrap(t *testing.T) {
 		}
 	}
 }
+
+// TestSeats: a list takes a seat per 100 objects stored (at least one), its level's most
+// when the count is not known; everything else one seat. The level caps it (enqueue).
+func TestSeats(t *testing.T) {
+	counts := map[string]int{"configmaps": 250, "pods": 0}
+	c := &Controller{opts: Options{Count: func(_, r string) (int, bool) { n, ok := counts[r]; return n, ok }}}
+	cases := []struct {
+		info *request.Info
+		want int
+	}{
+		{resource("list", "", "configmaps", "", ""), 3},
+		{resource("list", "", "configmaps", "", "default"), 3},
+		{resource("list", "", "pods", "", ""), 1},
+		{resource("get", "", "configmaps", "", "default"), 1},
+		{resource("create", "", "configmaps", "", "default"), 1},
+		{&request.Info{Verb: "get", Path: "/version"}, 1},
+	}
+	for _, tc := range cases {
+		if got := c.seats(tc.info); got != tc.want {
+			t.Errorf("%s %s: %d seats, want %d", tc.info.Verb, tc.info.Resource, got, tc.want)
+		}
+	}
+	if got := c.seats(resource("list", "example.com", "widgets", "", "")); got < maxListSeats {
+		t.Errorf("a list of unknown size: %d seats, want the most (capped by its level)", got)
+	}
+	d := newDispatcher(600, newMetrics())
+	d.configure(bootstrapConfig())
+	// Upstream's cap: max(1, min(ceil(15% of nominal), nominal/handSize)), at most 10; 10
+	// on a level without queues (catch-all rejects).
+	for level, want := range map[string]int{"global-default": 8, "workload-low": 10, "catch-all": 10} {
+		w, _ := d.enqueue(level, "fs", 0, 1<<20)
+		if w == nil || w.seats != want {
+			t.Errorf("a huge list at %s: %+v, want capped at %d seats", level, w, want)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (d *dispatcher) configure(c *config) {
 func (l *level) configure(pl *flowcontrolv1.PriorityLevelConfiguration, lim limits) []*waiter {
 	l.exempt = pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt
 	l.lim = lim
-	l.maxSeats = min(maxListSeats, max(1, lim.nominal))
+	l.maxSeats = maxListSeats // upstream's for a level without queues
 	nq, hand, qlen := 0, 0, 0
 	if pl.Spec.Limited != nil {
 		if q := pl.Spec.Limited.LimitResponse.Queuing; q != nil {

@@ -51,6 +51,9 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 					return
 				}
 				defer c.disp.finish(waiter)
+				seats := c.metrics.seats.WithLabelValues(pl.Name, fs.Name)
+				seats.Add(float64(waiter.seats))
+				defer seats.Sub(float64(waiter.seats))
 				c.execute(pl.Name, fs.Name, func() { next.ServeHTTP(w, r) })
 				return
 			}

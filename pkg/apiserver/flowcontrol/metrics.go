@@ -9,6 +9,7 @@ import (
 // metrics are upstream's apiserver_flowcontrol_* metrics that hacp keeps.
 type metrics struct {
 	executing   *prometheus.GaugeVec
+	seats       *prometheus.GaugeVec
 	inQueue     *prometheus.GaugeVec
 	rejected    *prometheus.CounterVec
 	dispatched  *prometheus.CounterVec
@@ -27,6 +28,7 @@ func newMetrics() *metrics {
 	}
 	return &metrics{
 		executing: gauge("current_executing_requests", "Requests in their execution stage, by priority level and flow schema.", plfs),
+		seats:     gauge("current_executing_seats", "Seats occupied by the requests executing, by priority level and flow schema.", plfs),
 		inQueue:   gauge("current_inqueue_requests", "Requests waiting in a queue, by priority level and flow schema.", plfs),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiserver_flowcontrol_rejected_requests_total",
 			Help: "Requests rejected by API priority and fairness, by priority level, flow schema and reason."}, append(plfs, "reason")),
@@ -46,7 +48,7 @@ func newMetrics() *metrics {
 
 // Collectors lists the metrics for registration.
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.executing, m.inQueue, m.rejected, m.dispatched, m.waitSeconds, m.queueLen,
+	return []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.waitSeconds, m.queueLen,
 		m.nominal, m.lowerLimit, m.upperLimit}
 }
 

@@ -93,6 +93,23 @@ func TestFlowControlBootstrap(t *testing.T) {
 		fs.Spec.MatchingPrecedence = 8000
 		fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
 	})
+	editPL := func(name string, f func(*flowcontrolv1.PriorityLevelConfiguration)) {
+		pl, err := fc.PriorityLevelConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(pl)
+		if _, err := fc.PriorityLevelConfigurations().Update(ctx, pl, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	editPL("catch-all", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+		pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](50)
+	}) // mandatory
+	editPL("workload-low", func(pl *flowcontrolv1.PriorityLevelConfiguration) { // suggested, the admin's now
+		pl.Spec.Limited.NominalConcurrencyShares = ptr.To[int32](7)
+		pl.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = "false"
+	})
 	if err := fc.FlowSchemas().Delete(ctx, "kube-scheduler", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +133,15 @@ func TestFlowControlBootstrap(t *testing.T) {
 		}
 		if fs.Spec.MatchingPrecedence != want {
 			t.Errorf("%s: matchingPrecedence %d, want %d", name, fs.Spec.MatchingPrecedence, want)
+		}
+	}
+	for name, want := range map[string]int32{"catch-all": 5, "workload-low": 7} {
+		pl, err := fc.PriorityLevelConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *pl.Spec.Limited.NominalConcurrencyShares; got != want {
+			t.Errorf("priority level %s: nominalConcurrencyShares %d, want %d", name, got, want)
 		}
 	}
 	if _, err := fc.FlowSchemas().Get(ctx, "retired-bootstrap", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
