@@ -470,10 +470,15 @@ func subset(path string, want, got any, added *[]string) string {
 	return ""
 }
 
-// startHacp starts hacp's apiserver on an external etcd with its defaults (protobuf).
+// startHacp starts hacp's apiserver on an external etcd with its defaults (protobuf), but
+// API Priority and Fairness off as its kube-apiserver peer's (upstream.KubeAPIServerArgs):
+// with it on, either server writes the FlowSchemas' Dangling conditions.
 func startHacp(t *testing.T, etcdURL string) (*server.Server, dynamic.Interface) {
 	t.Helper()
-	s := servertest.New(t, func(cfg *server.Config) { cfg.EtcdServers = []string{etcdURL} })
+	s := servertest.New(t, func(cfg *server.Config) {
+		cfg.EtcdServers = []string{etcdURL}
+		cfg.EnablePriorityAndFairness = false
+	})
 	return s, dynamic.NewForConfigOrDie(servertest.RestConfig(t, s))
 }
 

@@ -74,11 +74,14 @@ type Config struct {
 	DefaultWatchCacheSize int      `yaml:"default-watch-cache-size"`
 	WatchCacheSizes       []string `yaml:"watch-cache-sizes"`
 
-	MaxRequestsInflight         int           `yaml:"max-requests-inflight"`
-	MaxMutatingRequestsInflight int           `yaml:"max-mutating-requests-inflight"`
-	RequestTimeout              time.Duration `yaml:"request-timeout"`
-	MetricsBindAddress          string        `yaml:"metrics-bind-address"`
-	Profiling                   bool          `yaml:"profiling"`
+	MaxRequestsInflight         int `yaml:"max-requests-inflight"`
+	MaxMutatingRequestsInflight int `yaml:"max-mutating-requests-inflight"`
+	// EnablePriorityAndFairness: API Priority and Fairness divides the two limits' sum among
+	// the priority levels instead of the max-in-flight limits (kube-apiserver's flag).
+	EnablePriorityAndFairness bool          `yaml:"enable-priority-and-fairness"`
+	RequestTimeout            time.Duration `yaml:"request-timeout"`
+	MetricsBindAddress        string        `yaml:"metrics-bind-address"`
+	Profiling                 bool          `yaml:"profiling"`
 
 	DefaultNotReadyTolerationSeconds    int64 `yaml:"default-not-ready-toleration-seconds"`
 	DefaultUnreachableTolerationSeconds int64 `yaml:"default-unreachable-toleration-seconds"`
@@ -149,6 +152,7 @@ func DefaultConfig() *Config {
 		DefaultWatchCacheSize:               storage.DefaultHistoryCapacity,
 		MaxRequestsInflight:                 400,
 		MaxMutatingRequestsInflight:         200,
+		EnablePriorityAndFairness:           true,
 		RequestTimeout:                      time.Minute,
 		ServiceClusterIPRange:               core.DefaultServiceClusterIPRange,
 		ServiceNodePortRange:                core.DefaultServiceNodePortRange,
@@ -218,6 +222,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WatchBookmarkInterval, "watch-bookmark-interval", c.WatchBookmarkInterval, "how often watches that allow bookmarks get one")
 	fs.IntVar(&c.MaxRequestsInflight, "max-requests-inflight", c.MaxRequestsInflight, "read-only requests served at once before 429 (0 = no limit; watches not counted)")
 	fs.IntVar(&c.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", c.MaxMutatingRequestsInflight, "mutating requests served at once before 429 (0 = no limit)")
+	fs.BoolVar(&c.EnablePriorityAndFairness, "enable-priority-and-fairness", c.EnablePriorityAndFairness, "API Priority and Fairness: requests are classified by the FlowSchemas and queued fairly at their PriorityLevelConfiguration's share of --max-requests-inflight + --max-mutating-requests-inflight seats (kube-apiserver's flag; false: the two max-in-flight limits apply; with both limits 0 nothing is limited)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "longest time a non-watch request may take before 504")
 	fs.StringVar(&c.AdvertiseAddress, "advertise-address", c.AdvertiseAddress, "IP `address` the kubernetes Service's endpoints list for this apiserver (default: --bind-address, or the first non-loopback IPv4 address when that is 0.0.0.0)")
 	fs.StringVar(&c.ServiceClusterIPRange, "service-cluster-ip-range", c.ServiceClusterIPRange, "`CIDR` Service ClusterIPs are given from (the first address goes to the kubernetes Service)")

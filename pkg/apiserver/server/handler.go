@@ -128,8 +128,13 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	mux.Handle("/", agg.Wrap(api))
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
-	h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
+	if s.flowControl == nil {
+		h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
+	}
 	h = s.authorize(h)
+	if s.flowControl != nil { // as upstream, before authorization and after impersonation
+		h = s.flowControl.Handler(h)
+	}
 	h = s.impersonate(h)
 	h = s.auditor.WithAudit(h)
 	h = s.authenticate(h, s.auditor.WithFailedAuthentication(http.HandlerFunc(unauthorized)))

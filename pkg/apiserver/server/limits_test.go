@@ -12,8 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// TestTooManyRequests: with API Priority and Fairness off, the max-in-flight limits apply.
 func TestTooManyRequests(t *testing.T) {
-	s := servertest.New(t, func(c *server.Config) { c.MaxMutatingRequestsInflight = 1 })
+	s := servertest.New(t, func(c *server.Config) { c.MaxMutatingRequestsInflight = 1; c.EnablePriorityAndFairness = false })
 	e := newHTTPEnv(t, s)
 	// One create holds the only mutating slot while its body trickles in. Until the server has
 	// it, the probing creates below may take the slot themselves, and then it is the held

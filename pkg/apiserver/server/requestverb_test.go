@@ -164,7 +164,7 @@ func TestWatchSpellings(t *testing.T) {
 // TestWatchSpellingHoldsNoInflightSlot: a ?watch=yes watch is long-running like any other
 // watch, so it does not hold one of the max-in-flight slots that lists need.
 func TestWatchSpellingHoldsNoInflightSlot(t *testing.T) {
-	s := servertest.New(t, func(c *server.Config) { c.MaxRequestsInflight = 1 })
+	s := servertest.New(t, func(c *server.Config) { c.MaxRequestsInflight = 1; c.EnablePriorityAndFairness = false })
 	rc := servertest.RestConfig(t, s)
 	watch := openStream(t, rc, "/api/v1/namespaces/default/configmaps?watch=yes")
 	if watch.StatusCode != http.StatusOK {

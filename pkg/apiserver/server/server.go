@@ -27,6 +27,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/encryption"
+	"github.com/hacp/hacp/pkg/apiserver/flowcontrol"
 	"github.com/hacp/hacp/pkg/apiserver/proxy"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
@@ -79,6 +80,8 @@ type Server struct {
 	once               sync.Once
 	started            time.Time
 	connector          *proxy.Connector // serves the proxy-type subresources
+	// flowControl is API Priority and Fairness (nil when off: max-in-flight limits instead).
+	flowControl *flowcontrol.Controller
 
 	// certs are the certificate files reloaded when they change.
 	certs *reloadingCerts
@@ -214,6 +217,10 @@ func (s *Server) startRequestChain(regCtx context.Context) error {
 		s.log.Warn("could not publish the client CA", "configmap", "kube-system/"+AuthenticationConfigMap, "err", err)
 	}
 	s.startupPhase("client CA")
+	if err := s.startFlowControl(regCtx); err != nil {
+		return err
+	}
+	s.startupPhase("flow control")
 	return s.startAudit()
 }
 

@@ -161,6 +161,9 @@ func startHacp(dir string) (*server.Server, error) {
 			return nil, err
 		}
 		cfg.DisableAdmissionPlugins = AdmissionOff
+		// As the peer (upstream.KubeAPIServerArgs): API Priority and Fairness off, so that
+		// neither server writes the FlowSchemas' Dangling conditions while the corpus runs.
+		cfg.EnablePriorityAndFairness = false
 		var s *server.Server
 		if s, err = servertest.Start(cfg, nil); err == nil {
 			return s, nil
