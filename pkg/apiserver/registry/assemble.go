@@ -101,12 +101,19 @@ func (res *Resource) SetAdmission(chain admission.Interface) {
 	}
 }
 
-// SetAdmission installs the admission chain on a view that creates objects of its own (the
-// legacy bindings resource): admission sees its object under the view's resource, as
-// upstream's. Call it before serving.
+// SetAdmission installs the admission chain on a create-only view, one whose body is an
+// object of its own (the legacy bindings resource): admission sees its object under the
+// view's resource, as upstream's. Views that also read (events.k8s.io's events) keep their
+// storage as it is. Call it before serving.
 func (v *View) SetAdmission(chain admission.Interface) {
 	c, ok := v.Storage.(Creater)
 	if !ok {
+		return
+	}
+	if _, reads := v.Storage.(Getter); reads {
+		return
+	}
+	if _, lists := v.Storage.(Lister); lists {
 		return
 	}
 	if _, wrapped := v.Storage.(*admittedCreater); wrapped {
