@@ -8,6 +8,8 @@ import (
 	"github.com/hacp/hacp/internal/upstream"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -129,6 +131,7 @@ func podResizeValidationSteps(t *testing.T, rc *rest.Config) []string {
 	bad.Spec.InitContainers[1].ResizePolicy = bad.Spec.InitContainers[0].ResizePolicy
 	_, err = s.cs.CoreV1().Pods(resizeNS).Create(ctx, bad, metav1.CreateOptions{})
 	seen = append(seen, "create with a non-sidecar init RestartContainer: "+describeStatus(err))
+	seen = append(seen, templateSteps(s.cs, bad.Spec)...)
 	for _, st := range resizeValidationSteps() {
 		seen = append(seen, st.step+": "+describeStatus(s.resizeWith(st.pod, st.change)))
 	}
@@ -140,5 +143,30 @@ func podResizeValidationSteps(t *testing.T, rc *rest.Config) []string {
 		seen = append(seen, fmt.Sprintf("%s after resizes: generation %d, qos %s, container %v, pod-level %v", name, p.Generation,
 			p.Status.QOSClass, p.Spec.Containers[0].Resources, p.Spec.Resources))
 	}
+	return seen
+}
+
+// templateSteps creates a pod template, a deployment and a cron job whose pod spec has a
+// RestartContainer resize policy on a non-sidecar init container (refused, as on a pod), and
+// a deployment with it only on a sidecar (created).
+func templateSteps(cs kubernetes.Interface, spec corev1.PodSpec) []string {
+	ctx := context.Background()
+	lbl := map[string]string{"app": "t"}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: lbl}, Spec: spec}
+	_, err := cs.CoreV1().PodTemplates(resizeNS).Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Template: tmpl}, metav1.CreateOptions{})
+	seen := []string{"pod template: " + describeStatus(err)}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: lbl}, Template: tmpl}}
+	_, err = cs.AppsV1().Deployments(resizeNS).Create(ctx, d, metav1.CreateOptions{})
+	seen = append(seen, "deployment: "+describeStatus(err))
+	jt := tmpl.DeepCopy()
+	jt.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "cj"}, Spec: batchv1.CronJobSpec{Schedule: "* * * * *",
+		JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: *jt}}}}
+	_, err = cs.BatchV1().CronJobs(resizeNS).Create(ctx, cj, metav1.CreateOptions{})
+	seen = append(seen, "cron job: "+describeStatus(err))
+	d.Spec.Template.Spec.InitContainers[0].ResizePolicy = nil
+	_, err = cs.AppsV1().Deployments(resizeNS).Create(ctx, d, metav1.CreateOptions{})
+	seen = append(seen, "deployment with a sidecar's RestartContainer: "+describeStatus(err))
 	return seen
 }
