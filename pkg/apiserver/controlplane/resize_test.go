@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,12 +27,38 @@ func TestPodResizeInitContainers(t *testing.T) {
 	cpu := func(q string) corev1.ResourceRequirements {
 		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}}
 	}
-	create(t, pods.Store, "default", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
+	restartCPU := []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
 		InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: cpu("100m")},
 			{Name: "side", Image: "busybox", RestartPolicy: &always, Resources: cpu("100m")},
-			{Name: "restarts", Image: "busybox", Resources: cpu("100m"), // as made before 1.37 forbade this policy on create
-				ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}}},
-		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: cpu("1")}}}})
+			{Name: "restarts", Image: "busybox", Resources: cpu("100m"), ResizePolicy: restartCPU}},
+		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: cpu("1")}}}}
+	_, err := pods.Store.Create(ctx, "default", "", base.DeepCopy(), &metav1.CreateOptions{})
+	if s := resizeCauses(t, err); s != `[FieldValueInvalid "spec.initContainers[2].resizePolicy[0].restartPolicy" "Invalid value: \"RestartContainer\": must not be set to 'RestartContainer' for non-sidecar initContainers"]` {
+		t.Fatalf("create with RestartContainer on a non-sidecar init container: %s", s)
+	}
+	// as made before 1.37 forbade this policy on create
+	base.Spec.InitContainers[2].ResizePolicy = nil
+	stored := create(t, pods.Store, "default", base).(*corev1.Pod)
+	stored.Spec.InitContainers[2].ResizePolicy = restartCPU
+	var kind *registry.Kind
+	for _, k := range controlplane.Kinds() {
+		if k.Plural == "pods" && k.StorageOf == nil {
+			kind = k
+		}
+	}
+	codec, err := registry.StorageCodec("", kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	data, err := codec.Encode(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.EtcdClientForTest().Put(ctx, "/registry/pods/default/p", string(data)); err != nil {
+		t.Fatal(err)
+	}
 	resize := func(change func(p *corev1.Pod)) (*corev1.Pod, error) {
 		cur, err := pods.Store.Get(ctx, "default", "p", &metav1.GetOptions{})
 		if err != nil {
@@ -66,6 +93,7 @@ func TestPodResizeInitContainers(t *testing.T) {
 	}{
 		{"other resources", func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+			p.Spec.InitContainers[0].Resources.Limits = corev1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 		},
 			`[FieldValueForbidden "spec.initContainers[0]" "Forbidden: only cpu and memory resources for init or sidecar containers are mutable"]`},
 		{"init container added", func(p *corev1.Pod) {
@@ -76,20 +104,36 @@ func TestPodResizeInitContainers(t *testing.T) {
 			`[FieldValueForbidden "spec.initContainers[0].name" "Forbidden: initContainers may not be renamed or reordered on resize"]`},
 		{"non-sidecar restarted on resize", func(p *corev1.Pod) { p.Spec.InitContainers[2].Resources = cpu("200m") },
 			`[FieldValueForbidden "spec.initContainers[2]" "Forbidden: non-sidecar init containers with a resize policy of RestartContainer cannot be resized"]`},
+		{"request removed", func(p *corev1.Pod) { p.Spec.InitContainers[0].Resources.Requests = nil },
+			`[FieldValueForbidden "spec.initContainers[0].resources.requests" "Forbidden: resource requests cannot be removed"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := resize(tc.change)
-			st, ok := err.(apierrors.APIStatus)
-			if !ok || st.Status().Code != 422 {
-				t.Fatalf("got %v, want 422", err)
-			}
-			var causes []string
-			for _, c := range st.Status().Details.Causes {
-				causes = append(causes, fmt.Sprintf("%s %q %q", c.Type, c.Field, c.Message))
-			}
-			if s := fmt.Sprint(causes); s != tc.want {
+			if s := resizeCauses(t, err); s != tc.want {
 				t.Fatalf("causes %s\nwant   %s", s, tc.want)
 			}
 		})
 	}
+	w := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Spec: corev1.PodSpec{OS: &corev1.PodOS{Name: corev1.Windows},
+		Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: cpu("1")}}}}
+	create(t, pods.Store, "default", w.DeepCopy())
+	w.Spec.Containers[0].Resources = cpu("2")
+	_, _, err = rs.Update(ctx, "default", "w", put(w), &metav1.UpdateOptions{})
+	if s := resizeCauses(t, err); s != `[FieldValueForbidden "[]" "Forbidden: windows pods cannot be resized"]` {
+		t.Fatalf("windows pod: %s", s)
+	}
+}
+
+// resizeCauses describes err, a 422, by its causes.
+func resizeCauses(t *testing.T, err error) string {
+	t.Helper()
+	st, ok := err.(apierrors.APIStatus)
+	if !ok || st.Status().Code != 422 {
+		t.Fatalf("got %v, want 422", err)
+	}
+	var out []string
+	for _, c := range st.Status().Details.Causes {
+		out = append(out, fmt.Sprintf("%s %q %q", c.Type, c.Field, c.Message))
+	}
+	return fmt.Sprint(out)
 }

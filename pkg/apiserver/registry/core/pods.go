@@ -111,6 +111,7 @@ func PodsKind() *registry.Kind {
 					t := true
 					pod.Spec.EnableServiceLinks = &t
 				}
+				defaultPodLevelResources(&pod.Spec)
 				if pod.Status.QOSClass == "" {
 					pod.Status.QOSClass = podQOS(&pod.Spec)
 				}
@@ -123,6 +124,7 @@ func PodsKind() *registry.Kind {
 				spec := &obj.(*corev1.Pod).Spec
 				p := field.NewPath("spec")
 				var errs field.ErrorList
+				errs = append(errs, initRestartContainerErrs(spec.InitContainers, p.Child("initContainers"))...)
 				if len(spec.EphemeralContainers) > 0 {
 					errs = append(errs, field.Forbidden(p.Child("ephemeralContainers"), "cannot be set on create"))
 				}

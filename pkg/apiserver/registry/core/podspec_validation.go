@@ -25,8 +25,8 @@ import (
 // templates, replication controllers, replica sets, deployments, daemon sets, jobs, cron
 // jobs). It runs after defaulting, as upstream's does. The options are those a new object
 // gets with 1.33's default feature gates: relaxed environment variable names and DNS
-// searches, a zero-second sleep action, sidecar containers; not pod-level resources (alpha,
-// off). --allow-privileged is taken as true, as kubeadm runs kube-apiserver.
+// searches, a zero-second sleep action, sidecar containers, pod-level resources (podlevel.go;
+// GA). --allow-privileged is taken as true, as kubeadm runs kube-apiserver.
 // Left out: volume plugins nobody creates by hand are checked for their required fields
 // only where listed below; topology spread constraints' matchLabelKeys and minDomains; pod
 // affinity's matchLabelKeys; resource claims (DRA); Windows-specific options.
@@ -57,6 +57,7 @@ func validatePodSpec(spec *corev1.PodSpec, p *field.Path, opts podSpecOptions) f
 	errs = append(errs, validateContainers(spec.Containers, vols, grace, p.Child("containers"), spec.RestartPolicy, hostUsers)...)
 	errs = append(errs, validateInitContainers(spec.InitContainers, spec.Containers, vols, grace, p.Child("initContainers"), spec.RestartPolicy, hostUsers)...)
 	errs = append(errs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, vols, p.Child("ephemeralContainers"), spec.RestartPolicy, hostUsers)...)
+	errs = append(errs, validatePodResources(spec, p)...)
 	errs = append(errs, validatePodHostNetworkDeps(spec, p, opts)...)
 
 	errs = append(errs, validateRestartAndDNSPolicy(spec, p)...)
@@ -1314,12 +1315,18 @@ func validateResizePolicy(policies []corev1.ContainerResizePolicy, p *field.Path
 // pod's overhead): names, non-negative quantities, integers for extended resources, requests
 // not above limits and equal to them for resources that cannot be overcommitted.
 func validateResourceRequirements(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	return validateRequirements(r, p, validateContainerResourceName)
+}
+
+// validateRequirements is upstream's validateResourceRequirements with nameFn checking each
+// resource name (a container's or the pod's).
+func validateRequirements(r *corev1.ResourceRequirements, p *field.Path, nameFn func(corev1.ResourceName, *field.Path) field.ErrorList) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := p.Child("limits"), p.Child("requests")
 	limCPUOrMem, reqCPUOrMem, limHuge, reqHuge := false, false, false, false
 	for name, q := range r.Limits {
 		fp := limPath.Key(string(name))
-		errs = append(errs, validateContainerResourceName(name, fp)...)
+		errs = append(errs, nameFn(name, fp)...)
 		errs = append(errs, validateResourceQuantityValue(name, q, fp)...)
 		if isHugePageResourceName(name) {
 			limHuge = true
@@ -1331,7 +1338,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, p *field.Path)
 	}
 	for name, q := range r.Requests {
 		fp := reqPath.Key(string(name))
-		errs = append(errs, validateContainerResourceName(name, fp)...)
+		errs = append(errs, nameFn(name, fp)...)
 		errs = append(errs, validateResourceQuantityValue(name, q, fp)...)
 		if lim, ok := r.Limits[name]; ok {
 			if q.Cmp(lim) != 0 && !isOvercommitAllowed(name) {

@@ -3,11 +3,14 @@ package core
 import (
 	"reflect"
 
+	"github.com/hacp/hacp/pkg/apiserver/registry"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -236,4 +239,37 @@ func ValidateAlwaysRestartTemplate(t *corev1.PodTemplateSpec, kind string, p *fi
 		errs = append(errs, field.Forbidden(p.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in "+kind+" is not Supported"))
 	}
 	return errs
+}
+
+// WithTemplateInitResizePolicy adds to k's strategy upstream's refusal of a RestartContainer
+// resize policy on a non-sidecar init container of the pod template tmpl finds (at p, nil
+// for none): on create, and on update unless the stored template already has one
+// (AllowExistingRestartContainerForNonSidecarInitContainer).
+func WithTemplateInitResizePolicy(k *registry.Kind, p *field.Path, tmpl func(runtime.Object) *corev1.PodTemplateSpec) *registry.Kind {
+	ip := p.Child("spec", "initContainers")
+	check := func(obj runtime.Object) field.ErrorList {
+		if t := tmpl(obj); t != nil {
+			return initRestartContainerErrs(t.Spec.InitContainers, ip)
+		}
+		return nil
+	}
+	validateNew, validateUpdate := k.Strategy.ValidateNew, k.Strategy.ValidateUpdate
+	k.Strategy.ValidateNew = func(obj runtime.Object) field.ErrorList {
+		var errs field.ErrorList
+		if validateNew != nil {
+			errs = validateNew(obj)
+		}
+		return append(errs, check(obj)...)
+	}
+	k.Strategy.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
+		var errs field.ErrorList
+		if validateUpdate != nil {
+			errs = validateUpdate(obj, old)
+		}
+		if len(check(old)) > 0 {
+			return errs
+		}
+		return append(errs, check(obj)...)
+	}
+	return k
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func PodTemplatesKind() *registry.Kind {
-	return &registry.Kind{
+	return WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Version: "v1", Kind: "PodTemplate", ListKind: "PodTemplateList", Plural: "podtemplates", Singular: "podtemplate",
 			Namespaced: true},
 		New:     func() runtime.Object { return &corev1.PodTemplate{} },
@@ -21,5 +21,6 @@ func PodTemplatesKind() *registry.Kind {
 				return ValidatePodTemplate(&obj.(*corev1.PodTemplate).Template, nil, field.NewPath("template"))
 			},
 		},
-	}
+	}, field.NewPath("template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec { o := obj.(*corev1.PodTemplate); return &o.Template })
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func ReplicationControllersKind() *registry.Kind {
-	return &registry.Kind{
+	return WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Version: "v1", Kind: "ReplicationController", ListKind: "ReplicationControllerList", Plural: "replicationcontrollers", Singular: "replicationcontroller",
 			ShortNames: []string{"rc"}, Categories: []string{"all"}, Namespaced: true},
 		KeyRoot: "controllers", // upstream's key
@@ -69,5 +69,8 @@ func ReplicationControllersKind() *registry.Kind {
 				return append(errs, ValidateAlwaysRestartTemplate(s.Template, "ReplicationController", p.Child("template"))...)
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec {
+			return obj.(*corev1.ReplicationController).Spec.Template
+		})
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func CronJobsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "batch", Version: "v1", Kind: "CronJob", ListKind: "CronJobList", Plural: "cronjobs", Singular: "cronjob",
 			ShortNames: []string{"cj"}, Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &batchv1.CronJob{} },
@@ -51,7 +52,11 @@ func CronJobsKind() *registry.Kind {
 				return errs
 			},
 		},
-	}
+	}, field.NewPath("spec", "jobTemplate", "spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec {
+			o := obj.(*batchv1.CronJob)
+			return &o.Spec.JobTemplate.Spec.Template
+		})
 }
 
 // validateCronJobSpec is upstream's validateCronJobSpec. A TZ in the schedule is refused on

@@ -6,6 +6,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -13,7 +14,7 @@ import (
 )
 
 func DaemonSetsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "apps", Version: "v1", Kind: "DaemonSet", ListKind: "DaemonSetList", Plural: "daemonsets", Singular: "daemonset",
 			ShortNames: []string{"ds"}, Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &appsv1.DaemonSet{} },
@@ -84,7 +85,11 @@ func DaemonSetsKind() *registry.Kind {
 				return registry.Immutable(obj.(*appsv1.DaemonSet).Spec.Selector, old.(*appsv1.DaemonSet).Spec.Selector, field.NewPath("spec", "selector"))
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec {
+			o := obj.(*appsv1.DaemonSet)
+			return &o.Spec.Template
+		})
 }
 
 // templateGenerationAnnotation carries upstream's internal spec.templateGeneration in apps/v1.

@@ -11,6 +11,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -18,7 +19,7 @@ import (
 )
 
 func DeploymentsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "apps", Version: "v1", Kind: "Deployment", ListKind: "DeploymentList", Plural: "deployments", Singular: "deployment",
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &appsv1.Deployment{} },
@@ -114,7 +115,11 @@ func DeploymentsKind() *registry.Kind {
 				return registry.Immutable(obj.(*appsv1.Deployment).Spec.Selector, old.(*appsv1.Deployment).Spec.Selector, field.NewPath("spec", "selector"))
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"), deploymentTemplate)
+}
+
+func deploymentTemplate(obj runtime.Object) *corev1.PodTemplateSpec {
+	return &obj.(*appsv1.Deployment).Spec.Template
 }
 
 // intOrPercentValue is upstream's getIntOrPercentValue: the number, with or without "%".

@@ -24,7 +24,7 @@ const (
 )
 
 func JobsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "batch", Version: "v1", Kind: "Job", ListKind: "JobList", Plural: "jobs", Singular: "job",
 			Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &batchv1.Job{} },
@@ -94,7 +94,8 @@ func JobsKind() *registry.Kind {
 				return errs
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec { o := obj.(*batchv1.Job); return &o.Spec.Template })
 }
 
 func deref[T any](p *T) any {

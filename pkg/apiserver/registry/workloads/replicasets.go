@@ -4,12 +4,13 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	"github.com/hacp/hacp/pkg/apiserver/registry/core"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func ReplicaSetsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "apps", Version: "v1", Kind: "ReplicaSet", ListKind: "ReplicaSetList", Plural: "replicasets", Singular: "replicaset",
 			ShortNames: []string{"rs"}, Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &appsv1.ReplicaSet{} },
@@ -49,5 +50,9 @@ func ReplicaSetsKind() *registry.Kind {
 				return registry.Immutable(obj.(*appsv1.ReplicaSet).Spec.Selector, old.(*appsv1.ReplicaSet).Spec.Selector, field.NewPath("spec", "selector"))
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec {
+			o := obj.(*appsv1.ReplicaSet)
+			return &o.Spec.Template
+		})
 }

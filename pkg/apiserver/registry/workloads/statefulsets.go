@@ -15,7 +15,7 @@ import (
 )
 
 func StatefulSetsKind() *registry.Kind {
-	return &registry.Kind{
+	return core.WithTemplateInitResizePolicy(&registry.Kind{
 		Names: registry.Names{Group: "apps", Version: "v1", Kind: "StatefulSet", ListKind: "StatefulSetList", Plural: "statefulsets", Singular: "statefulset",
 			ShortNames: []string{"sts"}, Categories: []string{"all"}, Namespaced: true},
 		New:     func() runtime.Object { return &appsv1.StatefulSet{} },
@@ -53,7 +53,11 @@ func StatefulSetsKind() *registry.Kind {
 				return nil
 			},
 		},
-	}
+	}, field.NewPath("spec", "template"),
+		func(obj runtime.Object) *corev1.PodTemplateSpec {
+			o := obj.(*appsv1.StatefulSet)
+			return &o.Spec.Template
+		})
 }
 
 // defaultStatefulSet is upstream's SetDefaults_StatefulSet with 1.37's feature gates
