@@ -300,7 +300,7 @@ func tinyLevelRejects(t *testing.T, tg *apfTarget) string {
 	if got != fmt.Sprintf("200 %s %s", fs.UID, pl.UID) {
 		t.Fatalf("%s: apf-tiny not served at its level: %s", tg.name, got)
 	}
-	held := holdSeat(t, tg, hook)
+	held := holdSeat(t, tg, hook, "apf-tiny")
 	var first string
 	for i := range 5 {
 		resp, body := apfSend(t, tg, "GET", "/api/v1/namespaces/default/configmaps/held", "", "apf-tiny", authn)
@@ -326,23 +326,24 @@ type sent struct {
 	err  error
 }
 
-// holdSeat sends ConfigMap creates as apf-tiny, each labelled for hook, until one reaches
-// hook (the webhook configuration takes effect a little after it is created), and returns
-// where that one's outcome will come.
-func holdSeat(t *testing.T, tg *apfTarget, hook *holdingWebhook) chan sent {
+// holdSeat sends ConfigMap creates as user, each labelled for hook, until one reaches hook
+// (the webhook configuration takes effect a little after it is created; and another
+// request may hold the seat wanted for a moment), and returns where that one's outcome
+// will come.
+func holdSeat(t *testing.T, tg *apfTarget, hook *holdingWebhook, user string) chan sent {
 	t.Helper()
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 500; i++ {
 		held := make(chan sent, 1)
 		go func() {
 			code, err := apfSendNoFatal(tg, "POST", "/api/v1/namespaces/default/configmaps",
-				fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held-%d","labels":{"apf-hold":"true"}}}`, i), "apf-tiny", authn)
+				fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held-%d","labels":{"apf-hold":"true"}}}`, i), user, authn)
 			held <- sent{code, err}
 		}()
 		select {
 		case <-hook.arrived:
 			return held
 		case r := <-held:
-			if r.code != http.StatusCreated {
+			if r.code != http.StatusCreated && r.code != http.StatusTooManyRequests {
 				t.Fatalf("%s: create before the webhook took effect: %d %v", tg.name, r.code, r.err)
 			}
 		}
@@ -454,4 +455,47 @@ func createHoldingHook(t *testing.T, tg *apfTarget, hook *holdingWebhook) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMaxInFlightAsKubeAPIServer runs kube-apiserver 1.37 and hacp with API Priority and
+// Fairness off and one mutating request at a time, holds that slot with a create a webhook
+// keeps waiting, and checks that another user's create gets the same 429 from both (status
+// line, body, Retry-After, content headers) while an admin in system:masters is served.
+func TestMaxInFlightAsKubeAPIServer(t *testing.T) {
+	bin := upstream.Binary(t, "kube-apiserver")
+	etcd := etcdtest.Start(t)
+	kas := startKubeAPIServer(t, bin, etcd.ClientURL(), "--max-mutating-requests-inflight=1")
+	h := servertest.New(t, func(c *server.Config) {
+		c.EnablePriorityAndFairness = false
+		c.MaxMutatingRequestsInflight = 1
+		c.AuthorizationMode, c.AnonymousAuth = "AlwaysAllow", false
+	})
+	kube := newAPFTarget(t, "kube", kas.config)
+	hacp := newAPFTarget(t, "hacp", servertest.RestConfig(t, h))
+	want, got := inflightRejects(t, kube), inflightRejects(t, hacp)
+	t.Logf("kube-apiserver: %s", want)
+	if got != want {
+		t.Errorf("429 of the max-in-flight limit:\nhacp           %s\nkube-apiserver %s", got, want)
+	}
+}
+
+// inflightRejects holds tg's one mutating slot and returns what alice's create got, and
+// whether the admin's was served.
+func inflightRejects(t *testing.T, tg *apfTarget) string {
+	t.Helper()
+	hook := newHoldingWebhook(t)
+	createHoldingHook(t, tg, hook)
+	held := holdSeat(t, tg, hook, "holder")
+	resp, body := apfSend(t, tg, "POST", "/api/v1/namespaces/default/configmaps",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"second"}}`, "alice", authn)
+	line := fmt.Sprintf("%s %q retry-after=%q content-type=%q nosniff=%q", resp.Status, body,
+		resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), resp.Header.Get("X-Content-Type-Options"))
+	masters, _ := apfSend(t, tg, "POST", "/api/v1/namespaces/default/configmaps",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"masters"}}`, "", nil)
+	line += fmt.Sprintf(" system:masters=%d", masters.StatusCode)
+	hook.release()
+	if r := <-held; r.code != http.StatusCreated {
+		t.Errorf("%s: held create: %d %v", tg.name, r.code, r.err)
+	}
+	return line
 }

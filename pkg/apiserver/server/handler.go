@@ -128,12 +128,13 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	mux.Handle("/", agg.Wrap(api))
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
-	if s.flowControl == nil {
-		h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
-	}
 	h = s.authorize(h)
-	if s.flowControl != nil { // as upstream, before authorization and after impersonation
+	// As upstream, APF or else the max-in-flight limit comes after impersonation and before
+	// authorization.
+	if s.flowControl != nil {
 		h = s.flowControl.Handler(h)
+	} else {
+		h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	}
 	h = s.impersonate(h)
 	h = s.auditor.WithAudit(h)
