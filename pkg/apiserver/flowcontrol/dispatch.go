@@ -96,6 +96,7 @@ func (d *dispatcher) configure(c *config) {
 			d.start(w)
 		}
 		d.metrics.setLimits(name, l.lim)
+		d.metrics.currentLimit(name, l.lim.nominal, l.inUse)
 	}
 	d.dispatchLocked()
 }
@@ -207,6 +208,7 @@ func (d *dispatcher) enqueue(levelName, fs string, hash uint64, seats int) (*wai
 	defer d.mu.Unlock()
 	l := d.levels[levelName]
 	w := &waiter{lvl: l, hash: hash, seats: min(seats, l.maxSeats), fs: fs, ready: make(chan struct{}), since: time.Now()}
+	d.metrics.workSeats.WithLabelValues(levelName, fs).Observe(float64(w.seats))
 	if l.reject {
 		if !d.canStart(l, w.seats) {
 			return nil, reasonConcurrencyLimit
@@ -235,6 +237,7 @@ func (d *dispatcher) start(w *waiter) {
 	if w.q != nil {
 		w.q.inUse += w.seats
 	}
+	d.metrics.currentLimit(w.lvl.name, w.lvl.lim.nominal, w.lvl.inUse)
 	close(w.ready)
 }
 
@@ -313,6 +316,9 @@ func (d *dispatcher) finish(w *waiter) {
 	w.lvl.inUse -= w.seats
 	if w.q != nil {
 		w.q.inUse -= w.seats
+	}
+	if !w.lvl.gone {
+		d.metrics.currentLimit(w.lvl.name, w.lvl.lim.nominal, w.lvl.inUse)
 	}
 	if w.lvl.gone && w.lvl.inUse == 0 && w.lvl.waiting == 0 && d.levels[w.lvl.name] == w.lvl {
 		delete(d.levels, w.lvl.name)
