@@ -79,6 +79,15 @@ func TestFlowControlAsKubeAPIServer(t *testing.T) {
 			t.Logf("%s: %s", apfProbes[i].name, want[i])
 		}
 	})
+	t.Run("dumps", func(t *testing.T) {
+		for _, name := range []string{"dump_priority_levels", "dump_queues", "dump_requests"} {
+			want, got := apfDump(t, kube, name), apfDump(t, hacp, name)
+			t.Logf("kube-apiserver %s: %s", name, want)
+			if got != want {
+				t.Errorf("%s:\nhacp           %s\nkube-apiserver %s", name, got, want)
+			}
+		}
+	})
 	t.Run("reject", func(t *testing.T) {
 		want, got := tinyLevelRejects(t, kube), tinyLevelRejects(t, hacp)
 		t.Logf("kube-apiserver: %s", want)
@@ -86,6 +95,31 @@ func TestFlowControlAsKubeAPIServer(t *testing.T) {
 			t.Errorf("429 at a full Reject level:\nhacp           %s\nkube-apiserver %s", got, want)
 		}
 	})
+}
+
+// apfDump is what the admin gets from the APF debug dump name: status, content type and
+// header row, and for dump_priority_levels the levels listed (columns trimmed of the
+// tabwriter's padding).
+func apfDump(t *testing.T, tg *apfTarget, name string) string {
+	t.Helper()
+	resp, body := apfSend(t, tg, "GET", "/debug/api_priority_and_fairness/"+name, "", "", nil)
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	trim := func(line string) []string {
+		cols := strings.Split(line, ",")
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		return cols
+	}
+	out := fmt.Sprintf("%d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), strings.Join(trim(lines[0]), ","))
+	if name == "dump_priority_levels" {
+		var levels []string
+		for _, l := range lines[1:] {
+			levels = append(levels, trim(l)[0])
+		}
+		out += " levels " + strings.Join(levels, " ")
+	}
+	return out
 }
 
 // apfObjects is a server's FlowSchemas and priority levels, stripped of what differs

@@ -68,7 +68,8 @@ func (c *Controller) admit(u *request.User, info *request.Info) (*flowcontrolv1.
 	if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
 		return fs, pl, nil, ""
 	}
-	w, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, distinguisher(fs, u, info)), c.seats(info))
+	flow := distinguisher(fs, u, info)
+	w, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, flow), flow, c.seats(info))
 	return fs, pl, w, reason
 }
 

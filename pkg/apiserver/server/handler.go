@@ -22,6 +22,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/flowcontrol"
 	"github.com/hacp/hacp/pkg/apiserver/openapi"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,6 +125,9 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	if s.cfg.Profiling {
 		installProfiling(mux, s.cfg.ContentionProfiling)
+	}
+	if s.flowControl != nil { // as upstream, with API Priority and Fairness on
+		mux.Handle("GET "+flowcontrol.DebugPrefix, s.flowControl.DebugHandler())
 	}
 	mux.Handle("/", agg.Wrap(api))
 	var h http.Handler = withWarnings(mux)
