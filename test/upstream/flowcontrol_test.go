@@ -18,6 +18,8 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -79,6 +81,15 @@ func TestFlowControlAsKubeAPIServer(t *testing.T) {
 			t.Logf("%s: %s", apfProbes[i].name, want[i])
 		}
 	})
+	t.Run("metrics", func(t *testing.T) {
+		want, got := apfMetricShapes(t, kube), apfMetricShapes(t, hacp)
+		for _, name := range apfMetricNames {
+			t.Logf("kube-apiserver %s", want[name])
+			if got[name] != want[name] {
+				t.Errorf("hacp           %s\nkube-apiserver %s", got[name], want[name])
+			}
+		}
+	})
 	t.Run("dumps", func(t *testing.T) {
 		for _, name := range []string{"dump_priority_levels", "dump_queues", "dump_requests"} {
 			want, got := apfDump(t, kube, name), apfDump(t, hacp, name)
@@ -95,6 +106,50 @@ func TestFlowControlAsKubeAPIServer(t *testing.T) {
 			t.Errorf("429 at a full Reject level:\nhacp           %s\nkube-apiserver %s", got, want)
 		}
 	})
+}
+
+// apfMetricNames are the APF metrics compared by shape: the ones hacp serves, and one
+// that 1.37 no longer has.
+var apfMetricNames = []string{"current_executing_requests", "current_executing_seats", "current_inqueue_requests",
+	"rejected_requests_total", "dispatched_requests_total", "request_wait_duration_seconds",
+	"request_queue_length_after_enqueue", "nominal_limit_seats", "lower_limit_seats", "upper_limit_seats",
+	"current_limit_seats", "request_execution_seconds", "work_estimated_seats", "request_concurrency_limit"}
+
+// apfMetricShapes scrapes tg's /metrics as the admin and describes each of apfMetricNames:
+// its type, label names and histogram buckets, or that it is absent. (The classification
+// requests have run, so each has a series.)
+func apfMetricShapes(t *testing.T, tg *apfTarget) map[string]string {
+	t.Helper()
+	resp, body := apfSend(t, tg, "GET", "/metrics", "", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s /metrics: %s", tg.name, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("%s /metrics: %v", tg.name, err)
+	}
+	out := map[string]string{}
+	for _, short := range apfMetricNames {
+		name := "apiserver_flowcontrol_" + short
+		fam := fams[name]
+		if fam == nil || len(fam.GetMetric()) == 0 {
+			out[short] = name + " absent"
+			continue
+		}
+		m := fam.GetMetric()[0]
+		var labels []string
+		for _, l := range m.GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		slices.Sort(labels)
+		var buckets []float64
+		for _, b := range m.GetHistogram().GetBucket() {
+			buckets = append(buckets, b.GetUpperBound())
+		}
+		out[short] = fmt.Sprintf("%s %v labels %v buckets %v", name, fam.GetType(), labels, buckets)
+	}
+	return out
 }
 
 // apfDump is what the admin gets from the APF debug dump name: status, content type and

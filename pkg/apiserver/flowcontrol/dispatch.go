@@ -231,10 +231,8 @@ func (d *dispatcher) enqueue(levelName, fs string, hash uint64, flow string, sea
 	w.q.waiters = append(w.q.waiters, w)
 	l.waiting++
 	d.metrics.inqueue(l.name, fs, 1)
+	d.metrics.queueLength(l.name, fs, len(w.q.waiters)) // as upstream, before any dispatch
 	d.dispatchLocked()
-	if !w.dispatched {
-		d.metrics.queueLength(l.name, fs, len(w.q.waiters))
-	}
 	return w, ""
 }
 

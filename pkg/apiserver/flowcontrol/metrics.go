@@ -44,7 +44,7 @@ func newMetrics() *metrics {
 			Help:    "Time requests waited in their queue, by priority level, flow schema and whether they executed.",
 			Buckets: durationBuckets}, append(plfs, "execute")),
 		queueLen: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_queue_length_after_enqueue",
-			Help:    "Length of the queue a request that had to wait joined (itself included), by priority level and flow schema.",
+			Help:    "Length of the queue a request joined, itself included, before any was dispatched, by priority level and flow schema.",
 			Buckets: []float64{0, 10, 25, 50, 100, 250, 500, 1000}}, plfs),
 		nominal:    gauge("nominal_limit_seats", "Nominal number of execution seats of each priority level.", pl),
 		lowerLimit: gauge("lower_limit_seats", "Seats a priority level keeps (nominal less lendable).", pl),
