@@ -166,7 +166,7 @@ func TestSeats(t *testing.T) {
 	// Upstream's cap: max(1, min(ceil(15% of nominal), nominal/handSize)), at most 10; 10
 	// on a level without queues (catch-all rejects).
 	for level, want := range map[string]int{"global-default": 8, "workload-low": 10, "catch-all": 10} {
-		w, _ := d.enqueue(level, "fs", 0, 1<<20)
+		w, _ := d.enqueue(level, "fs", 0, "", 1<<20)
 		if w == nil || w.seats != want {
 			t.Errorf("a huge list at %s: %+v, want capped at %d seats", level, w, want)
 		}

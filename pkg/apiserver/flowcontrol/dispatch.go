@@ -43,6 +43,10 @@ type level struct {
 	inUse    int // seats of the requests executing
 	waiting  int // requests in the queues
 	gone     bool
+	// running are the requests holding seats; the counts are since the level was made, for
+	// the debug dumps.
+	running                                   map[*waiter]struct{}
+	dispatched, rejected, timedout, cancelled int
 }
 
 // queue is one of a level's fair queues.
@@ -56,11 +60,13 @@ type waiter struct {
 	lvl        *level
 	q          *queue
 	hash       uint64
+	flow       string // the flow distinguisher
 	seats      int
 	fs         string
 	ready      chan struct{} // closed when dispatched
 	dispatched bool
 	since      time.Time
+	started    time.Time
 }
 
 func newDispatcher(total int, m *metrics) *dispatcher {
@@ -85,7 +91,7 @@ func (d *dispatcher) configure(c *config) {
 	for name, pl := range c.levels {
 		l := d.levels[name]
 		if l == nil {
-			l = &level{name: name}
+			l = &level{name: name, running: map[*waiter]struct{}{}}
 			d.levels[name] = l
 		}
 		l.gone = false
@@ -96,6 +102,7 @@ func (d *dispatcher) configure(c *config) {
 			d.start(w)
 		}
 		d.metrics.setLimits(name, l.lim)
+		d.metrics.currentLimit(name, l.lim.nominal, l.inUse)
 	}
 	d.dispatchLocked()
 }
@@ -202,13 +209,15 @@ func (d *dispatcher) canStart(l *level, seats int) bool {
 
 // enqueue admits a request of seats at level: started at once (dispatched), queued, or
 // rejected with a reason. The caller waits on a queued waiter's ready channel.
-func (d *dispatcher) enqueue(levelName, fs string, hash uint64, seats int) (*waiter, string) {
+func (d *dispatcher) enqueue(levelName, fs string, hash uint64, flow string, seats int) (*waiter, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.levels[levelName]
-	w := &waiter{lvl: l, hash: hash, seats: min(seats, l.maxSeats), fs: fs, ready: make(chan struct{}), since: time.Now()}
+	w := &waiter{lvl: l, hash: hash, flow: flow, seats: min(seats, l.maxSeats), fs: fs, ready: make(chan struct{}), since: time.Now()}
+	d.metrics.workSeats.WithLabelValues(levelName, fs).Observe(float64(w.seats))
 	if l.reject {
 		if !d.canStart(l, w.seats) {
+			l.rejected++
 			return nil, reasonConcurrencyLimit
 		}
 		d.start(w)
@@ -216,25 +225,28 @@ func (d *dispatcher) enqueue(levelName, fs string, hash uint64, seats int) (*wai
 	}
 	w.q = l.pick(hash)
 	if len(w.q.waiters) >= l.queueLen {
+		l.rejected++
 		return nil, reasonQueueFull
 	}
 	w.q.waiters = append(w.q.waiters, w)
 	l.waiting++
 	d.metrics.inqueue(l.name, fs, 1)
+	d.metrics.queueLength(l.name, fs, len(w.q.waiters)) // as upstream, before any dispatch
 	d.dispatchLocked()
-	if !w.dispatched {
-		d.metrics.queueLength(l.name, fs, len(w.q.waiters))
-	}
 	return w, ""
 }
 
 // start gives w its seats.
 func (d *dispatcher) start(w *waiter) {
 	w.dispatched = true
+	w.started = time.Now()
+	w.lvl.running[w] = struct{}{}
+	w.lvl.dispatched++
 	w.lvl.inUse += w.seats
 	if w.q != nil {
 		w.q.inUse += w.seats
 	}
+	d.metrics.currentLimit(w.lvl.name, w.lvl.lim.nominal, w.lvl.inUse)
 	close(w.ready)
 }
 
@@ -301,6 +313,11 @@ func (d *dispatcher) await(ctx context.Context, w *waiter, wait time.Duration) (
 		}
 	}
 	w.lvl.waiting--
+	if reason == reasonTimeout {
+		w.lvl.timedout++
+	} else {
+		w.lvl.cancelled++
+	}
 	d.metrics.inqueue(w.lvl.name, w.fs, -1)
 	d.dispatchLocked() // w may have blocked its queue's head
 	return false, reason
@@ -311,8 +328,12 @@ func (d *dispatcher) finish(w *waiter) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	w.lvl.inUse -= w.seats
+	delete(w.lvl.running, w)
 	if w.q != nil {
 		w.q.inUse -= w.seats
+	}
+	if !w.lvl.gone {
+		d.metrics.currentLimit(w.lvl.name, w.lvl.lim.nominal, w.lvl.inUse)
 	}
 	if w.lvl.gone && w.lvl.inUse == 0 && w.lvl.waiting == 0 && d.levels[w.lvl.name] == w.lvl {
 		delete(d.levels, w.lvl.name)

@@ -28,7 +28,7 @@ func newTestDispatcher(seats int, pls ...*flowcontrolv1.PriorityLevelConfigurati
 
 func mustEnqueue(t *testing.T, d *dispatcher, level string, hash uint64) *waiter {
 	t.Helper()
-	w, reason := d.enqueue(level, "fs", hash, 1)
+	w, reason := d.enqueue(level, "fs", hash, "", 1)
 	if w == nil {
 		t.Fatalf("%s: rejected (%s), want admitted", level, reason)
 	}
@@ -77,7 +77,7 @@ func TestQueueAndReject(t *testing.T) {
 	if dispatched(second) {
 		t.Fatal("the second request runs beside the first on a level of one seat")
 	}
-	if w, reason := d.enqueue("tiny", "fs", 3, 1); w != nil || reason != reasonQueueFull {
+	if w, reason := d.enqueue("tiny", "fs", 3, "", 1); w != nil || reason != reasonQueueFull {
 		t.Fatalf("third request: %v, %q; want rejected queue-full", w, reason)
 	}
 	d.finish(first)

@@ -38,6 +38,11 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 		w.Header().Set(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, string(pl.UID))
 		if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
 			c.metrics.waited(pl.Name, fs.Name, since, true, "")
+			if watch {
+				c.metrics.executed(pl.Name, fs.Name, true, time.Now())
+				next.ServeHTTP(w, r)
+				return
+			}
 			c.execute(pl.Name, fs.Name, func() { next.ServeHTTP(w, r) })
 			return
 		}
@@ -45,16 +50,7 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 			var ok bool
 			if ok, reason = c.disp.await(r.Context(), waiter, c.opts.WaitLimit); ok {
 				c.metrics.waited(pl.Name, fs.Name, since, true, "")
-				if watch {
-					c.disp.finish(waiter)
-					next.ServeHTTP(w, r)
-					return
-				}
-				defer c.disp.finish(waiter)
-				seats := c.metrics.seats.WithLabelValues(pl.Name, fs.Name)
-				seats.Add(float64(waiter.seats))
-				defer seats.Sub(float64(waiter.seats))
-				c.execute(pl.Name, fs.Name, func() { next.ServeHTTP(w, r) })
+				c.serveSeated(w, r, next, fs.Name, waiter, watch)
 				return
 			}
 		}
@@ -72,15 +68,35 @@ func (c *Controller) admit(u *request.User, info *request.Info) (*flowcontrolv1.
 	if pl.Spec.Type == flowcontrolv1.PriorityLevelEnablementExempt {
 		return fs, pl, nil, ""
 	}
-	w, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, distinguisher(fs, u, info)), c.seats(info))
+	flow := distinguisher(fs, u, info)
+	w, reason := c.disp.enqueue(pl.Name, fs.Name, flowHash(fs.Name, flow), flow, c.seats(info))
 	return fs, pl, w, reason
 }
 
-// execute runs serve counted as executing at its level.
+// serveSeated serves a request that has its seats, and gives them back when it is done
+// (a watch: before it starts streaming).
+func (c *Controller) serveSeated(w http.ResponseWriter, r *http.Request, next http.Handler, fs string, waiter *waiter, watch bool) {
+	pl := waiter.lvl.name
+	if watch {
+		start := time.Now()
+		c.disp.finish(waiter)
+		c.metrics.executed(pl, fs, true, start)
+		next.ServeHTTP(w, r)
+		return
+	}
+	defer c.disp.finish(waiter)
+	seats := c.metrics.seats.WithLabelValues(pl, fs)
+	seats.Add(float64(waiter.seats))
+	defer seats.Sub(float64(waiter.seats))
+	c.execute(pl, fs, func() { next.ServeHTTP(w, r) })
+}
+
+// execute runs serve counted as executing at its level, and records how long it took.
 func (c *Controller) execute(pl, fs string, serve func()) {
 	g := c.metrics.executing.WithLabelValues(pl, fs)
 	g.Inc()
 	defer g.Dec()
+	defer c.metrics.executed(pl, fs, false, time.Now())
 	serve()
 }
 

@@ -18,7 +18,13 @@ type metrics struct {
 	nominal     *prometheus.GaugeVec
 	lowerLimit  *prometheus.GaugeVec
 	upperLimit  *prometheus.GaugeVec
+	current     *prometheus.GaugeVec
+	execSeconds *prometheus.HistogramVec
+	workSeats   *prometheus.HistogramVec
 }
+
+// durationBuckets are upstream's buckets of the APF wait and execution times.
+var durationBuckets = []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}
 
 func newMetrics() *metrics {
 	plfs := []string{"priority_level", "flow_schema"}
@@ -36,26 +42,49 @@ func newMetrics() *metrics {
 			Help: "Requests released for execution, by priority level and flow schema."}, plfs),
 		waitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_wait_duration_seconds",
 			Help:    "Time requests waited in their queue, by priority level, flow schema and whether they executed.",
-			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}}, append(plfs, "execute")),
+			Buckets: durationBuckets}, append(plfs, "execute")),
 		queueLen: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_queue_length_after_enqueue",
-			Help:    "Length of the queue a request that had to wait joined (itself included), by priority level and flow schema.",
+			Help:    "Length of the queue a request joined, itself included, before any was dispatched, by priority level and flow schema.",
 			Buckets: []float64{0, 10, 25, 50, 100, 250, 500, 1000}}, plfs),
 		nominal:    gauge("nominal_limit_seats", "Nominal number of execution seats of each priority level.", pl),
 		lowerLimit: gauge("lower_limit_seats", "Seats a priority level keeps (nominal less lendable).", pl),
 		upperLimit: gauge("upper_limit_seats", "Seats a priority level may use, borrowing (nominal plus borrowing limit).", pl),
+		current:    gauge("current_limit_seats", "Seats a priority level may use now: its nominal seats, or the seats it holds while it borrows.", pl),
+		execSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_execution_seconds",
+			Help:    "Time requests held their seats (a watch: until it starts), by priority level, flow schema and type (regular or watch).",
+			Buckets: durationBuckets}, append(plfs, "type")),
+		workSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_work_estimated_seats",
+			Help:    "Seats estimated for the requests of the non-exempt priority levels, by priority level and flow schema.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}, plfs),
 	}
 }
 
 // Collectors lists the metrics for registration.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.waitSeconds, m.queueLen,
-		m.nominal, m.lowerLimit, m.upperLimit}
+		m.nominal, m.lowerLimit, m.upperLimit, m.current, m.execSeconds, m.workSeats}
 }
 
 func (m *metrics) setLimits(pl string, l limits) {
 	m.nominal.WithLabelValues(pl).Set(float64(l.nominal))
 	m.lowerLimit.WithLabelValues(pl).Set(float64(l.min))
 	m.upperLimit.WithLabelValues(pl).Set(float64(l.max))
+}
+
+// currentLimit sets a level's current_limit_seats: its nominal seats or, while it borrows,
+// the seats it holds. (Upstream recomputes the limits of all levels every 10 s from their
+// demand; hacp borrows at each dispatch, so the limit a level has is what it holds.)
+func (m *metrics) currentLimit(pl string, nominal, inUse int) {
+	m.current.WithLabelValues(pl).Set(float64(max(nominal, inUse)))
+}
+
+// executed records how long a request held its seats.
+func (m *metrics) executed(pl, fs string, watch bool, since time.Time) {
+	kind := "regular"
+	if watch {
+		kind = "watch"
+	}
+	m.execSeconds.WithLabelValues(pl, fs, kind).Observe(time.Since(since).Seconds())
 }
 
 func (m *metrics) inqueue(pl, fs string, delta float64) { m.inQueue.WithLabelValues(pl, fs).Add(delta) }

@@ -2,14 +2,15 @@ package server
 
 import (
 	"context"
-	"github.com/hacp/hacp/pkg/apiserver/request"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/request"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -53,8 +54,10 @@ func withWarnings(next http.Handler) http.Handler {
 	})
 }
 
-// limitInflight answers 429 with Retry-After when too many read-only or
-// mutating requests are being served, like upstream's max-in-flight filter.
+// limitInflight answers 429 when too many read-only (get, list, watch) or mutating
+// requests are being served, as upstream's max-in-flight filter: a member of
+// system:masters is served even then, and the answer is its plain-text one with
+// Retry-After 1 (not a Status).
 func limitInflight(next http.Handler, readOnly, mutating int) http.Handler {
 	var ro, mu chan struct{}
 	if readOnly > 0 {
@@ -64,13 +67,14 @@ func limitInflight(next http.Handler, readOnly, mutating int) http.Handler {
 		mu = make(chan struct{}, mutating)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if longRunning(r) || publicPath(r.URL.Path) {
+		info, _ := request.InfoFrom(r.Context())
+		if info.LongRunning() || publicPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		sem := ro
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			sem = mu
+		sem := mu
+		if info != nil && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch") {
+			sem = ro
 		}
 		if sem == nil {
 			next.ServeHTTP(w, r)
@@ -81,7 +85,12 @@ func limitInflight(next http.Handler, readOnly, mutating int) http.Handler {
 			defer func() { <-sem }()
 			next.ServeHTTP(w, r)
 		default:
-			endpoints.WriteStatusError(w, r, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
+			if u, ok := request.UserFrom(r.Context()); ok && slices.Contains(u.Groups, request.SystemPrivilegedGrp) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 		}
 	})
 }

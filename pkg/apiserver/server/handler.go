@@ -22,6 +22,7 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/controlplane"
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/endpoints"
+	"github.com/hacp/hacp/pkg/apiserver/flowcontrol"
 	"github.com/hacp/hacp/pkg/apiserver/openapi"
 	"github.com/hacp/hacp/pkg/apiserver/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -125,15 +126,19 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	if s.cfg.Profiling {
 		installProfiling(mux, s.cfg.ContentionProfiling)
 	}
+	if s.flowControl != nil { // as upstream, with API Priority and Fairness on
+		mux.Handle("GET "+flowcontrol.DebugPrefix, s.flowControl.DebugHandler())
+	}
 	mux.Handle("/", agg.Wrap(api))
 	var h http.Handler = withWarnings(mux)
 	h = withTimeout(h, s.cfg.RequestTimeout)
-	if s.flowControl == nil {
-		h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
-	}
 	h = s.authorize(h)
-	if s.flowControl != nil { // as upstream, before authorization and after impersonation
+	// As upstream, APF or else the max-in-flight limit comes after impersonation and before
+	// authorization.
+	if s.flowControl != nil {
 		h = s.flowControl.Handler(h)
+	} else {
+		h = limitInflight(h, s.cfg.MaxRequestsInflight, s.cfg.MaxMutatingRequestsInflight)
 	}
 	h = s.impersonate(h)
 	h = s.auditor.WithAudit(h)

@@ -164,15 +164,21 @@ func TestWatchSpellings(t *testing.T) {
 // TestWatchSpellingHoldsNoInflightSlot: a ?watch=yes watch is long-running like any other
 // watch, so it does not hold one of the max-in-flight slots that lists need.
 func TestWatchSpellingHoldsNoInflightSlot(t *testing.T) {
-	s := servertest.New(t, func(c *server.Config) { c.MaxRequestsInflight = 1; c.EnablePriorityAndFairness = false })
+	s := servertest.New(t, func(c *server.Config) {
+		c.MaxRequestsInflight = 1
+		c.EnablePriorityAndFairness = false
+		c.AuthorizationMode, c.AnonymousAuth = "AlwaysAllow", false
+	})
+	// As alice: system:masters is served whatever the limits.
 	rc := servertest.RestConfig(t, s)
+	rc.Impersonate.UserName = "alice"
 	watch := openStream(t, rc, "/api/v1/namespaces/default/configmaps?watch=yes")
 	if watch.StatusCode != http.StatusOK {
 		t.Fatalf("watch: %s", watch.Status)
 	}
-	admin := kubernetes.NewForConfigOrDie(rc)
+	alice := kubernetes.NewForConfigOrDie(rc)
 	for range 3 {
-		if _, err := admin.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{}); err != nil {
+		if _, err := alice.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{}); err != nil {
 			t.Fatalf("a list beside the open ?watch=yes watch, with one read-only slot: %v", err)
 		}
 	}
