@@ -507,3 +507,22 @@ func (h *Host) Get(addr, path string, timeout time.Duration) ([]byte, error) {
 	})
 	return body, err
 }
+
+// Poll calls cond every interval until it is true, ctx ends or timeout passes: the
+// drill's and the scale bench's wait for a host's program to reach a state.
+func Poll(ctx context.Context, timeout, interval time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not reached within %v", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	hnetns "github.com/hacp/hacp/internal/netns"
 	"net"
 	"net/netip"
 	"os"
@@ -469,20 +470,7 @@ func (c *cluster) procTails() string {
 
 // poll calls cond every 50 ms until it is true, ctx ends or timeout passes.
 func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not reached within %v", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return hnetns.Poll(ctx, timeout, 50*time.Millisecond, cond)
 }
 
 // shortName gives a DNS-label-safe short name for a stack, used in object names.
