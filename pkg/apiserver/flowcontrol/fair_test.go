@@ -174,3 +174,34 @@ func TestPeriodicBorrowing(t *testing.T) {
 		d.finish(w)
 	}
 }
+
+// TestFairAllocation: the seats are shared in proportion to the targets, each within its
+// bounds, adding up to the sum; the fair fraction is the proportion.
+func TestFairAllocation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sum   float64
+		items []allocItem
+		want  []float64
+		fair  float64
+	}{
+		{"no bound matters", 30, []allocItem{{0, 100, 10}, {0, 100, 20}}, []float64{10, 20}, 1},
+		{"a lower bound holds", 20, []allocItem{{8, 100, 10}, {0, 100, 30}}, []float64{8, 12}, 0.4},
+		{"an upper bound holds", 40, []allocItem{{0, 5, 10}, {0, 100, 10}}, []float64{5, 35}, 3.5},
+		{"no demand: a zero target still shares", 10, []allocItem{{0, 20, 0}, {0, 20, 0}}, []float64{5, 5}, 5000},
+		{"the lower bounds take it all", 10, []allocItem{{6, 20, 6}, {6, 20, 12}}, []float64{6, 6}, 0.5},
+		{"the upper bounds are not enough", 50, []allocItem{{0, 10, 10}, {0, 20, 10}}, []float64{10, 20}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, fair := fairAllocation(tc.sum, tc.items)
+			for i := range got {
+				if d := got[i] - tc.want[i]; d > 1e-6 || d < -1e-6 {
+					t.Fatalf("allocations %v, want %v", got, tc.want)
+				}
+			}
+			if d := (fair - tc.fair) / tc.fair; d > 1e-6 || d < -1e-6 {
+				t.Fatalf("fair fraction %v, want %v", fair, tc.fair)
+			}
+		})
+	}
+}
