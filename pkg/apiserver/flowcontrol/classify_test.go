@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"testing"
+	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/request"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -161,7 +162,7 @@ func TestSeats(t *testing.T) {
 	if got := c.seats(resource("list", "example.com", "widgets", "", "")); got < maxListSeats {
 		t.Errorf("a list of unknown size: %d seats, want the most (capped by its level)", got)
 	}
-	d := newDispatcher(600, newMetrics())
+	d := newDispatcher(600, newMetrics(), time.Now)
 	d.configure(bootstrapConfig())
 	// Upstream's cap: max(1, min(ceil(15% of nominal), nominal/handSize)), at most 10; 10
 	// on a level without queues (catch-all rejects).

@@ -68,7 +68,7 @@ func New(opts Options) *Controller {
 		opts.Log = slog.Default()
 	}
 	m := newMetrics()
-	c := &Controller{opts: opts, metrics: m, disp: newDispatcher(opts.Seats, m), changed: make(chan struct{}, 1),
+	c := &Controller{opts: opts, metrics: m, disp: newDispatcher(opts.Seats, m, time.Now), changed: make(chan struct{}, 1),
 		retry: newRetryAfter(time.Now)}
 	c.fsInf = informer.For[*flowcontrolv1.FlowSchema](opts.Informers, flowcontrolv1.Resource("flowschemas"))
 	c.plInf = informer.For[*flowcontrolv1.PriorityLevelConfiguration](opts.Informers, flowcontrolv1.Resource("prioritylevelconfigurations"))
@@ -105,17 +105,22 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run applies the objects' changes and puts the bootstrap configuration back every
-// EnsureInterval, until ctx ends.
+// Run applies the objects' changes, recomputes the levels' current limits every
+// BorrowingPeriod and puts the bootstrap configuration back every EnsureInterval, until
+// ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	t := time.NewTicker(c.opts.EnsureInterval)
 	defer t.Stop()
+	borrow := time.NewTicker(BorrowingPeriod)
+	defer borrow.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.changed:
 			c.sync(ctx)
+		case <-borrow.C:
+			c.disp.adjust()
 		case <-t.C:
 			if err := EnsureBootstrap(ctx, c.opts.PriorityLevels, c.opts.FlowSchemas); err != nil && ctx.Err() == nil {
 				c.opts.Log.Warn("API priority and fairness bootstrap configuration not ensured", "err", err)

@@ -16,8 +16,7 @@ import (
 const DebugPrefix = "/debug/api_priority_and_fairness/"
 
 // DebugHandler serves the dumps in upstream's text format: comma-and-tab separated columns
-// aligned by a tabwriter, a header row first. hacp's levels have no virtual time, so the
-// queues' NextDispatchR and TotalWorkSum columns hold "-"; the requests' FinalSeats are 0
+// aligned by a tabwriter, a header row first. The requests' FinalSeats are 0
 // and AdditionalLatency 0s (hacp estimates no work after a request), and
 // includeRequestDetails adds no columns.
 func (c *Controller) DebugHandler() http.Handler {
@@ -82,7 +81,7 @@ func (d *dispatcher) dumpQueues(w io.Writer) {
 		"InitialSeatsSum", "MaxSeatsSum", "TotalWorkSum")
 	for _, l := range d.sortedLevels() {
 		for i, q := range l.queues {
-			executing, waitingSeats := 0, 0
+			executing, waitingSeats, work := 0, 0, 0.0
 			for r := range l.running {
 				if r.q == q {
 					executing++
@@ -90,12 +89,16 @@ func (d *dispatcher) dumpQueues(w io.Writer) {
 			}
 			for _, r := range q.waiters {
 				waitingSeats += r.seats
+				work += r.work()
 			}
-			row(w, l.name, strconv.Itoa(i), strconv.Itoa(len(q.waiters)), strconv.Itoa(executing), strconv.Itoa(q.inUse), "-",
-				strconv.Itoa(waitingSeats), strconv.Itoa(waitingSeats), "-")
+			row(w, l.name, strconv.Itoa(i), strconv.Itoa(len(q.waiters)), strconv.Itoa(executing), strconv.Itoa(q.inUse), seatSeconds(q.start),
+				strconv.Itoa(waitingSeats), strconv.Itoa(waitingSeats), seatSeconds(work))
 		}
 	}
 }
+
+// seatSeconds formats virtual time or work as upstream's SeatSeconds: 8 decimals and "ss".
+func seatSeconds(v float64) string { return strconv.FormatFloat(v, 'f', 8, 64) + "ss" }
 
 func (d *dispatcher) dumpRequests(w io.Writer) {
 	d.mu.Lock()

@@ -18,12 +18,26 @@ func queuingLevel(name string, shares, lendable int32, queues, hand, qlen int32)
 	return pl
 }
 
+// fakeClock is a dispatcher's clock that moves only when a test moves it.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time        { return c.t }
+func (c *fakeClock) step(by time.Duration) { c.t = c.t.Add(by) }
+
 // newTestDispatcher divides seats among the levels given (and the mandatory ones, which
-// have shares 0 and 5: exempt takes none; give catch-all's 5 for in the shares).
+// have shares 0 and 5: exempt takes none; give catch-all's 5 for in the shares). Its
+// clock stands still.
 func newTestDispatcher(seats int, pls ...*flowcontrolv1.PriorityLevelConfiguration) *dispatcher {
-	d := newDispatcher(seats, newMetrics())
-	d.configure(digest(pls, nil))
+	d, _ := newClockedDispatcher(seats, pls...)
 	return d
+}
+
+// newClockedDispatcher is newTestDispatcher with the clock it runs on.
+func newClockedDispatcher(seats int, pls ...*flowcontrolv1.PriorityLevelConfiguration) (*dispatcher, *fakeClock) {
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	d := newDispatcher(seats, newMetrics(), clk.now)
+	d.configure(digest(pls, nil))
+	return d, clk
 }
 
 func mustEnqueue(t *testing.T, d *dispatcher, level string, hash uint64) *waiter {
@@ -130,47 +144,6 @@ func TestFairTurns(t *testing.T) {
 	d.finish(next)
 	if !dispatched(light) {
 		t.Fatal("the light flow's request still waits after two turns")
-	}
-}
-
-// TestBorrowing: a level whose lendable seats are idle lends them; it gets its own
-// nominal seats back when it needs them, and a level lending nothing lends nothing.
-func TestBorrowing(t *testing.T) {
-	// 20 seats; shares 95+95+5 (catch-all) -> lender and borrower nominal ceil(20*95/195)=10,
-	// catch-all 1. lender lends 100% (keeps 0), keeper 0%.
-	d := newTestDispatcher(20, queuingLevel("lender", 95, 100, 1, 1, 100), queuingLevel("borrower", 95, 0, 1, 1, 100))
-	var ws []*waiter
-	for range 19 { // its 10 and the lender's 10 (catch-all keeps its 1)
-		ws = append(ws, mustEnqueue(t, d, "borrower", 0))
-	}
-	for i, w := range ws {
-		if !dispatched(w) {
-			t.Fatalf("borrower's request %d waits: the lender's idle seats are not lent", i)
-		}
-	}
-	extra := mustEnqueue(t, d, "borrower", 0)
-	if dispatched(extra) {
-		t.Fatal("borrower ran beyond the seats there are")
-	}
-	own := mustEnqueue(t, d, "lender", 0)
-	if !dispatched(own) {
-		t.Fatal("the lender waits for its own nominal seat while the borrower holds it")
-	}
-	for _, w := range append(ws, own) {
-		d.finish(w)
-	}
-	if !dispatched(extra) {
-		t.Fatal("the borrower's queued request did not run once seats were free")
-	}
-	d.finish(extra)
-
-	// The borrower lends nothing: the lender cannot go beyond its 10 seats.
-	d2 := newTestDispatcher(20, queuingLevel("lender", 95, 100, 1, 1, 100), queuingLevel("borrower", 95, 0, 1, 1, 100))
-	for i := range 11 {
-		w := mustEnqueue(t, d2, "lender", 0)
-		if got := dispatched(w); got != (i < 10) {
-			t.Fatalf("lender's request %d dispatched %v; want only its own 10 seats (the borrower keeps its all)", i, got)
-		}
 	}
 }
 

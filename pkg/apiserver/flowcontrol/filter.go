@@ -43,6 +43,8 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			c.disp.exempt(pl.Name, 1)
+			defer c.disp.exempt(pl.Name, -1)
 			c.execute(pl.Name, fs.Name, func() { next.ServeHTTP(w, r) })
 			return
 		}

@@ -21,6 +21,10 @@ type metrics struct {
 	current     *prometheus.GaugeVec
 	execSeconds *prometheus.HistogramVec
 	workSeats   *prometheus.HistogramVec
+	// The borrowing adjustment's: each level's seat demand over the last period, its
+	// target, and the fair fraction of the server's seats.
+	demandHigh, demandAvg, demandDev, demandSmoothed, target *prometheus.GaugeVec
+	fairFrac                                                 prometheus.Gauge
 }
 
 // durationBuckets are upstream's buckets of the APF wait and execution times.
@@ -49,20 +53,28 @@ func newMetrics() *metrics {
 		nominal:    gauge("nominal_limit_seats", "Nominal number of execution seats of each priority level.", pl),
 		lowerLimit: gauge("lower_limit_seats", "Seats a priority level keeps (nominal less lendable).", pl),
 		upperLimit: gauge("upper_limit_seats", "Seats a priority level may use, borrowing (nominal plus borrowing limit).", pl),
-		current:    gauge("current_limit_seats", "Seats a priority level may use now: its nominal seats, or the seats it holds while it borrows.", pl),
+		current:    gauge("current_limit_seats", "Seats a priority level may use now, set from demand every borrowing period.", pl),
 		execSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_request_execution_seconds",
 			Help:    "Time requests held their seats (a watch: until it starts), by priority level, flow schema and type (regular or watch).",
 			Buckets: durationBuckets}, append(plfs, "type")),
 		workSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "apiserver_flowcontrol_work_estimated_seats",
 			Help:    "Seats estimated for the requests of the non-exempt priority levels, by priority level and flow schema.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100}}, plfs),
+		demandHigh:     gauge("demand_seats_high_watermark", "High watermark, over last adjustment period, of the seats demanded (executing and waiting).", pl),
+		demandAvg:      gauge("demand_seats_average", "Time-weighted average, over last adjustment period, of the seats demanded.", pl),
+		demandDev:      gauge("demand_seats_stdev", "Time-weighted standard deviation, over last adjustment period, of the seats demanded.", pl),
+		demandSmoothed: gauge("demand_seats_smoothed", "Smoothed seat demands.", pl),
+		target:         gauge("target_seats", "Seat allocation targets.", pl),
+		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{Name: "apiserver_flowcontrol_seat_fair_frac",
+			Help: "Fair fraction of server's concurrency to allocate to each priority level that can use it."}),
 	}
 }
 
 // Collectors lists the metrics for registration.
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.executing, m.seats, m.inQueue, m.rejected, m.dispatched, m.waitSeconds, m.queueLen,
-		m.nominal, m.lowerLimit, m.upperLimit, m.current, m.execSeconds, m.workSeats}
+		m.nominal, m.lowerLimit, m.upperLimit, m.current, m.execSeconds, m.workSeats,
+		m.demandHigh, m.demandAvg, m.demandDev, m.demandSmoothed, m.target, m.fairFrac}
 }
 
 func (m *metrics) setLimits(pl string, l limits) {
@@ -71,11 +83,15 @@ func (m *metrics) setLimits(pl string, l limits) {
 	m.upperLimit.WithLabelValues(pl).Set(float64(l.max))
 }
 
-// currentLimit sets a level's current_limit_seats: its nominal seats or, while it borrows,
-// the seats it holds. (Upstream recomputes the limits of all levels every 10 s from their
-// demand; hacp borrows at each dispatch, so the limit a level has is what it holds.)
-func (m *metrics) currentLimit(pl string, nominal, inUse int) {
-	m.current.WithLabelValues(pl).Set(float64(max(nominal, inUse)))
+// adjusted records a level's borrowing adjustment: its demand statistics, target and
+// current limit.
+func (m *metrics) adjusted(pl string, s demandStats, target float64, current int) {
+	m.demandHigh.WithLabelValues(pl).Set(float64(s.highWatermark))
+	m.demandAvg.WithLabelValues(pl).Set(s.avg)
+	m.demandDev.WithLabelValues(pl).Set(s.dev)
+	m.demandSmoothed.WithLabelValues(pl).Set(s.smoothed)
+	m.target.WithLabelValues(pl).Set(target)
+	m.current.WithLabelValues(pl).Set(float64(current))
 }
 
 // executed records how long a request held its seats.

@@ -89,8 +89,9 @@ func gaugeValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, la
 // TestFlowControlMetrics: the APF metrics dashboards use that upstream 1.37 registers have
 // its names, labels and buckets and count what was served: request_execution_seconds (by
 // level, schema and type regular or watch, exempt requests too), work_estimated_seats
-// (one sample of one seat per request of a limited level), current_limit_seats (the
-// nominal seats of an idle level); request_concurrency_limit, gone in 1.37, is not there.
+// (one sample of one seat per request of a limited level), current_limit_seats and the
+// borrowing adjustment's gauges (the nominal seats shared out within each level's limits);
+// request_concurrency_limit, gone in 1.37, is not there.
 func TestFlowControlMetrics(t *testing.T) {
 	s := servertest.New(t, func(c *server.Config) { c.MaxRequestsInflight, c.MaxMutatingRequestsInflight = 10, 5 })
 	e := newHTTPEnv(t, s)
@@ -147,12 +148,29 @@ func TestFlowControlMetrics(t *testing.T) {
 	if series(after[seats], "priority_level=exempt", "flow_schema=exempt") != nil {
 		t.Errorf("%s has exempt requests; upstream estimates no work for them", seats)
 	}
-	for _, pl := range []string{"tiny", "global-default", "workload-low", "catch-all"} {
+	// The borrowing adjustment shares the server's nominal seats among the limited levels
+	// (upstream's rounding gives or takes half a seat a level), each within its lower and
+	// upper limits, and reports each level's demand and target and the fair fraction.
+	levels := []string{"tiny", "global-default", "workload-low", "workload-high", "node-high", "system", "leader-election", "catch-all"}
+	curSum, nominalSum := 0.0, 0.0
+	for _, pl := range levels {
 		cur := gaugeValue(t, after, "apiserver_flowcontrol_current_limit_seats", "priority_level="+pl)
-		nominal := gaugeValue(t, after, "apiserver_flowcontrol_nominal_limit_seats", "priority_level="+pl)
-		if cur != nominal || cur < 1 {
-			t.Errorf("current_limit_seats{%s} %v, want the idle level's nominal %v", pl, cur, nominal)
+		lower := gaugeValue(t, after, "apiserver_flowcontrol_lower_limit_seats", "priority_level="+pl)
+		upper := gaugeValue(t, after, "apiserver_flowcontrol_upper_limit_seats", "priority_level="+pl)
+		if cur < lower || cur > upper {
+			t.Errorf("current_limit_seats{%s} %v, want within its limits [%v, %v]", pl, cur, lower, upper)
 		}
+		curSum += cur
+		nominalSum += gaugeValue(t, after, "apiserver_flowcontrol_nominal_limit_seats", "priority_level="+pl)
+		for _, g := range []string{"demand_seats_high_watermark", "demand_seats_average", "demand_seats_stdev", "demand_seats_smoothed", "target_seats"} {
+			gaugeValue(t, after, "apiserver_flowcontrol_"+g, "priority_level="+pl)
+		}
+	}
+	if slack := float64(len(levels)) / 2; math.Abs(curSum-nominalSum) > slack {
+		t.Errorf("current_limit_seats of the limited levels sum to %v, want their nominal seats' %v (give or take %v)", curSum, nominalSum, slack)
+	}
+	if f := gaugeValue(t, after, "apiserver_flowcontrol_seat_fair_frac"); f < 0 {
+		t.Errorf("seat_fair_frac %v, want a fraction", f)
 	}
 	for name := range after {
 		if strings.HasPrefix(name, "apiserver_flowcontrol_request_concurrency_limit") {
