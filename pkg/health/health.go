@@ -227,6 +227,12 @@ func (c *Checker) CheckNow(ctx context.Context) error {
 // prober is woken to start probing at the fast interval.
 func (c *Checker) ReportFailure(err error) {
 	c.record(err, true)
+	c.Wake()
+}
+
+// Wake has the prober run its next probe now rather than at its interval, for a target
+// suspected but not known to be down; the probe counts toward fall as any other.
+func (c *Checker) Wake() {
 	select {
 	case c.wake <- struct{}{}:
 	default:

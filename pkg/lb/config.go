@@ -113,7 +113,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CheckTimeout, "check-timeout", c.CheckTimeout, "timeout of one check, connect to response headers")
 	fs.IntVar(&c.Rise, "rise", c.Rise, "consecutive successful checks that bring a DOWN backend UP")
 	fs.IntVar(&c.Fall, "fall", c.Fall, "consecutive failed checks that take an UP backend DOWN (a refused or timed-out client connect takes it DOWN at once)")
-	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "timeout of a connect to a backend; on timeout or refusal the backend is marked DOWN and the client connection is retried on another one. Sized for a LAN: a value below 1 s means one lost SYN marks a backend DOWN until rise checks pass")
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", c.ConnectTimeout, "timeout of a connect to a backend; on refusal, or on timeout while the backend sent nothing on its other sessions, the backend is marked DOWN; either way the client connection is retried on another one. Sized for a LAN: a value below 1 s means one lost SYN marks a backend DOWN until rise checks pass")
 	fs.IntVar(&c.Retries, "retries", c.Retries, "further backends tried, each a different one, after a failed connect before the client connection is closed")
 	fs.DurationVar(&c.ClientIdleTimeout, "client-idle-timeout", c.ClientIdleTimeout, "close a connection when the client has sent nothing and received nothing for this long (0: never)")
 	fs.DurationVar(&c.ServerIdleTimeout, "server-idle-timeout", c.ServerIdleTimeout, "close a connection when the backend has sent nothing and received nothing for this long (0: never)")

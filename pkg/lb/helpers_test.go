@@ -48,6 +48,12 @@ func (l *trackListener) Accept() (net.Conn, error) {
 
 func newBackend(t *testing.T, name string) *testBackend {
 	t.Helper()
+	return newBackendOn(t, name, nil)
+}
+
+// newBackendOn is newBackend serving on ln (nil: httptest's own listener).
+func newBackendOn(t *testing.T, name string, ln net.Listener) *testBackend {
+	t.Helper()
 	b := &testBackend{name: name}
 	b.status.Store(http.StatusOK)
 	mux := http.NewServeMux()
@@ -89,6 +95,10 @@ func newBackend(t *testing.T, name string) *testBackend {
 		}
 	})
 	srv := httptest.NewUnstartedServer(mux)
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
 	b.ln = &trackListener{Listener: srv.Listener}
 	srv.Listener = b.ln
 	srv.StartTLS()

@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestFIFO: items come out in the order pushed, each once its deadline is not after now;
@@ -65,5 +67,31 @@ func TestBackendByName(t *testing.T) {
 	}
 	if st := p.Status(); st.Backends[0].TotalConns != 3 {
 		t.Errorf("status does not count the 3 connections to the backend by name: %+v", st.Backends[0])
+	}
+}
+
+// TestWaitTakesEventsPastDeadline: a wait that returns for its deadline still hands over
+// the events that are ready, so that the loop handles a connect that completed before it
+// fails connects whose timeout passed (a loop short of CPU wakes late with both).
+func TestWaitTakesEventsPastDeadline(t *testing.T) {
+	l, err := newLoop(&Proxy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.ep.Close()
+	defer unix.Close(l.wake)
+	if _, err := unix.Write(l.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	l.deadline = time.Now().Add(-time.Second)
+	if err := l.ep.SetReadDeadline(l.deadline); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || eventToken(&l.events[0]) != wakeToken {
+		t.Fatalf("wait past the deadline returned %d events, want the ready eventfd's", n)
 	}
 }

@@ -39,6 +39,8 @@ type backend struct {
 
 	connTotal    atomic.Uint64
 	connFailures atomic.Uint64
+	busyTimeouts atomic.Uint64 // connect timeouts while the backend was sending: not marked DOWN
+	lastHeard    atomic.Int64  // unix nanoseconds of the last byte read from the backend
 	bytesIn      atomic.Uint64 // from clients to this backend
 	bytesOut     atomic.Uint64 // from this backend to clients
 }
@@ -283,6 +285,11 @@ func backendSockaddr(addr string) *sockaddr {
 		return nil
 	}
 	return sockaddrOf(ap)
+}
+
+// heardSince reports whether b sent bytes on any session at or after t.
+func (b *backend) heardSince(t time.Time) bool {
+	return b.lastHeard.Load() >= t.UnixNano()
 }
 
 // resolve looks up the backend's host name, for a backend given by name, and returns

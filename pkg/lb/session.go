@@ -226,6 +226,16 @@ func (s *session) connectFailed(b *backend, err error) {
 		return
 	}
 	b.connFailures.Add(1)
+	if errors.Is(err, os.ErrDeadlineExceeded) && b.heardSince(time.Now().Add(-p.cfg.ConnectTimeout)) {
+		// The backend sent bytes on its other sessions while this connect waited: it is
+		// alive and slow to accept (its accept queue full under load), not gone. Marking it
+		// DOWN would close every session it serves and send their clients, all at once,
+		// to the others; the prober looks at it now instead, and its fall count decides.
+		b.busyTimeouts.Add(1)
+		p.log.Warn("connect to backend timed out while it is sending on other sessions; probing it", "backend", b.addr, "attempt", s.attempt+1)
+		b.checker.Wake()
+		return
+	}
 	p.log.Warn("connect to backend failed", "backend", b.addr, "attempt", s.attempt+1, "err", err)
 	if backendFault(err) {
 		b.checker.ReportFailure(fmt.Errorf("connect: %w", err))
@@ -421,6 +431,7 @@ func (f *flow) count(s *session, n int) {
 		s.b.bytesIn.Add(uint64(n))
 	} else {
 		s.b.bytesOut.Add(uint64(n))
+		s.b.lastHeard.Store(s.l.now.UnixNano())
 	}
 	s.lastActive.Store(s.l.now.UnixNano())
 }

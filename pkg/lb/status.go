@@ -21,8 +21,9 @@ type BackendStatus struct {
 	ActiveConns    int           `json:"activeConns"`
 	TotalConns     uint64        `json:"totalConns"`
 	ConnectFailure uint64        `json:"connectFailures"`
-	BytesIn        uint64        `json:"bytesIn"`  // client to backend
-	BytesOut       uint64        `json:"bytesOut"` // backend to client
+	BusyTimeouts   uint64        `json:"busyConnectTimeouts"` // of ConnectFailure: timeouts while it was sending, not marked DOWN
+	BytesIn        uint64        `json:"bytesIn"`             // client to backend
+	BytesOut       uint64        `json:"bytesOut"`            // backend to client
 }
 
 // Status is the whole of /status.
@@ -78,6 +79,7 @@ func (p *Proxy) Status() Status {
 		r.bs.Check = r.b.checker.Status()
 		r.bs.TotalConns = r.b.connTotal.Load()
 		r.bs.ConnectFailure = r.b.connFailures.Load()
+		r.bs.BusyTimeouts = r.b.busyTimeouts.Load()
 		r.bs.BytesIn = r.b.bytesIn.Load()
 		r.bs.BytesOut = r.b.bytesOut.Load()
 		st.Backends = append(st.Backends, r.bs)
@@ -107,6 +109,7 @@ var (
 	descActive      = prometheus.NewDesc("lbproxy_backend_active_connections", "Open sessions through the backend.", []string{"backend"}, nil)
 	descConns       = prometheus.NewDesc("lbproxy_backend_connections_total", "Sessions established through the backend.", []string{"backend"}, nil)
 	descConnFail    = prometheus.NewDesc("lbproxy_backend_connect_failures_total", "Connects to the backend that failed or timed out.", []string{"backend"}, nil)
+	descBusyTimeout = prometheus.NewDesc("lbproxy_backend_busy_connect_timeouts_total", "Connect timeouts while the backend was sending on other sessions (slow to accept, not marked DOWN).", []string{"backend"}, nil)
 	descBytes       = prometheus.NewDesc("lbproxy_backend_bytes_total", "Bytes moved; direction in is client to backend.", []string{"backend", "direction"}, nil)
 	descChecks      = prometheus.NewDesc("lbproxy_backend_checks_total", "Active health checks run.", []string{"backend"}, nil)
 	descCheckFail   = prometheus.NewDesc("lbproxy_backend_check_failures_total", "Failed health checks and passive failures.", []string{"backend"}, nil)
@@ -132,7 +135,7 @@ var (
 type collector struct{ p *Proxy }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued, descOutOfFiles,
+	for _, d := range []*prometheus.Desc{descUp, descActive, descConns, descConnFail, descBusyTimeout, descBytes, descChecks, descCheckFail, descStateChange, descActiveAll, descAccepted, descRefused, descRetries, descQueued, descOutOfFiles,
 		descSyncSent, descSyncReceived, descSyncDropped, descSyncPeerConns, descSyncPeerAge, descSyncTakeovers, descSyncProbes, descSyncProbeErr} {
 		ch <- d
 	}
@@ -153,6 +156,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descActive, gauge, float64(b.ActiveConns), b.Addr)
 		ch <- prometheus.MustNewConstMetric(descConns, counter, float64(b.TotalConns), b.Addr)
 		ch <- prometheus.MustNewConstMetric(descConnFail, counter, float64(b.ConnectFailure), b.Addr)
+		ch <- prometheus.MustNewConstMetric(descBusyTimeout, counter, float64(b.BusyTimeouts), b.Addr)
 		ch <- prometheus.MustNewConstMetric(descBytes, counter, float64(b.BytesIn), b.Addr, "in")
 		ch <- prometheus.MustNewConstMetric(descBytes, counter, float64(b.BytesOut), b.Addr, "out")
 		ch <- prometheus.MustNewConstMetric(descChecks, counter, float64(b.Check.Checks), b.Addr)
