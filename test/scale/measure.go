@@ -164,6 +164,9 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := r.createAndScale(ctx); err != nil {
 		return err
 	}
+	if err := r.volumeWatchesOpen(ctx, ag); err != nil {
+		return err
+	}
 	if err := sleepCtx(ctx, r.steadyWindow()); err != nil { // steady load, then the fault
 		return err
 	}
@@ -217,9 +220,26 @@ func (r *runState) createAndScale(ctx context.Context) error {
 	return nil
 }
 
+// volumeWatchesOpen waits until the kubelets know every pod of the load and have a watch
+// open on every Secret and ConfigMap their pods mount (and their own four).
+func (r *runState) volumeWatchesOpen(ctx context.Context, ag *agents) error {
+	total := len(r.plan.deployments) * deploymentSize
+	if err := poll(ctx, 5*time.Minute, func() bool {
+		_, _, pods := ag.volumeWatches()
+		return pods >= total && ag.established()
+	}); err != nil {
+		open, vols, pods := ag.volumeWatches()
+		return fmt.Errorf("kubelets' volume watches: %d of %d open, %d of %d pods seen: %w", open, vols, pods, total, err)
+	}
+	open, _, pods := ag.volumeWatches()
+	r.s.b.progress("%s: %d Secret and ConfigMap watches open on %d nodes (their %d pods' volumes)", r.s.name, open, len(r.nodes), pods)
+	return nil
+}
+
 // storm kills every process of m1 (the VIP holder), creates the marker Service and
-// EndpointSlice, and waits until every node's watches are back and caught up and every
-// node Lease was renewed after the fault, counting Leases that went stale past 40 s.
+// EndpointSlice, and waits until every node's watches (its Secret and ConfigMap watches
+// among them) are back and caught up and every node Lease was renewed after the fault,
+// counting Leases that went stale past 40 s.
 func (r *runState) storm(ctx context.Context, ag *agents, fault time.Time) error {
 	b := r.s.b
 	marker := fmt.Sprintf("storm-%d", fault.UnixNano())
@@ -270,7 +290,9 @@ func (r *runState) storm(ctx context.Context, ag *agents, fault time.Time) error
 		}
 	}
 	st.StaleLeases = len(stale)
-	b.progress("%s: storm: watches back after %.3fs (%d nodes not), %d Leases stale", r.s.name, st.WatchesReestablishedS, pending, st.StaleLeases)
+	open, vols, _ := ag.volumeWatches()
+	b.progress("%s: storm: watches back after %.3fs (%d nodes not; %d of %d volume watches open), %d Leases stale",
+		r.s.name, st.WatchesReestablishedS, pending, open, vols, st.StaleLeases)
 	return nil
 }
 
