@@ -396,22 +396,30 @@ func (a *agents) established() bool {
 	return true
 }
 
-// volumeWatches counts the nodes' Secret and ConfigMap watches, and those with their
-// watch open, and the pods the kubelets know of.
-func (a *agents) volumeWatches() (open, total, pods int) {
+// volumeCount is the nodes' Secret and ConfigMap watches: how many there are, how many
+// have their watch open, how many of those (re)opened it after a time; and the pods the
+// kubelets know of.
+type volumeCount struct{ total, open, reopened, pods int }
+
+// volumeWatches counts the nodes' Secret and ConfigMap watches; reopened: since since.
+func (a *agents) volumeWatches(since time.Time) volumeCount {
+	var c volumeCount
 	for _, n := range a.nodes {
 		n.mu.Lock()
 		vols := slices.Collect(maps.Values(n.vols))
-		pods += len(n.refs.pods)
+		c.pods += len(n.refs.pods)
 		n.mu.Unlock()
 		for _, vw := range vols {
-			total++
+			c.total++
 			vw.w.mu.Lock()
 			if vw.w.open {
-				open++
+				c.open++
+				if vw.w.openedAt.After(since) {
+					c.reopened++
+				}
 			}
 			vw.w.mu.Unlock()
 		}
 	}
-	return open, total, pods
+	return c
 }

@@ -194,6 +194,10 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := poll(ctx, 3*time.Minute, func() bool { return r.pods.liveCount() == 0 }); err != nil {
 		b.progress("%s: %d pods still there after the delete", r.s.name, r.pods.liveCount())
 	}
+	// The kubelets stop their volume watches as their pods' deletions reach them.
+	_ = poll(ctx, time.Minute, func() bool { return ag.volumeWatches(time.Time{}).total == 0 })
+	c := ag.volumeWatches(time.Time{})
+	b.progress("%s: load deleted: %d volume watches left (%d pods on the kubelets)", r.s.name, c.total, c.pods)
 	return nil
 }
 
@@ -202,7 +206,7 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 func (r *runState) createAndScale(ctx context.Context) error {
 	b := r.s.b
 	total := len(r.plan.deployments) * deploymentSize
-	b.progress("%s: creating %d Deployments (+ Services) at %d pods each", r.s.name, len(r.plan.deployments), deploymentSize/2)
+	b.progress("%s: creating %d Deployments (+ Services, ConfigMaps, Secrets) at %d pods each", r.s.name, len(r.plan.deployments), deploymentSize/2)
 	if err := createLoad(ctx, r.admin, r.plan, deploymentSize/2); err != nil {
 		return err
 	}
@@ -225,14 +229,13 @@ func (r *runState) createAndScale(ctx context.Context) error {
 func (r *runState) volumeWatchesOpen(ctx context.Context, ag *agents) error {
 	total := len(r.plan.deployments) * deploymentSize
 	if err := poll(ctx, 5*time.Minute, func() bool {
-		_, _, pods := ag.volumeWatches()
-		return pods >= total && ag.established()
+		return ag.volumeWatches(time.Time{}).pods >= total && ag.established()
 	}); err != nil {
-		open, vols, pods := ag.volumeWatches()
-		return fmt.Errorf("kubelets' volume watches: %d of %d open, %d of %d pods seen: %w", open, vols, pods, total, err)
+		c := ag.volumeWatches(time.Time{})
+		return fmt.Errorf("kubelets' volume watches: %d of %d open, %d of %d pods seen: %w", c.open, c.total, c.pods, total, err)
 	}
-	open, _, pods := ag.volumeWatches()
-	r.s.b.progress("%s: %d Secret and ConfigMap watches open on %d nodes (their %d pods' volumes)", r.s.name, open, len(r.nodes), pods)
+	c := ag.volumeWatches(time.Time{})
+	r.s.b.progress("%s: %d Secret and ConfigMap watches open on %d nodes (their %d pods' volumes)", r.s.name, c.open, len(r.nodes), c.pods)
 	return nil
 }
 
@@ -290,9 +293,9 @@ func (r *runState) storm(ctx context.Context, ag *agents, fault time.Time) error
 		}
 	}
 	st.StaleLeases = len(stale)
-	open, vols, _ := ag.volumeWatches()
-	b.progress("%s: storm: watches back after %.3fs (%d nodes not; %d of %d volume watches open), %d Leases stale",
-		r.s.name, st.WatchesReestablishedS, pending, open, vols, st.StaleLeases)
+	c := ag.volumeWatches(fault)
+	b.progress("%s: storm: watches back after %.3fs (%d nodes not; volume watches: %d of %d open, %d of them reopened after the fault), %d Leases stale",
+		r.s.name, st.WatchesReestablishedS, pending, c.open, c.total, c.reopened, st.StaleLeases)
 	return nil
 }
 
