@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	hnetns "github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/pkg/apiserver/certs"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -176,10 +180,24 @@ func backoff(ctx context.Context) {
 	}
 }
 
-// nodeAgent is one simulated node's kubelet and kube-proxy watches.
+// nodeAgent is one simulated node's kubelet and kube-proxy watches, and the kubelet's
+// watches of the Secrets and ConfigMaps its pods mount.
 type nodeAgent struct {
 	name     string
 	watchers []*watcher // pods, node, services, endpointslices
+	ctx      context.Context
+	kubelet  *kubernetes.Clientset
+	events   *atomic.Int64
+
+	mu   sync.Mutex
+	refs *volumeRefs
+	vols map[objRef]*volumeWatch
+}
+
+// volumeWatch is the kubelet's watch of one Secret or ConfigMap, and how to stop it.
+type volumeWatch struct {
+	w    *watcher
+	stop context.CancelFunc
 }
 
 // agents are all simulated nodes.
@@ -210,7 +228,8 @@ func (s *stack) startAgents(ctx context.Context, names []string, rec *recorder) 
 		if err != nil {
 			return nil, err
 		}
-		na := &nodeAgent{name: n, watchers: nodeWatchers(kubelet, proxy, n, &a.events)}
+		na := &nodeAgent{name: n, ctx: ctx, kubelet: kubelet, events: &a.events, refs: newVolumeRefs(), vols: map[objRef]*volumeWatch{}}
+		na.watchers = na.nodeWatchers(proxy)
 		a.nodes = append(a.nodes, na)
 		for _, w := range na.watchers {
 			go w.run(ctx)
@@ -219,48 +238,123 @@ func (s *stack) startAgents(ctx context.Context, names []string, rec *recorder) 
 	return a, nil
 }
 
-// nodeWatchers are a kubelet's and a kube-proxy's watches for node n.
-func nodeWatchers(kubelet, proxy *kubernetes.Clientset, n string, events *atomic.Int64) []*watcher {
-	podSel := fields.OneTermEqualSelector("spec.nodeName", n).String()
-	nodeSel := fields.OneTermEqualSelector("metadata.name", n).String()
-	pods := kubelet.CoreV1().Pods("")
-	nodes := kubelet.CoreV1().Nodes()
+// byName is a list-then-watch of the objects sel selects, through list and watchFn.
+func byName[L listWithRV](sel string, events *atomic.Int64, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *watcher {
+	return &watcher{events: events,
+		list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
+			o.FieldSelector = sel
+			return rvOf(list(ctx, o))
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return watchFn(ctx, o)
+		}}
+}
+
+// nodeWatchers are a kubelet's and a kube-proxy's watches for the node; the kubelet's pod
+// watch starts and stops the Secret and ConfigMap watches.
+func (na *nodeAgent) nodeWatchers(proxy *kubernetes.Clientset) []*watcher {
+	podSel := fields.OneTermEqualSelector("spec.nodeName", na.name).String()
+	pods := na.kubelet.CoreV1().Pods("")
+	nodes := na.kubelet.CoreV1().Nodes()
 	svcs := proxy.CoreV1().Services("")
 	eps := proxy.DiscoveryV1().EndpointSlices("")
 	return []*watcher{
-		{events: events,
+		{events: na.events,
 			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
 				o.FieldSelector = podSel
 				l, err := pods.List(ctx, o)
+				if err == nil {
+					na.podsListed(l.Items)
+				}
 				return rvOf(l, err)
 			},
 			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = podSel
-				return pods.Watch(ctx, o)
+				wi, err := pods.Watch(ctx, o)
+				if err != nil {
+					return nil, err
+				}
+				return watch.Filter(wi, func(ev watch.Event) (watch.Event, bool) { na.podEvent(ev); return ev, true }), nil
 			}},
-		{events: events,
-			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
-				o.FieldSelector = nodeSel
-				l, err := nodes.List(ctx, o)
-				return rvOf(l, err)
-			},
-			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = nodeSel
-				return nodes.Watch(ctx, o)
-			}},
-		{events: events,
+		byName(fields.OneTermEqualSelector("metadata.name", na.name).String(), na.events, nodes.List, nodes.Watch),
+		{events: na.events,
 			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
 				l, err := svcs.List(ctx, o)
 				return rvOf(l, err)
 			},
 			watch: svcs.Watch},
-		{events: events,
+		{events: na.events,
 			list: func(ctx context.Context, o metav1.ListOptions) (string, error) {
 				l, err := eps.List(ctx, o)
 				return rvOf(l, err)
 			},
 			watch: eps.Watch},
 	}
+}
+
+// podsListed takes a list of the node's pods as all its pods.
+func (na *nodeAgent) podsListed(pods []corev1.Pod) {
+	changes := map[types.UID][]objRef{}
+	for i := range pods {
+		changes[pods[i].UID] = podRefs(&pods[i])
+	}
+	na.podsChanged(changes, true)
+}
+
+// podEvent takes one event of the node's pod watch.
+func (na *nodeAgent) podEvent(ev watch.Event) {
+	p, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	refs := podRefs(p)
+	if ev.Type == watch.Deleted {
+		refs = nil
+	}
+	na.podsChanged(map[types.UID][]objRef{p.UID: refs}, false)
+}
+
+// podsChanged starts a list-then-watch of each object a pod on the node now mounts and
+// none did before, and stops the one of each object no pod mounts any more, as a
+// kubelet's watch-based Secret and ConfigMap managers do.
+func (na *nodeAgent) podsChanged(changes map[types.UID][]objRef, replace bool) {
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	start, stop := na.refs.update(changes, replace)
+	for _, r := range stop {
+		na.vols[r].stop()
+		delete(na.vols, r)
+	}
+	for _, r := range start {
+		ctx, cancel := context.WithCancel(na.ctx)
+		vw := &volumeWatch{w: na.objectWatcher(r), stop: cancel}
+		na.vols[r] = vw
+		go vw.w.run(ctx)
+	}
+}
+
+// objectWatcher is the kubelet's list-then-watch of r alone (fieldSelector metadata.name).
+func (na *nodeAgent) objectWatcher(r objRef) *watcher {
+	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
+	if r.Resource == "secrets" {
+		c := na.kubelet.CoreV1().Secrets(r.Namespace)
+		return byName(sel, na.events, c.List, c.Watch)
+	}
+	c := na.kubelet.CoreV1().ConfigMaps(r.Namespace)
+	return byName(sel, na.events, c.List, c.Watch)
+}
+
+// all are the node's watchers now: the four, then its Secret and ConfigMap watches.
+func (na *nodeAgent) all() []*watcher {
+	na.mu.Lock()
+	defer na.mu.Unlock()
+	out := slices.Clone(na.watchers)
+	for _, vw := range na.vols {
+		out = append(out, vw.w)
+	}
+	return out
 }
 
 // expectMarkers makes every node's Service and EndpointSlice watchers wait for name.
@@ -275,7 +369,7 @@ func (a *agents) expectMarkers(name string) {
 // the latest node's recovery time.
 func (a *agents) recovered(fault time.Time) (pending int, last time.Time) {
 	for _, n := range a.nodes {
-		for _, w := range n.watchers {
+		for _, w := range n.all() {
 			at, ok := w.recoveredAt(fault)
 			if !ok {
 				pending++
@@ -290,7 +384,7 @@ func (a *agents) recovered(fault time.Time) (pending int, last time.Time) {
 // established reports whether every watcher has its watch open.
 func (a *agents) established() bool {
 	for _, n := range a.nodes {
-		for _, w := range n.watchers {
+		for _, w := range n.all() {
 			w.mu.Lock()
 			open := w.open
 			w.mu.Unlock()
@@ -300,4 +394,32 @@ func (a *agents) established() bool {
 		}
 	}
 	return true
+}
+
+// volumeCount is the nodes' Secret and ConfigMap watches: how many there are, how many
+// have their watch open, how many of those (re)opened it after a time; and the pods the
+// kubelets know of.
+type volumeCount struct{ total, open, reopened, pods int }
+
+// volumeWatches counts the nodes' Secret and ConfigMap watches; reopened: since since.
+func (a *agents) volumeWatches(since time.Time) volumeCount {
+	var c volumeCount
+	for _, n := range a.nodes {
+		n.mu.Lock()
+		vols := slices.Collect(maps.Values(n.vols))
+		c.pods += len(n.refs.pods)
+		n.mu.Unlock()
+		for _, vw := range vols {
+			c.total++
+			vw.w.mu.Lock()
+			if vw.w.open {
+				c.open++
+				if vw.w.openedAt.After(since) {
+					c.reopened++
+				}
+			}
+			vw.w.mu.Unlock()
+		}
+	}
+	return c
 }

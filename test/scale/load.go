@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/internal/upstream"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,27 @@ func newPlan(nodes, podsPerNode int) plan {
 func serviceOf(name string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80}}}}
+}
+
+// deploymentOf is upstream.Deployment with the Deployment's ConfigMap and Secret (both
+// named as it) mounted in its pods, which every node's kubelet then watches.
+func deploymentOf(name string, replicas int32) *appsv1.Deployment {
+	d := upstream.Deployment(name, replicas)
+	pod := &d.Spec.Template.Spec
+	pod.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
+		{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}},
+	}
+	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/etc/config"}, {Name: "secret", MountPath: "/etc/secret"}}
+	return d
+}
+
+func configMapOf(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"app.conf": "name=" + name}}
+}
+
+func secretOf(name string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"token": name}}
 }
 
 // retry calls f until it succeeds (or finds the object there) or timeout passes.
@@ -102,8 +124,8 @@ func cmpOr(a, b error) error {
 	return b
 }
 
-// createLoad creates the namespaces, a Service per Deployment and the Deployments at
-// replicas pods each.
+// createLoad creates the namespaces, per Deployment a Service, a ConfigMap and a Secret,
+// and the Deployments at replicas pods each.
 func createLoad(ctx context.Context, cs *kubernetes.Clientset, p plan, replicas int32) error {
 	if err := forEach(p.namespaces, 4, func(ns string) error {
 		return retry(ctx, time.Minute, func() error {
@@ -114,14 +136,30 @@ func createLoad(ctx context.Context, cs *kubernetes.Clientset, p plan, replicas 
 		return fmt.Errorf("namespaces: %w", err)
 	}
 	return forEach(p.deployments, 8, func(d types.NamespacedName) error {
-		if err := retry(ctx, time.Minute, func() error {
-			_, err := cs.CoreV1().Services(d.Namespace).Create(ctx, serviceOf(d.Name), metav1.CreateOptions{})
-			return err
-		}); err != nil {
-			return fmt.Errorf("service %s: %w", d, err)
+		core := cs.CoreV1()
+		for _, c := range []struct {
+			what   string
+			create func() error
+		}{
+			{"service", func() error {
+				_, err := core.Services(d.Namespace).Create(ctx, serviceOf(d.Name), metav1.CreateOptions{})
+				return err
+			}},
+			{"configmap", func() error {
+				_, err := core.ConfigMaps(d.Namespace).Create(ctx, configMapOf(d.Name), metav1.CreateOptions{})
+				return err
+			}},
+			{"secret", func() error {
+				_, err := core.Secrets(d.Namespace).Create(ctx, secretOf(d.Name), metav1.CreateOptions{})
+				return err
+			}},
+		} {
+			if err := retry(ctx, time.Minute, c.create); err != nil {
+				return fmt.Errorf("%s %s: %w", c.what, d, err)
+			}
 		}
 		return retry(ctx, time.Minute, func() error {
-			_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, upstream.Deployment(d.Name, replicas), metav1.CreateOptions{})
+			_, err := cs.AppsV1().Deployments(d.Namespace).Create(ctx, deploymentOf(d.Name, replicas), metav1.CreateOptions{})
 			return err
 		})
 	})
@@ -138,14 +176,18 @@ func scaleLoad(ctx context.Context, cs *kubernetes.Clientset, p plan, replicas i
 	})
 }
 
-// deleteLoad deletes the Deployments and Services.
+// deleteLoad deletes the Deployments, then their Services, ConfigMaps and Secrets.
 func deleteLoad(ctx context.Context, cs *kubernetes.Clientset, p plan) error {
 	return forEach(p.deployments, 8, func(d types.NamespacedName) error {
 		if err := cs.AppsV1().Deployments(d.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err := cs.CoreV1().Services(d.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
+		for _, del := range []func(context.Context, string, metav1.DeleteOptions) error{
+			cs.CoreV1().Services(d.Namespace).Delete, cs.CoreV1().ConfigMaps(d.Namespace).Delete, cs.CoreV1().Secrets(d.Namespace).Delete,
+		} {
+			if err := del(ctx, d.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
 		return nil
 	})

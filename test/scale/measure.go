@@ -164,6 +164,9 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := r.createAndScale(ctx); err != nil {
 		return err
 	}
+	if err := r.volumeWatchesOpen(ctx, ag); err != nil {
+		return err
+	}
 	if err := sleepCtx(ctx, r.steadyWindow()); err != nil { // steady load, then the fault
 		return err
 	}
@@ -191,6 +194,10 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := poll(ctx, 3*time.Minute, func() bool { return r.pods.liveCount() == 0 }); err != nil {
 		b.progress("%s: %d pods still there after the delete", r.s.name, r.pods.liveCount())
 	}
+	// The kubelets stop their volume watches as their pods' deletions reach them.
+	_ = poll(ctx, time.Minute, func() bool { return ag.volumeWatches(time.Time{}).total == 0 })
+	c := ag.volumeWatches(time.Time{})
+	b.progress("%s: load deleted: %d volume watches left (%d pods on the kubelets)", r.s.name, c.total, c.pods)
 	return nil
 }
 
@@ -199,7 +206,7 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 func (r *runState) createAndScale(ctx context.Context) error {
 	b := r.s.b
 	total := len(r.plan.deployments) * deploymentSize
-	b.progress("%s: creating %d Deployments (+ Services) at %d pods each", r.s.name, len(r.plan.deployments), deploymentSize/2)
+	b.progress("%s: creating %d Deployments (+ Services, ConfigMaps, Secrets) at %d pods each", r.s.name, len(r.plan.deployments), deploymentSize/2)
 	if err := createLoad(ctx, r.admin, r.plan, deploymentSize/2); err != nil {
 		return err
 	}
@@ -217,9 +224,25 @@ func (r *runState) createAndScale(ctx context.Context) error {
 	return nil
 }
 
+// volumeWatchesOpen waits until the kubelets know every pod of the load and have a watch
+// open on every Secret and ConfigMap their pods mount (and their own four).
+func (r *runState) volumeWatchesOpen(ctx context.Context, ag *agents) error {
+	total := len(r.plan.deployments) * deploymentSize
+	if err := poll(ctx, 5*time.Minute, func() bool {
+		return ag.volumeWatches(time.Time{}).pods >= total && ag.established()
+	}); err != nil {
+		c := ag.volumeWatches(time.Time{})
+		return fmt.Errorf("kubelets' volume watches: %d of %d open, %d of %d pods seen: %w", c.open, c.total, c.pods, total, err)
+	}
+	c := ag.volumeWatches(time.Time{})
+	r.s.b.progress("%s: %d Secret and ConfigMap watches open on %d nodes (their %d pods' volumes)", r.s.name, c.open, len(r.nodes), c.pods)
+	return nil
+}
+
 // storm kills every process of m1 (the VIP holder), creates the marker Service and
-// EndpointSlice, and waits until every node's watches are back and caught up and every
-// node Lease was renewed after the fault, counting Leases that went stale past 40 s.
+// EndpointSlice, and waits until every node's watches (its Secret and ConfigMap watches
+// among them) are back and caught up and every node Lease was renewed after the fault,
+// counting Leases that went stale past 40 s.
 func (r *runState) storm(ctx context.Context, ag *agents, fault time.Time) error {
 	b := r.s.b
 	marker := fmt.Sprintf("storm-%d", fault.UnixNano())
@@ -270,7 +293,9 @@ func (r *runState) storm(ctx context.Context, ag *agents, fault time.Time) error
 		}
 	}
 	st.StaleLeases = len(stale)
-	b.progress("%s: storm: watches back after %.3fs (%d nodes not), %d Leases stale", r.s.name, st.WatchesReestablishedS, pending, st.StaleLeases)
+	c := ag.volumeWatches(fault)
+	b.progress("%s: storm: watches back after %.3fs (%d nodes not; volume watches: %d of %d open, %d of them reopened after the fault), %d Leases stale",
+		r.s.name, st.WatchesReestablishedS, pending, c.open, c.total, c.reopened, st.StaleLeases)
 	return nil
 }
 
