@@ -52,6 +52,9 @@ type options struct {
 	binDir      string
 	podsPerNode int
 	keep        bool
+	search      []int         // -search: the ladder of N, increasing; nil: one run at -nodes
+	stepBudget  time.Duration // -step-budget: a search step not finished in it is not carried
+	profile     bool          // -profile: m1's CPU and heap profiles at the start of the steady window
 }
 
 // bench is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -74,14 +77,22 @@ func main() { os.Exit(run()) }
 
 func run() int {
 	var o options
-	var servers string
+	var servers, ladder string
 	flag.IntVar(&o.nodes, "nodes", 1000, "number of kwok nodes (and simulated node agents)")
 	flag.StringVar(&o.out, "out", "_output/scale", "`directory` for report.json, report.md and latency.png")
 	flag.StringVar(&servers, "servers", strings.Join(allServers, ","), "comma-separated servers to measure: hacp, kube-apiserver")
 	flag.BoolVar(&o.quick, "quick", false, "a tenth of the pods per node and shorter load windows")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "`directory` holding apiserver, vipd, lbproxy and etcd; missing ones are built into it")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (data dirs, whole logs)")
+	flag.StringVar(&ladder, "search", "", "comma-separated increasing `N`s: measure each server at each N (a fresh stack per step) until the first step it does not carry; -nodes is then unused")
+	flag.DurationVar(&o.stepBudget, "step-budget", 20*time.Minute, "with -search: a step (one server at one N) not finished in this `duration` is not carried")
+	flag.BoolVar(&o.profile, "profile", false, "fetch m1's apiserver CPU (up to 20 s) and heap profiles at the start of the steady window into <out>/logs/<server>/")
 	flag.Parse()
+	var err error
+	if o.search, err = parseLadder(ladder); err != nil {
+		fmt.Fprintf(os.Stderr, "scale: -search: %v\n", err)
+		return 2
+	}
 	o.podsPerNode = 30
 	if o.quick {
 		o.podsPerNode = 3
@@ -96,8 +107,8 @@ func run() int {
 		}
 		o.servers = append(o.servers, s)
 	}
-	if len(o.servers) == 0 || o.nodes < 1 {
-		fmt.Fprintln(os.Stderr, "scale: need at least one server and one node")
+	if len(o.servers) == 0 || o.nodes < 1 || o.stepBudget <= 0 {
+		fmt.Fprintln(os.Stderr, "scale: need at least one server, one node and a positive -step-budget")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -140,14 +151,19 @@ func (b *bench) run(ctx context.Context) (err error) {
 	if err := b.buildHosts(); err != nil {
 		return err
 	}
-	rep := &report{Nodes: b.opts.nodes, Quick: b.opts.quick, PodsPerNode: b.opts.podsPerNode, Servers: map[string]*serverReport{}}
-	for _, name := range b.opts.servers {
-		if ctx.Err() != nil {
-			break
+	var rep *report
+	if b.opts.search != nil {
+		rep = b.search(ctx)
+	} else {
+		rep = &report{Nodes: b.opts.nodes, Quick: b.opts.quick, PodsPerNode: b.opts.podsPerNode, Servers: map[string]*serverReport{}}
+		for _, name := range b.opts.servers {
+			if ctx.Err() != nil {
+				break
+			}
+			rep.Servers[name] = b.measure(ctx, name)
 		}
-		rep.Servers[name] = b.measure(ctx, name)
 	}
-	if err := rep.write(b.opts.out, b.header()); err != nil {
+	if err := rep.write(b.opts.out, b.header(rep)); err != nil {
 		return err
 	}
 	b.progress("wrote %s", filepath.Join(b.opts.out, "report.md"))
@@ -195,16 +211,20 @@ func (b *bench) findBinaries(ctx context.Context) error {
 	return b.upstreamBinaries(ctx)
 }
 
-// header is report.md's text above the table.
-func (b *bench) header() string {
+// header is report.md's text above the tables.
+func (b *bench) header(rep *report) string {
 	var h strings.Builder
-	fmt.Fprintf(&h, "# Scale bench (issue 39): %d nodes\n\n", b.opts.nodes)
+	if rep.Search != nil {
+		fmt.Fprintf(&h, "# Scale bench (issue 39): the largest N each server carries, ladder %s\n\n", joinInts(b.opts.search))
+	} else {
+		fmt.Fprintf(&h, "# Scale bench (issue 39): %d nodes\n\n", rep.Nodes)
+	}
 	fmt.Fprintf(&h, "Run %s on %d cores; -quick=%v: %d pods per node. Servers ran one after the other on the same three masters (network namespaces on one machine).\n\n",
 		b.epoch.UTC().Format(time.RFC3339), numCPU(), b.opts.quick, b.opts.podsPerNode)
 	h.WriteString("Each server: three masters, each with its apiserver on its own etcd member (hacp: the apiserver's embedded member; kube-apiserver " + kubeVersion() +
 		": an etcd process per master, same Raft timers), vipd + lbproxy with VIP " + vipAddr + " in front of both, upstream kube-controller-manager and kube-scheduler on every master against its own apiserver, kwok on the client host playing the nodes through the VIP (node leases and status heartbeats).\n\n")
 	h.WriteString("Node agents: per node a kubelet identity (system:node:NAME) watching its pods (spec.nodeName) and its Node, and a kube-proxy identity (system:kube-proxy) watching Services and EndpointSlices, each on its own connection through the VIP; the kubelet also watches each Secret and ConfigMap its pods mount (one list-then-watch per object, fieldSelector metadata.name, from the first pod mounting it to the last one's deletion, as 1.37's watch-based managers), and these count among the storm's re-established watches.\n\n")
 	h.WriteString("Latencies are the bench's own clients' requests (load generator and node agents' lists) measured client-side through the VIP, in the steady phase before the fault; `recovery` (and the storm's failed requests) is from the fault until every watch is back and every node Lease was renewed after it (at most 90 s). Pod startup: the load generator's pod watch, first seen -> first seen Running (kwok). CPU: user+system seconds of the apiservers and etcd processes of all masters (hacp's apiserver includes its etcd); peak RSS: the largest master's apiserver (+ etcd) VmHWM.\n\n")
-	h.WriteString("Storm: SIGSTOP then SIGKILL of every process of the VIP master (m1). `watches re-established`: fault -> every node's four watches reopened and the Service and EndpointSlice created after the fault delivered to it. `Leases stale`: nodes whose Lease renewTime was ever older than 40 s while watched (until every Lease was renewed after the fault). `writes lost`: acknowledged ConfigMap creates missing when read back through a surviving master.\n\n")
+	h.WriteString("Storm: SIGSTOP then SIGKILL of every process of the VIP master (m1). `watches re-established`: fault -> every node's watches (pods, Node, Services, EndpointSlices, mounted Secrets and ConfigMaps) reopened and the Service and EndpointSlice created after the fault delivered to it. `Leases stale`: nodes whose Lease renewTime was ever older than 40 s while watched (until every Lease was renewed after the fault). `writes lost`: acknowledged ConfigMap creates missing when read back through a surviving master.\n\n")
 	return h.String()
 }

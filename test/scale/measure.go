@@ -167,6 +167,7 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := r.volumeWatchesOpen(ctx, ag); err != nil {
 		return err
 	}
+	r.profile(ctx)
 	if err := sleepCtx(ctx, r.steadyWindow()); err != nil { // steady load, then the fault
 		return err
 	}

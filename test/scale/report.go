@@ -18,12 +18,18 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// report is _output/scale/report.json: one entry per server, all from one run.
+// report is _output/scale/report.json: one entry per server, all from one run. With
+// -search, nodes and servers are the rows at the N chooseN picked (nodes_because says
+// why) and search holds every server's ladder.
 type report struct {
-	Nodes       int                      `json:"nodes"`
-	Quick       bool                     `json:"quick"`
-	PodsPerNode int                      `json:"pods_per_node"`
-	Servers     map[string]*serverReport `json:"servers"`
+	Nodes        int                      `json:"nodes"`
+	NodesBecause string                   `json:"nodes_because,omitempty"`
+	Quick        bool                     `json:"quick"`
+	PodsPerNode  int                      `json:"pods_per_node"`
+	Servers      map[string]*serverReport `json:"servers"`
+	SearchLadder []int                    `json:"search_ladder,omitempty"`
+	StepBudgetS  float64                  `json:"step_budget_s,omitempty"`
+	Search       map[string]*searchServer `json:"search,omitempty"`
 }
 
 // serverReport is one server's measurements (keys fixed by issue 39).
@@ -116,7 +122,11 @@ func (r *report) write(dir, header string) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(header+r.markdown()), 0o644); err != nil {
+	md := header + r.markdown()
+	if r.Search != nil {
+		md = header + r.searchMarkdown() + r.markdown()
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
 	png, err := r.plotPNG()
