@@ -117,14 +117,7 @@ func TestSearchReportShape(t *testing.T) {
 	rep := &report{Quick: true, PodsPerNode: 3, Search: search, SearchLadder: ns, StepBudgetS: (20 * time.Minute).Seconds()}
 	rep.Nodes, rep.NodesBecause = chooseN(search, allServers)
 	rep.Servers = rowsAt(search, rep.Nodes)
-	dir := t.TempDir()
-	if err := rep.write(dir, "# header\n\n"); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, b := writeReport(t, rep)
 	var got struct {
 		Nodes   int                        `json:"nodes"`
 		Servers map[string]json.RawMessage `json:"servers"`

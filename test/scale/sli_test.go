@@ -175,14 +175,7 @@ func TestReportKeys(t *testing.T) {
 		s.timeline = timelineOf([]sample{{Class: classGet, Start: fault, Dur: time.Millisecond, OK: true}}, fault)
 		rep.Servers[n] = s
 	}
-	dir := t.TempDir()
-	if err := rep.write(dir, "# header\n\n"); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, b := writeReport(t, rep)
 	var got struct {
 		Nodes   *int                                  `json:"nodes"`
 		Servers map[string]map[string]json.RawMessage `json:"servers"`
@@ -249,4 +242,18 @@ func TestNewPlan(t *testing.T) {
 	if len(p.namespaces) != 10 || len(p.deployments)*deploymentSize != 30000 {
 		t.Errorf("N=1000: %d namespaces, %d pods; want 10, 30000", len(p.namespaces), len(p.deployments)*deploymentSize)
 	}
+}
+
+// writeReport writes rep into a temp dir and returns the dir and report.json's bytes.
+func writeReport(t *testing.T, rep *report) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := rep.write(dir, "# header\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, b
 }
