@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,10 +12,6 @@ import (
 
 	hnetns "github.com/hacp/hacp/internal/netns"
 	"github.com/hacp/hacp/internal/upstream"
-	"github.com/hacp/hacp/pkg/apiserver/certs"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -171,6 +166,7 @@ func (r *runState) loadAndStorm(ctx context.Context, ag *agents) error {
 	if err := sleepCtx(ctx, r.steadyWindow()); err != nil { // steady load, then the fault
 		return err
 	}
+	r.leaderToVictim(ctx)
 	fault := time.Now()
 	r.rep.setClasses(statsByClass(r.rec.between(steadyStart, fault)))
 	r.rep.Pods = len(r.pods.startup())
@@ -318,38 +314,6 @@ func (r *runState) finish() {
 	} else {
 		r.s.b.progress("%s: etcd status on m2: %v", r.s.name, err)
 	}
-}
-
-// etcdInUse asks m's etcd member, over its loopback client URL from inside m, how many
-// bytes of its backend are in use (hacp: with the client certificate its apiserver made).
-func (s *stack) etcdInUse(m *hnetns.Host) (int64, error) {
-	cfg := clientv3.Config{
-		Endpoints:   []string{"http://127.0.0.1:2379"},
-		DialTimeout: 2 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return m.DialContext(ctx, "tcp", addr)
-		})},
-		Logger: zap.NewNop(),
-	}
-	if s.name == serverHACP {
-		tlsCfg, err := certs.LoadEtcdClientTLS(filepath.Join(s.dir, m.Name, "data", "pki"))
-		if err != nil {
-			return 0, err
-		}
-		cfg.Endpoints, cfg.TLS = []string{"https://127.0.0.1:2379"}, tlsCfg
-	}
-	cli, err := clientv3.New(cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := cli.Status(ctx, cfg.Endpoints[0])
-	if err != nil {
-		return 0, err
-	}
-	return st.DbSizeInUse, nil
 }
 
 // etcdDBSize is the largest etcd backend file (member/snap/db) under dir.

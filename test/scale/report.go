@@ -72,6 +72,8 @@ type stormReport struct {
 	WritesLost              int                   `json:"writes_lost"`
 	WritesAcked             int                   `json:"writes_acked"`
 	Recovery                map[string]classStats `json:"recovery"`
+	// EtcdLeaderKilled: the etcd leader was moved to the victim before the fault.
+	EtcdLeaderKilled bool `json:"etcd_leader_killed"`
 }
 
 // setClasses fills the p50/p99 fields and the SLO verdict from the steady-state samples.
@@ -174,6 +176,7 @@ func (r *report) markdown() string {
 	row("etcd db MB in use / file", func(s *serverReport) string { return fmt.Sprintf("%.1f / %.1f", s.EtcdDBMB, s.EtcdDBFileMB) })
 	row("watch events delivered", func(s *serverReport) string { return fmt.Sprint(s.WatchEvents) })
 	row("storm: goals met", func(s *serverReport) string { return yesNo(s.Storm.Met, s.Storm.Missed) })
+	row("storm: etcd leader killed with the VIP master", func(s *serverReport) string { return yesNo(s.Storm.EtcdLeaderKilled, []string{"left where it was"}) })
 	row("storm: watches re-established s", func(s *serverReport) string {
 		return fmt.Sprintf("%s (%d nodes not)", sec(s.Storm.WatchesReestablishedS), s.Storm.WatchesNotReestablished)
 	})
