@@ -308,6 +308,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // finish fills the resource numbers.
 func (r *runState) finish() {
 	r.rep.CPUS, r.rep.PeakRSSMB = r.usage.totals()
+	r.rep.OtherCPUS, r.rep.BenchCPUS = r.usage.side()
 	r.rep.EtcdDBFileMB = round3(float64(etcdDBSize(r.s.dir)) / (1 << 20))
 	if inUse, err := r.s.etcdInUse(r.s.b.masters[1]); err == nil {
 		r.rep.EtcdDBMB = round3(float64(inUse) / (1 << 20))
@@ -336,16 +337,49 @@ type usage struct {
 	hwm    map[int]float64 // pid -> MB
 	master map[int]string
 	frozen bool
+	// others: every other process on the hosts (controller-managers, schedulers, kwok,
+	// vipd, lbproxy), pid -> CPU seconds; self0: the bench's own CPU seconds at the start.
+	others map[int]float64
+	self0  float64
+	selfS  float64
 }
 
 func newUsage(s *stack) *usage {
-	u := &usage{s: s, cpu: map[int]float64{}, hwm: map[int]float64{}, master: map[int]string{}}
+	u := &usage{s: s, cpu: map[int]float64{}, hwm: map[int]float64{}, master: map[int]string{}, others: map[int]float64{}}
 	for m, procs := range s.server {
 		for _, p := range procs {
 			u.master[p.Cmd.Process.Pid] = m
 		}
 	}
+	u.self0, _ = procCPU(os.Getpid())
 	return u
+}
+
+// readOthers samples the CPU time of the hosts' other processes and of the bench itself.
+func (u *usage) readOthers() {
+	for _, h := range append([]*hnetns.Host{u.s.b.client}, u.s.b.masters...) {
+		for _, pid := range hnetns.PIDs(h.NS) {
+			if _, ok := u.master[pid]; ok {
+				continue
+			}
+			if cpu, ok := procCPU(pid); ok {
+				u.others[pid] = max(u.others[pid], cpu)
+			}
+		}
+	}
+	if cpu, ok := procCPU(os.Getpid()); ok {
+		u.selfS = cpu - u.self0
+	}
+}
+
+// side returns the CPU seconds of the other processes and of the bench itself.
+func (u *usage) side() (othersS, benchS float64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, c := range u.others {
+		othersS += c
+	}
+	return round3(othersS), round3(u.selfS)
 }
 
 func (u *usage) sample(ctx context.Context) {
@@ -363,6 +397,7 @@ func (u *usage) read() {
 	if u.frozen {
 		return
 	}
+	u.readOthers()
 	for pid := range u.master {
 		if cpu, ok := procCPU(pid); ok {
 			u.cpu[pid] = cpu

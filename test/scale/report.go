@@ -50,11 +50,15 @@ type serverReport struct {
 	PodStartupP99S    float64               `json:"pod_startup_p99_s"`
 	PeakRSSMB         float64               `json:"peak_rss_mb"`
 	CPUS              float64               `json:"cpu_s"`
-	EtcdDBMB          float64               `json:"etcd_db_mb"`      // in use, m2's member
-	EtcdDBFileMB      float64               `json:"etcd_db_file_mb"` // the largest member's backend file
-	WatchEvents       int64                 `json:"watch_events"`
-	Storm             stormReport           `json:"storm"`
-	Error             string                `json:"error,omitempty"`
+	// OtherCPUS: the controller-managers, schedulers, kwok, vipd and lbproxy; BenchCPUS:
+	// the bench process (node agents, load, recorders); both until the fault, as CPUS.
+	OtherCPUS    float64     `json:"other_cpu_s"`
+	BenchCPUS    float64     `json:"bench_cpu_s"`
+	EtcdDBMB     float64     `json:"etcd_db_mb"`      // in use, m2's member
+	EtcdDBFileMB float64     `json:"etcd_db_file_mb"` // the largest member's backend file
+	WatchEvents  int64       `json:"watch_events"`
+	Storm        stormReport `json:"storm"`
+	Error        string      `json:"error,omitempty"`
 
 	// timeline: every sample's (seconds since the fault, latency), per class, for the PNG.
 	timeline map[string]plotter.XYs
@@ -173,6 +177,9 @@ func (r *report) markdown() string {
 	})
 	row("peak RSS MB (one master)", func(s *serverReport) string { return fmt.Sprintf("%.0f", s.PeakRSSMB) })
 	row("CPU s (three masters)", func(s *serverReport) string { return fmt.Sprintf("%.1f", s.CPUS) })
+	row("CPU s: controllers, scheduler, kwok, vipd, lbproxy / the bench's agents and load", func(s *serverReport) string {
+		return fmt.Sprintf("%.1f / %.1f", s.OtherCPUS, s.BenchCPUS)
+	})
 	row("etcd db MB in use / file", func(s *serverReport) string { return fmt.Sprintf("%.1f / %.1f", s.EtcdDBMB, s.EtcdDBFileMB) })
 	row("watch events delivered", func(s *serverReport) string { return fmt.Sprint(s.WatchEvents) })
 	row("storm: goals met", func(s *serverReport) string { return yesNo(s.Storm.Met, s.Storm.Missed) })
