@@ -317,18 +317,5 @@ func (e *e2e) teardown() {
 
 // poll calls cond every 100 ms until it is true, ctx ends or timeout passes.
 func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not reached within %v", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return hnetns.Poll(ctx, timeout, 100*time.Millisecond, cond)
 }
