@@ -142,10 +142,13 @@ func (r *report) write(dir, header string) error {
 	return os.WriteFile(filepath.Join(dir, "latency.png"), png, 0o644)
 }
 
-func (r *report) serverNames() []string {
+func (r *report) serverNames() []string { return inServerOrder(r.Servers) }
+
+// inServerOrder is the servers that are keys of m, in allServers' order.
+func inServerOrder[V any](m map[string]V) []string {
 	var names []string
 	for _, n := range allServers {
-		if _, ok := r.Servers[n]; ok {
+		if _, ok := m[n]; ok {
 			names = append(names, n)
 		}
 	}

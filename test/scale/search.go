@@ -221,15 +221,7 @@ func (r *report) searchMarkdown() string {
 	return b.String()
 }
 
-func (r *report) searchNames() []string {
-	var names []string
-	for _, n := range allServers {
-		if _, ok := r.Search[n]; ok {
-			names = append(names, n)
-		}
-	}
-	return names
-}
+func (r *report) searchNames() []string { return inServerOrder(r.Search) }
 
 func stepCell(st searchStep) string {
 	if st.carried() {
