@@ -227,8 +227,15 @@ func (r *Registry) newCacher(st *storage.Etcd3, k *registry.Kind, gvk schema.Gro
 	return storage.NewCacher(st, storage.CacherConfig{Resource: name, KeyRoot: root, HistoryCapacity: size,
 		BookmarkInterval: r.cfg.BookmarkInterval, Metrics: r.cfg.WatchCacheMetrics, Logger: r.log,
 		// Shared objects get their kind once, here: the store's setKind then writes nothing.
-		Prepare: func(obj runtime.Object) { obj.GetObjectKind().SetGroupVersionKind(gvk) }})
+		Prepare: func(obj runtime.Object) { obj.GetObjectKind().SetGroupVersionKind(gvk) },
+		// The store's predicates match with k.Attrs too (registry.Store).
+		Attrs: k.Attrs, IndexFields: cacheIndexFields[k.GroupResource()]})
 }
+
+// cacheIndexFields are the fields, besides metadata.name, whose exact values the watch
+// cache keeps watchers by: upstream's trigger fields (pods by spec.nodeName, each node's
+// kubelet).
+var cacheIndexFields = map[schema.GroupResource][]string{{Resource: "pods"}: {"spec.nodeName"}}
 
 // RepairServices runs one pass of the Service IP and NodePort repair (Start runs it every
 // few minutes): reservations no Service holds are freed when two passes in a row found them.

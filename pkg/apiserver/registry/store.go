@@ -286,25 +286,32 @@ func (s *Store) predicate(opts *metav1.ListOptions) (storage.Predicate, error) {
 		}
 		p.Field = sel
 	}
-	p.GetAttrs = func(obj runtime.Object) (labels.Set, fields.Set, error) {
-		a, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, nil, err
-		}
-		return labels.Set(a.GetLabels()), s.fieldSet(obj), nil
-	}
+	p.GetAttrs = s.kind.Attrs
 	return p, nil
 }
 
-func (s *Store) fieldSet(obj runtime.Object) fields.Set {
+func (s *Store) fieldSet(obj runtime.Object) fields.Set { return s.kind.FieldSet(obj) }
+
+// Attrs returns the labels and selectable fields of obj, an object of kind k: what label
+// and field selectors on k match (the watch cache computes them once per object).
+func (k *Kind) Attrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return labels.Set(a.GetLabels()), k.FieldSet(obj), nil
+}
+
+// FieldSet returns the selectable fields of obj, an object of kind k.
+func (k *Kind) FieldSet(obj runtime.Object) fields.Set {
 	a, _ := meta.Accessor(obj)
 	set := fields.Set{"metadata.name": a.GetName()}
-	if s.kind.Namespaced {
+	if k.Namespaced {
 		set["metadata.namespace"] = a.GetNamespace()
 	}
-	if s.kind.Strategy.Fields != nil {
-		for k, v := range s.kind.Strategy.Fields(obj) {
-			set[k] = v
+	if k.Strategy.Fields != nil {
+		for f, v := range k.Strategy.Fields(obj) {
+			set[f] = v
 		}
 	}
 	return set

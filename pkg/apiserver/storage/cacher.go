@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -57,14 +59,24 @@ type CacherConfig struct {
 	// Prepare, when set, is applied once to every object decoded, before it is shared
 	// (the registry sets the kind there, so nobody writes to shared objects later).
 	Prepare func(runtime.Object)
-	Metrics *CacherMetrics
+	// Attrs, when set, returns an object's labels and selectable fields exactly as every
+	// Predicate.GetAttrs used on the resource does. The cache then computes them once per
+	// object it decodes, matches lists and watchers with them, and keeps watchers whose
+	// field selector requires an exact metadata.name or IndexFields value by that value, so
+	// that an event meets only the watchers that can want it.
+	Attrs func(runtime.Object) (labels.Set, fields.Set, error)
+	// IndexFields are the fields, besides metadata.name, watchers are kept by (pods:
+	// spec.nodeName, each kubelet's watch). Only with Attrs.
+	IndexFields []string
+	Metrics     *CacherMetrics
 	Logger  *slog.Logger
 }
 
 // cacheItem is one object in the cache, by its full etcd key.
 type cacheItem struct {
-	key string
-	obj runtime.Object // shared: never modified
+	key   string
+	obj   runtime.Object // shared: never modified
+	attrs *attrs         // obj's, nil when unknown
 }
 
 func lessItem(a, b *cacheItem) bool { return a.key < b.key }
@@ -81,6 +93,8 @@ type cacheEvent struct {
 	prev runtime.Object // the state before, nil for Added
 	rev  int64
 	at   time.Time
+
+	attrs, prevAttrs *attrs // obj's and prev's, nil when unknown
 }
 
 // snapshot is the cache's content at one revision, kept for paged lists' continue tokens.
@@ -104,7 +118,7 @@ type Cacher struct {
 	history     []*cacheEvent // oldest first
 	historyFrom int64         // every event after historyFrom is in history
 	revCh       chan struct{} // closed when rev or ready changes
-	watchers    map[*cacheWatcher]struct{}
+	watchers    *watcherSet
 	snapshots   map[int64]*snapshot
 	current     *cacheTree // a clone of tree at rev, shared by reads until the next change
 
@@ -145,7 +159,7 @@ func NewCacher(inner *Etcd3, cfg CacherConfig) *Cacher {
 		prefix:    inner.fullKey(strings.Trim(cfg.KeyRoot, "/")) + "/",
 		tree:      newTree(),
 		revCh:     make(chan struct{}),
-		watchers:  map[*cacheWatcher]struct{}{},
+		watchers:  newWatcherSet(cfg.IndexFields),
 		snapshots: map[int64]*snapshot{},
 		progress:  make(chan struct{}, 1),
 		done:      make(chan struct{}),
@@ -269,10 +283,10 @@ func (c *Cacher) unready() {
 		c.ready = false
 		c.broadcast()
 	}
-	for w := range c.watchers {
+	for w := range c.watchers.all {
 		w.terminate()
-		delete(c.watchers, w)
 	}
+	c.watchers = newWatcherSet(c.cfg.IndexFields)
 	c.history = nil
 	c.current = nil
 	c.snapshots = map[int64]*snapshot{}
@@ -302,7 +316,7 @@ func (c *Cacher) sync(ctx context.Context) (synced bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("decode %s: %w", kv.Key, err)
 		}
-		tree.ReplaceOrInsert(&cacheItem{key: string(kv.Key), obj: obj})
+		tree.ReplaceOrInsert(&cacheItem{key: string(kv.Key), obj: obj, attrs: c.attrsOf(obj)})
 	}
 	rev := resp.Header.Revision
 	c.mu.Lock()
@@ -381,8 +395,9 @@ func (c *Cacher) advance(rev int64) {
 // tree, the history and the watchers change together.
 func (c *Cacher) apply(evs []*clientv3.Event) error {
 	type decoded struct {
-		ev  *clientv3.Event
-		obj runtime.Object
+		ev    *clientv3.Event
+		obj   runtime.Object
+		attrs *attrs
 	}
 	ds := make([]decoded, len(evs))
 	for i, ev := range evs {
@@ -392,7 +407,7 @@ func (c *Cacher) apply(evs []*clientv3.Event) error {
 			if err != nil {
 				return fmt.Errorf("decode %s: %w", ev.Kv.Key, err)
 			}
-			ds[i].obj = obj
+			ds[i].obj, ds[i].attrs = obj, c.attrsOf(obj)
 		}
 	}
 	now := time.Now()
@@ -401,10 +416,11 @@ func (c *Cacher) apply(evs []*clientv3.Event) error {
 	for _, d := range ds {
 		key, rev := string(d.ev.Kv.Key), d.ev.Kv.ModRevision
 		var prev runtime.Object
+		var prevAttrs *attrs
 		if old, ok := c.tree.Get(&cacheItem{key: key}); ok {
-			prev = old.obj
+			prev, prevAttrs = old.obj, old.attrs
 		}
-		ce := &cacheEvent{key: key, rev: rev, at: now, prev: prev}
+		ce := &cacheEvent{key: key, rev: rev, at: now, prev: prev, prevAttrs: prevAttrs, attrs: d.attrs}
 		switch {
 		case d.ev.Type == clientv3.EventTypeDelete:
 			if prev == nil {
@@ -414,21 +430,16 @@ func (c *Cacher) apply(evs []*clientv3.Event) error {
 			// A deleted object carries the revision of its deletion, as from etcd.
 			gone := prev.DeepCopyObject()
 			_ = setRV(gone, rev)
-			ce.typ, ce.obj = watch.Deleted, gone
+			ce.typ, ce.obj, ce.attrs = watch.Deleted, gone, prevAttrs // only the resourceVersion differs
 		case prev == nil:
-			c.tree.ReplaceOrInsert(&cacheItem{key: key, obj: d.obj})
+			c.tree.ReplaceOrInsert(&cacheItem{key: key, obj: d.obj, attrs: d.attrs})
 			ce.typ, ce.obj = watch.Added, d.obj
 		default:
-			c.tree.ReplaceOrInsert(&cacheItem{key: key, obj: d.obj})
+			c.tree.ReplaceOrInsert(&cacheItem{key: key, obj: d.obj, attrs: d.attrs})
 			ce.typ, ce.obj = watch.Modified, d.obj
 		}
 		c.record(ce)
-		for w := range c.watchers {
-			if !w.offer(ce) {
-				delete(c.watchers, w)
-				c.cfg.Metrics.terminated(c.cfg.Resource)
-			}
-		}
+		c.fanOut(ce)
 		if rev > c.rev {
 			c.rev = rev
 		}
@@ -476,17 +487,37 @@ func (c *Cacher) tick(now time.Time) bool {
 		}
 	}
 	due := false
-	for w := range c.watchers {
+	var over []*cacheWatcher
+	for w := range c.watchers.all {
 		if w.bookmarks && !now.Before(w.nextBookmark) {
 			due = true
 			w.nextBookmark = now.Add(c.cfg.BookmarkInterval)
 			if !w.offerBookmark(c.rev) {
-				delete(c.watchers, w)
-				c.cfg.Metrics.terminated(c.cfg.Resource)
+				over = append(over, w)
 			}
 		}
 	}
+	c.dropWatchers(over)
 	return due
+}
+
+// fanOut offers ev to the watchers it may concern; c.mu is held.
+func (c *Cacher) fanOut(ev *cacheEvent) {
+	var over []*cacheWatcher
+	c.watchers.offer(ev, func(w *cacheWatcher) {
+		if !w.offer(ev) {
+			over = append(over, w)
+		}
+	})
+	c.dropWatchers(over)
+}
+
+// dropWatchers forgets watchers closed because they fell behind; c.mu is held.
+func (c *Cacher) dropWatchers(over []*cacheWatcher) {
+	for _, w := range over {
+		c.watchers.remove(w)
+		c.cfg.Metrics.terminated(c.cfg.Resource)
+	}
 }
 
 // requestProgress asks the feed for an etcd progress notification.
@@ -803,9 +834,10 @@ func (c *Cacher) page(tree *cacheTree, rev int64, keyPrefix, fromKey string, opt
 			more, next = true, it.key
 			return false
 		}
-		ok, err := opts.Predicate.Matches(it.obj)
-		if err != nil {
-			matchErr = err
+		ok := true
+		if it.attrs != nil {
+			ok = match(opts.Predicate, it.obj, it.attrs)
+		} else if ok, matchErr = opts.Predicate.Matches(it.obj); matchErr != nil {
 			return false
 		}
 		if ok {

@@ -23,6 +23,11 @@ type cacheWatcher struct {
 	bookmarks bool
 	buffer    int
 
+	// Where the cache's watcherSet keeps it: the indexed field's slot and the value its
+	// selector requires, or slot -1.
+	slot      int
+	slotValue string
+
 	// Set at registration, then owned by the feed (under c.mu).
 	startRev     int64 // events after startRev are for this watcher
 	lastRev      int64 // the revision of the last event offered: bookmarks never go back
@@ -50,7 +55,7 @@ func (w *cacheWatcher) Stop() {
 	w.stopOnce.Do(func() {
 		close(w.done)
 		w.c.mu.Lock()
-		delete(w.c.watchers, w)
+		w.c.watchers.remove(w)
 		w.c.mu.Unlock()
 	})
 }
@@ -122,12 +127,12 @@ func (w *cacheWatcher) convert(ev *cacheEvent) (watch.Event, bool) {
 	p := w.pred
 	switch ev.typ {
 	case watch.Deleted, watch.Added:
-		if !matches(p, ev.obj) {
+		if !match(p, ev.obj, ev.attrs) {
 			return watch.Event{}, false
 		}
 		return watch.Event{Type: ev.typ, Object: ev.obj}, true
 	}
-	curOK, prevOK := matches(p, ev.obj), matches(p, ev.prev)
+	curOK, prevOK := match(p, ev.obj, ev.attrs), match(p, ev.prev, ev.prevAttrs)
 	switch {
 	case curOK && prevOK:
 		return watch.Event{Type: watch.Modified, Object: ev.obj}, true
@@ -154,7 +159,7 @@ func (w *cacheWatcher) run(ctx context.Context) {
 	if w.snapshot != nil {
 		ok := true
 		each := func(it *cacheItem) bool {
-			if matches(w.pred, it.obj) {
+			if match(w.pred, it.obj, it.attrs) {
 				ok = send(watch.Event{Type: watch.Added, Object: it.obj})
 			}
 			return ok
@@ -296,7 +301,7 @@ func (c *Cacher) Watch(ctx context.Context, key string, opts ListOptions) (watch
 	}
 	w.lastRev = max(w.lastRev, w.startRev)
 	w.nextBookmark = time.Now().Add(c.cfg.BookmarkInterval)
-	c.watchers[w] = struct{}{}
+	c.watchers.add(w, c.cfg.Attrs != nil)
 	c.mu.Unlock()
 	go w.run(ctx)
 	return w, nil

@@ -121,13 +121,25 @@ func (p Predicate) Matches(obj runtime.Object) (bool, error) {
 		ls = labels.Set(a.GetLabels())
 		fs = fields.Set{"metadata.name": a.GetName(), "metadata.namespace": a.GetNamespace()}
 	}
+	return p.MatchesAttrs(ls, fs), nil
+}
+
+// MatchesAttrs reports whether an object with labels ls and fields fs satisfies the
+// predicate.
+func (p Predicate) MatchesAttrs(ls labels.Set, fs fields.Set) bool {
 	if p.Label != nil && !p.Label.Matches(ls) {
-		return false, nil
+		return false
 	}
-	if p.Field != nil && !p.Field.Matches(fs) {
-		return false, nil
+	return p.Field == nil || p.Field.Matches(fs)
+}
+
+// exactField returns the value the predicate's field selector requires field to equal,
+// if it does.
+func (p Predicate) exactField(field string) (string, bool) {
+	if p.Field == nil {
+		return "", false
 	}
-	return true, nil
+	return p.Field.RequiresExactMatch(field)
 }
 
 // ListOptions qualify a GetList or a Watch.
