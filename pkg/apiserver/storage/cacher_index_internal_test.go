@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -268,4 +270,72 @@ func mustParseRV(t *testing.T, rv string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkCacherFanOut: one pod update through a pods cache watched as on a cluster of
+// 1,000 nodes (each kubelet's watch by spec.nodeName, each node's three mounted Secrets'
+// watches by metadata.name, here on pods too, and ten unfiltered controllers): with
+// attributes and the index (as the registry configures it) and without (every watcher
+// tests the event, building its field set again).
+func BenchmarkCacherFanOut(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		indexed bool
+	}{{"indexed", true}, {"unindexed", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := CacherConfig{KeyRoot: "pods", Metrics: NewCacherMetrics(), WatcherBuffer: 1 << 20}
+			if bc.indexed {
+				cfg.Attrs, cfg.IndexFields = podAttrs, []string{"spec.nodeName"}
+			}
+			inner := New(etcdtest.Client(b), Config{Prefix: "/registry", NewFunc: func() runtime.Object { return &corev1.Pod{} }})
+			c := NewCacher(inner, cfg)
+			c.Start(context.Background())
+			b.Cleanup(c.Stop)
+			for !c.Ready() {
+				time.Sleep(5 * time.Millisecond) // poll
+			}
+			watchAll(b, c)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "1"}, Spec: corev1.PodSpec{NodeName: "n5"}}
+			value, err := JSONCodec{}.Encode(pod)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				rev := int64(i + 2)
+				ev := &clientv3.Event{Type: clientv3.EventTypePut, Kv: &mvccpb.KeyValue{Key: []byte("/registry/pods/ns/p"), Value: value, ModRevision: rev}}
+				if err := c.apply([]*clientv3.Event{ev}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// watchAll opens the watches of BenchmarkCacherFanOut and drains them.
+func watchAll(b *testing.B, c *Cacher) {
+	b.Helper()
+	var preds []Predicate
+	for n := range 1000 {
+		preds = append(preds, Predicate{GetAttrs: podAttrs, Field: fields.OneTermEqualSelector("spec.nodeName", fmt.Sprintf("n%d", n))})
+		for s := range 3 {
+			preds = append(preds, Predicate{GetAttrs: podAttrs, Field: fields.OneTermEqualSelector("metadata.name", fmt.Sprintf("s%d-%d", n, s))})
+		}
+	}
+	for range 10 {
+		preds = append(preds, Predicate{GetAttrs: podAttrs})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	for _, p := range preds {
+		w, err := c.Watch(ctx, "pods", ListOptions{ResourceVersion: "1", Recursive: true, Predicate: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for range w.ResultChan() {
+			}
+		}()
+	}
 }
