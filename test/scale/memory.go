@@ -25,6 +25,7 @@ type rssBreakdown struct {
 // runtime's numbers from its /metrics, scraped at most metricsEvery before that sample.
 type procMem struct {
 	Process string  `json:"process"`
+	AtS     float64 `json:"at_s"` // when: seconds since the server's start
 	HWMMB   float64 `json:"vm_hwm_mb"`
 	RSSMB   float64 `json:"vm_rss_mb"`
 	AnonMB  float64 `json:"rss_anon_mb"`
@@ -111,6 +112,7 @@ func parseGoMetrics(text string) (*goMem, bool) {
 // memSampler keeps each server process's largest-RSS sample and the Go numbers of the
 // latest /metrics scrape before it. Its maps are guarded by usage.mu.
 type memSampler struct {
+	start  time.Time
 	peak   map[int]procMem
 	latest map[int]*goMem
 	scrape map[int]func(context.Context) (string, error)
@@ -119,7 +121,7 @@ type memSampler struct {
 // newMemSampler prepares, per server process, how to fetch its /metrics: the apiservers
 // through their address as the admin, kube-apiserver's etcd on its master's loopback.
 func newMemSampler(s *stack) *memSampler {
-	ms := &memSampler{peak: map[int]procMem{}, latest: map[int]*goMem{}, scrape: map[int]func(context.Context) (string, error){}}
+	ms := &memSampler{start: time.Now(), peak: map[int]procMem{}, latest: map[int]*goMem{}, scrape: map[int]func(context.Context) (string, error){}}
 	for _, m := range s.b.masters {
 		for _, p := range s.server[m.Name] {
 			if f := s.metricsFetcher(m, p); f != nil {
@@ -197,6 +199,7 @@ func (u *usage) readMem(pid int) {
 		return
 	}
 	m.Go = u.mem.latest[pid]
+	m.AtS = round3(time.Since(u.mem.start).Seconds())
 	u.mem.peak[pid] = m
 }
 
