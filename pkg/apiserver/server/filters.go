@@ -117,15 +117,10 @@ func withTimeout(next http.Handler, timeout time.Duration) http.Handler {
 // small stack, which the runtime doubles several times as the request goes deeper, each time
 // copying the stack and adjusting every frame already on it: a quarter of a GET's CPU time in
 // the handler went to that. Growing it here, while the stack is shallow, is one cheap copy.
-// (CockroachDB's growstack package does the same for its RPC handlers.) Watches and other
-// long-running requests keep the stack they grow to: theirs lasts as long as the request, one
-// per watch (thousands on a master), and the garbage collector shrinks it only by halves while
-// a quarter is unused, so a grown one would hold twice or four times what it needs.
+// (CockroachDB's growstack package does the same for its RPC handlers.)
 func withGrownStack(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !longRunning(r) {
-			growStack()
-		}
+		growStack()
 		next.ServeHTTP(w, r)
 	})
 }

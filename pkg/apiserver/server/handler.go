@@ -144,7 +144,7 @@ func (s *Server) buildHandler() (http.Handler, error) {
 	h = s.auditor.WithAudit(h)
 	h = s.authenticate(h, s.auditor.WithFailedAuthentication(http.HandlerFunc(unauthorized)))
 	h = s.metrics.instrument(h)
-	return recoverPanics(audit.WithAuditID(withRequestInfo(withGrownStack(h)))), nil
+	return withGrownStack(recoverPanics(audit.WithAuditID(withRequestInfo(h)))), nil
 }
 
 // apiHandler serves the API routes, discovery and OpenAPI documents of the resources served
