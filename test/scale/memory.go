@@ -31,6 +31,8 @@ type procMem struct {
 	AnonMB  float64 `json:"rss_anon_mb"`
 	FileMB  float64 `json:"rss_file_mb"`
 	ShmemMB float64 `json:"rss_shmem_mb"`
+	// DBMapMB: of RssFile, the resident pages of the etcd db's mmap (bbolt's member/snap/db).
+	DBMapMB float64 `json:"db_mmap_mb"`
 	Go      *goMem  `json:"go,omitempty"`
 }
 
@@ -73,6 +75,30 @@ func procStatusMem(status string) (procMem, bool) {
 		seen = seen || key == "VmRSS:"
 	}
 	return m, seen
+}
+
+// dbMapRSS sums, in MB, the Rss of the mappings of etcd's backend file (a path ending in
+// /member/snap/db) in a /proc/PID/smaps text.
+func dbMapRSS(smaps string) float64 {
+	var kb float64
+	inDB := false
+	for _, line := range strings.Split(smaps, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") {
+			// A mapping's header: address perms offset dev inode [path].
+			inDB = len(f) >= 6 && strings.HasSuffix(f[len(f)-1], "/member/snap/db")
+			continue
+		}
+		if inDB && f[0] == "Rss:" && len(f) >= 2 {
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				kb += v
+			}
+		}
+	}
+	return round3(kb / 1024)
 }
 
 // parseGoMetrics picks the Go collector's memory gauges out of a Prometheus text
@@ -197,6 +223,9 @@ func (u *usage) readMem(pid int) {
 	m, ok := procStatusMem(string(b))
 	if !ok || m.RSSMB < u.mem.peak[pid].RSSMB {
 		return
+	}
+	if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid)); err == nil {
+		m.DBMapMB = dbMapRSS(string(sm))
 	}
 	m.Go = u.mem.latest[pid]
 	m.AtS = round3(time.Since(u.mem.start).Seconds())

@@ -37,3 +37,25 @@ go_gc_duration_seconds{quantile="0.5"} 0.001
 		t.Error("parseGoMetrics found no heap_inuse but said ok")
 	}
 }
+
+func TestDBMapRSS(t *testing.T) {
+	smaps := `00400000-05c00000 r-xp 00000000 08:01 1234 /usr/local/bin/apiserver
+Size:              90112 kB
+Rss:               40960 kB
+7f0000000000-7f0280000000 r--s 00000000 08:01 5678 /data/etcd/member/snap/db
+Size:           10485760 kB
+Rss:               30720 kB
+Pss:               30720 kB
+VmFlags: rd sh mr mw me ms sd
+7f0300000000-7f0300100000 rw-p 00000000 00:00 0 
+Rss:                1024 kB
+7f0400000000-7f0400010000 r--s 00000000 08:01 5679 /data/etcd/member/snap/db
+Rss:                2048 kB
+`
+	if got := dbMapRSS(smaps); got != 32 {
+		t.Errorf("dbMapRSS = %v MB, want 32 (30 + 2: the db's two mappings only)", got)
+	}
+	if got := dbMapRSS(""); got != 0 {
+		t.Errorf("dbMapRSS of nothing = %v", got)
+	}
+}
