@@ -309,6 +309,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (r *runState) finish() {
 	r.rep.CPUS, r.rep.PeakRSSMB = r.usage.totals()
 	r.rep.OtherCPUS, r.rep.BenchCPUS = r.usage.side()
+	r.rep.RSSBreakdown = r.usage.breakdown()
 	r.rep.EtcdDBFileMB = round3(float64(etcdDBSize(r.s.dir)) / (1 << 20))
 	if inUse, err := r.s.etcdInUse(r.s.b.masters[1]); err == nil {
 		r.rep.EtcdDBMB = round3(float64(inUse) / (1 << 20))
@@ -342,10 +343,12 @@ type usage struct {
 	others map[int]float64
 	self0  float64
 	selfS  float64
+	mem    *memSampler
 }
 
 func newUsage(s *stack) *usage {
 	u := &usage{s: s, cpu: map[int]float64{}, hwm: map[int]float64{}, master: map[int]string{}, others: map[int]float64{}}
+	u.mem = newMemSampler(s)
 	for m, procs := range s.server {
 		for _, p := range procs {
 			u.master[p.Cmd.Process.Pid] = m
@@ -383,6 +386,7 @@ func (u *usage) side() (othersS, benchS float64) {
 }
 
 func (u *usage) sample(ctx context.Context) {
+	go u.scrapeLoop(ctx)
 	for {
 		u.read()
 		if sleepCtx(ctx, time.Second) != nil {
@@ -405,6 +409,7 @@ func (u *usage) read() {
 		if hwm, ok := procHWM(pid); ok {
 			u.hwm[pid] = max(u.hwm[pid], hwm)
 		}
+		u.readMem(pid)
 	}
 }
 

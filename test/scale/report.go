@@ -49,7 +49,10 @@ type serverReport struct {
 	PodStartupP50S    float64               `json:"pod_startup_p50_s"`
 	PodStartupP99S    float64               `json:"pod_startup_p99_s"`
 	PeakRSSMB         float64               `json:"peak_rss_mb"`
-	CPUS              float64               `json:"cpu_s"`
+	// RSSBreakdown: what the peak master's server processes were made of (issue 39's
+	// question of where the memory goes; not one of its fixed keys).
+	RSSBreakdown *rssBreakdown `json:"rss_breakdown,omitempty"`
+	CPUS         float64       `json:"cpu_s"`
 	// OtherCPUS: the controller-managers, schedulers, kwok, vipd and lbproxy; BenchCPUS:
 	// the bench process (node agents, load, recorders); both until the fault, as CPUS.
 	OtherCPUS    float64     `json:"other_cpu_s"`

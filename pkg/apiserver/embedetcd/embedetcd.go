@@ -47,6 +47,10 @@ type Config struct {
 	AutoCompactionRetention string        // periodic compaction retention ("0" = off)
 	HeartbeatInterval       time.Duration // Raft heartbeat; etcd's default (100ms) when zero
 	ElectionTimeout         time.Duration // Raft election timeout; etcd's default (1s) when zero
+	// SnapshotCatchUpEntries is how many applied Raft entries the member keeps in memory for
+	// a lagging follower (etcd's --snapshot-catchup-entries); etcd's default (5000) when
+	// zero. A follower further behind gets the whole database as a snapshot instead.
+	SnapshotCatchUpEntries uint64
 }
 
 // Server is a running embedded member.
@@ -117,6 +121,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.ElectionTimeout > 0 {
 		ec.ElectionMs = uint(cfg.ElectionTimeout.Milliseconds())
 	}
+	if cfg.SnapshotCatchUpEntries > 0 {
+		ec.SnapshotCatchUpEntries = cfg.SnapshotCatchUpEntries
+	}
 	if cfg.AutoCompactionRetention != "" {
 		ec.AutoCompactionMode = embed.CompactorModePeriodic
 		ec.AutoCompactionRetention = cfg.AutoCompactionRetention
@@ -173,6 +180,10 @@ func dialURL(scheme string, addr net.Addr) string {
 	}
 	return scheme + "://" + addr.String()
 }
+
+// SnapshotCatchUpEntries is the number of applied Raft entries the running member keeps in
+// memory for lagging followers, as etcd took it.
+func (s *Server) SnapshotCatchUpEntries() uint64 { return s.etcd.Server.Cfg.SnapshotCatchUpEntries }
 
 // ClientURL is the URL clients (and etcdctl) use to reach this member.
 func (s *Server) ClientURL() string { return s.clientURL }

@@ -60,8 +60,11 @@ type Config struct {
 	EtcdAutoCompactionRetention string        `yaml:"etcd-auto-compaction-retention"`
 	EtcdHeartbeatInterval       time.Duration `yaml:"etcd-heartbeat-interval"`
 	EtcdElectionTimeout         time.Duration `yaml:"etcd-election-timeout"`
-	WatchBookmarkInterval       time.Duration `yaml:"watch-bookmark-interval"`
-	EtcdCompactionInterval      time.Duration `yaml:"etcd-compaction-interval"`
+	// EtcdSnapshotCatchUpEntries: the applied Raft entries the embedded member keeps in
+	// memory for a lagging follower (etcd's --snapshot-catchup-entries; 0: etcd's 5000).
+	EtcdSnapshotCatchUpEntries uint64        `yaml:"etcd-snapshot-catchup-entries"`
+	WatchBookmarkInterval      time.Duration `yaml:"watch-bookmark-interval"`
+	EtcdCompactionInterval     time.Duration `yaml:"etcd-compaction-interval"`
 	// The embedded member's client URL TLS (etcd's --cert-file, --key-file, --trusted-ca-file);
 	// generated under cert-dir when not given (see certs.EnsureEtcd).
 	EtcdMemberCertFile string `yaml:"etcd-cert-file"`
@@ -126,6 +129,11 @@ const (
 	defaultEtcdElection  = 500 * time.Millisecond
 	loneEtcdHeartbeat    = 20 * time.Millisecond
 	loneEtcdElection     = 100 * time.Millisecond
+	// defaultEtcdCatchUpEntries is a fifth of etcd's 5000, which etcd sizes for half a
+	// second at its peak of 10000 writes/s: a control plane writes hundreds a second at
+	// most, and 1000 entries still cover seconds of a follower's lag. Each entry held is
+	// a write's bytes (a Pod, a Node status) in every member's heap.
+	defaultEtcdCatchUpEntries = 1000
 )
 
 // DefaultConfig is what `apiserver` runs with when nothing is set.
@@ -146,6 +154,7 @@ func DefaultConfig() *Config {
 		EtcdAutoCompactionRetention:         "5m",
 		EtcdHeartbeatInterval:               defaultEtcdHeartbeat,
 		EtcdElectionTimeout:                 defaultEtcdElection,
+		EtcdSnapshotCatchUpEntries:          defaultEtcdCatchUpEntries,
 		WatchBookmarkInterval:               time.Minute,
 		EtcdCompactionInterval:              5 * time.Minute,
 		WatchCache:                          true,
@@ -214,6 +223,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", c.EtcdUnsafeNoFsync, "disable fsync in the embedded etcd (tests and benchmarks only: loses data on power loss)")
 	fs.DurationVar(&c.EtcdHeartbeatInterval, "etcd-heartbeat-interval", c.EtcdHeartbeatInterval, "embedded etcd Raft heartbeat `interval` (etcd's --heartbeat-interval; half etcd's default, for masters on one LAN)")
 	fs.DurationVar(&c.EtcdElectionTimeout, "etcd-election-timeout", c.EtcdElectionTimeout, "embedded etcd Raft election `timeout`, at least 5 heartbeats (etcd's --election-timeout; half etcd's default, for masters on one LAN); a leader that dies with its master costs about this much write time. A lone member (no --etcd-initial-cluster) left at the default timing ticks every 20ms with a 100ms timeout instead: it has no peer to disturb, and restarts elect it within 0.1s. It also bounds one attempt of an etcd write, which is retried (exactly once in effect) when it runs out or the leader changes")
+	fs.Uint64Var(&c.EtcdSnapshotCatchUpEntries, "etcd-snapshot-catchup-entries", c.EtcdSnapshotCatchUpEntries, "applied Raft `entries` the embedded etcd member keeps in memory for a lagging follower (etcd's --snapshot-catchup-entries; 0: etcd's default, 5000); a follower further behind, such as a member back from a restart, gets the whole database as a snapshot instead")
 	fs.StringVar(&c.EtcdAutoCompactionRetention, "etcd-auto-compaction-retention", c.EtcdAutoCompactionRetention, "embedded etcd periodic compaction retention (e.g. 5m; 0 disables)")
 	fs.DurationVar(&c.EtcdCompactionInterval, "etcd-compaction-interval", c.EtcdCompactionInterval, "with --etcd-servers, compact etcd's history this often (kube-apiserver's flag and default), in turns with the other apiservers on that etcd; 0 disables (an embedded member compacts itself: --etcd-auto-compaction-retention)")
 	fs.BoolVar(&c.WatchCache, "watch-cache", c.WatchCache, "serve lists, watches and gets that allow it from a watch cache per resource, fed by one etcd watch each (kube-apiserver's flag); false reads etcd for every request")

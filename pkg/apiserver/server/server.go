@@ -403,6 +403,7 @@ func (s *Server) startEtcd() error {
 		AutoCompactionRetention: s.cfg.EtcdAutoCompactionRetention,
 		HeartbeatInterval:       heartbeat,
 		ElectionTimeout:         election,
+		SnapshotCatchUpEntries:  s.cfg.EtcdSnapshotCatchUpEntries,
 		LogLevel:                "off",
 	})
 	if err != nil {

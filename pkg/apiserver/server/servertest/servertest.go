@@ -93,6 +93,14 @@ func RestConfig(t testing.TB, s *server.Server) *rest.Config {
 // kubeadm stacked layout), and stops them when the test ends (Shutdown is safe to call twice).
 func NewStacked(t testing.TB, n int) []*server.Server {
 	t.Helper()
+	servers, _ := NewStackedWith(t, n, nil)
+	return servers
+}
+
+// NewStackedWith is NewStacked with mutate applied to every member's config (nil: none), and
+// returns the configs too (to restart a member on its data dir with servertest.Start).
+func NewStackedWith(t testing.TB, n int, mutate func(*server.Config)) ([]*server.Server, []*server.Config) {
+	t.Helper()
 	var cfgs []*server.Config
 	var cluster string
 	for i := range n {
@@ -101,6 +109,9 @@ func NewStacked(t testing.TB, n int) []*server.Server {
 			t.Fatal(err)
 		}
 		cfg.EtcdName = fmt.Sprintf("master%d", i)
+		if mutate != nil {
+			mutate(cfg)
+		}
 		cfgs = append(cfgs, cfg)
 		if i > 0 {
 			cluster += ","
@@ -130,5 +141,5 @@ func NewStacked(t testing.TB, n int) []*server.Server {
 	for _, s := range servers {
 		t.Cleanup(func() { _ = s.Shutdown() })
 	}
-	return servers
+	return servers, cfgs
 }
