@@ -69,7 +69,7 @@ type CacherConfig struct {
 	// spec.nodeName, each kubelet's watch). Only with Attrs.
 	IndexFields []string
 	Metrics     *CacherMetrics
-	Logger  *slog.Logger
+	Logger      *slog.Logger
 }
 
 // cacheItem is one object in the cache, by its full etcd key.
