@@ -632,8 +632,10 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		ca, _ := meta.Accessor(current)
 		exists := ca.GetResourceVersion() != ""
 		// As upstream's Store.Update: a missing object is NotFound before the transform runs,
-		// unless this update may create it; only then does transform see nil.
-		if !exists && (statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx)) {
+		// unless this update may create it; only then does transform see nil. A status
+		// update follows its kind here, as upstream's status strategies inherit the flag
+		// (a PUT to a missing Service's status creates the Service).
+		if !exists && !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
 			return nil, apierrors.NewNotFound(s.gr(), name)
 		}
 		var in runtime.Object
@@ -650,6 +652,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, err
 		}
 		if !exists {
+			// upstream's storage checks a PUT object's uid as a precondition against the
+			// missing object's empty one (an apply has none); a resourceVersion is none.
+			if uid := na.GetUID(); uid != "" && !createOnUpdate(ctx) {
+				return nil, s.PreconditionFailed(ns, name, fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: ", uid))
+			}
 			created = true
 			na.SetResourceVersion("")
 			obj, err := s.Create(ctx, ns, name, newObj, &metav1.CreateOptions{DryRun: dryRunOf(opts)})
