@@ -34,13 +34,6 @@ import (
 
 const putNamespace = "put-missing"
 
-// putSkipped are the updatable built-in resources a plain object cannot create, and why.
-var putSkipped = map[string]string{
-	// kube-apiserver's own bookkeeping of which versions its peers store: writing it from a
-	// test races its storage-version manager.
-	"internal.apiserver.k8s.io/storageversions": "written by the apiservers themselves",
-}
-
 // putExtras are minimal objects of the kinds the golden corpus has none of (or none that fits
 // the test namespace); their apiVersion is replaced by the version discovery prefers.
 var putExtras = []string{
@@ -78,20 +71,18 @@ var putExtras = []string{
 // built-in resource both serve with the update verb: code, reason and message, whether the
 // object then exists, and, when it was created, the same object as a POST makes (metadata
 // the servers fill in, managedFields by manager and operation). The same for a PUT that
-// carries a resourceVersion and for a PUT of the status subresource of a missing object.
+// carries a resourceVersion or a uid and for a PUT of the status subresource of a missing
+// object. No resource is skipped: each has a minimal object kube-apiserver accepts in a POST.
+// Last, a Role created by PUT is held to RBAC's escalation check as one created by POST.
 func TestPutMissingAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")
 	etcd := etcdtest.Start(t)
-	kas := startKubeAPIServer(t, bin, etcd.ClientURL())
+	kasConfig := startRBACKubeAPIServer(t, bin, etcd.ClientURL())
 	hacp := servertest.New(t, nil)
-	kube := newPutTarget(t, kas.config)
+	kube := newPutTarget(t, kasConfig)
 	ours := newPutTarget(t, servertest.RestConfig(t, hacp))
 	objs := putObjects(t)
 	for _, r := range commonUpdatable(t, kube, ours) {
-		if why, ok := putSkipped[r.key()]; ok {
-			t.Logf("%s: skipped: %s", r.key(), why)
-			continue
-		}
 		obj, ok := objs[schema.GroupKind{Group: r.gvr.Group, Kind: r.kind}.String()]
 		if !ok {
 			t.Errorf("%s (%s): no minimal object: add one to putExtras", r.key(), r.kind)
@@ -102,14 +93,85 @@ func TestPutMissingAsKubeAPIServer(t *testing.T) {
 			continue
 		}
 		want, got := kube.putMissing(r, obj), ours.putMissing(r, obj)
-		t.Logf("%s: kube-apiserver answers\n  %s", r.key(), strings.Join(want, "\n  "))
-		for i := range max(len(want), len(got)) {
-			w, g := lineAt(want, i), lineAt(got, i)
-			if w != g {
-				t.Errorf("%s:\n  kube-apiserver: %s\n  hacp:           %s", r.key(), w, g)
-			}
+		sameLines(t, r.key(), want, got)
+	}
+	sameLines(t, "escalation", putEscalation(t, kube, kasConfig), putEscalation(t, ours, servertest.RestConfig(t, hacp)))
+}
+
+// startRBACKubeAPIServer runs kube-apiserver as startKubeAPIServer does but authorizing
+// with RBAC, as hacp does, so that RBAC's escalation check applies, and returns an admin
+// client config.
+func startRBACKubeAPIServer(t *testing.T, bin, etcdURL string) *rest.Config {
+	t.Helper()
+	dir, port := t.TempDir(), freePort(t)
+	const token = "put-missing-admin"
+	args, err := upstream.KubeAPIServerArgs(dir, etcdURL, port, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--authorization-mode=") })
+	p := startProc(t, dir, "kube-apiserver-put", bin, append(args, "--authorization-mode=RBAC")...)
+	url := "https://127.0.0.1:" + port
+	waitKubeReady(t, p, url, token)
+	return &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: token, QPS: 1000, Burst: 1000}
+}
+
+// sameLines logs kube-apiserver's answers (want) and fails on each of hacp's that differs.
+func sameLines(t *testing.T, what string, want, got []string) {
+	t.Helper()
+	t.Logf("%s: kube-apiserver answers\n  %s", what, strings.Join(want, "\n  "))
+	for i := range max(len(want), len(got)) {
+		w, g := lineAt(want, i), lineAt(got, i)
+		if w != g {
+			t.Errorf("%s:\n  kube-apiserver: %s\n  hacp:           %s", what, w, g)
 		}
 	}
+}
+
+// putEscalation: user putter may write roles in the test namespace; a PUT creating a Role
+// that grants what putter holds succeeds, one granting more is forbidden.
+func putEscalation(t *testing.T, p *putTarget, admin *rest.Config) []string {
+	t.Helper()
+	grant := []string{
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"role-writer"},
+		  "rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["roles"],"verbs":["get","create","update"]}]}`,
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"role-writer"},
+		  "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"role-writer"},
+		  "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"putter"}]}`,
+	}
+	for i, res := range []string{"roles", "rolebindings"} {
+		path := "/apis/rbac.authorization.k8s.io/v1/namespaces/" + putNamespace + "/" + res
+		if code, out := p.do(http.MethodPost, path, []byte(grant[i])); code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, code, out)
+		}
+	}
+	rc := rest.CopyConfig(admin)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: "putter"}
+	putter := newPutTargetAs(t, rc)
+	// The grant reaches the authorizer through its informers: wait until putter holds it.
+	for _, verb := range []string{"get", "create", "update"} {
+		ssar := fmt.Sprintf(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":
+		  {"namespace":%q,"verb":%q,"group":"rbac.authorization.k8s.io","resource":"roles"}}}`, putNamespace, verb)
+		until(t, "putter may "+verb+" roles", func() error {
+			code, body := putter.do(http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", []byte(ssar))
+			if code != http.StatusCreated || !bytes.Contains(body, []byte(`"allowed":true`)) {
+				return fmt.Errorf("%d %s", code, body)
+			}
+			return nil
+		})
+	}
+	role := func(name, resource string) []byte {
+		return []byte(fmt.Sprintf(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":%q},
+		  "rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":[%q],"verbs":["get"]}]}`, name, resource))
+	}
+	path := "/apis/rbac.authorization.k8s.io/v1/namespaces/" + putNamespace + "/roles/"
+	var out []string
+	for _, c := range []struct{ name, resource string }{{"held", "roles"}, {"escalating", "secrets"}} {
+		code, body := putter.do(http.MethodPut, path+c.name, role(c.name, c.resource))
+		getCode, _ := p.do(http.MethodGet, path+c.name, nil)
+		out = append(out, fmt.Sprintf("PUT role %s: %s; then GET %d", c.name, describeAnswer(code, body), getCode))
+	}
+	return out
 }
 
 func lineAt(s []string, i int) string {
@@ -158,13 +220,11 @@ type putTarget struct {
 	res  map[string]putResource
 }
 
+// newPutTarget is the server rc reaches, its updatable resources discovered and the test
+// namespace made.
 func newPutTarget(t *testing.T, rc *rest.Config) *putTarget {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &putTarget{t: t, host: strings.TrimSuffix(rc.Host, "/"), hc: hc, res: map[string]putResource{}}
+	p := newPutTargetAs(t, rc)
 	p.discover(rc)
 	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + putNamespace + `"}}`
 	sa := `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`
@@ -176,6 +236,16 @@ func newPutTarget(t *testing.T, rc *rest.Config) *putTarget {
 		}
 	}
 	return p
+}
+
+// newPutTargetAs is the server rc reaches, as rc's user.
+func newPutTargetAs(t *testing.T, rc *rest.Config) *putTarget {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &putTarget{t: t, host: strings.TrimSuffix(rc.Host, "/"), hc: hc, res: map[string]putResource{}}
 }
 
 // discover keeps the resources of every group's preferred version whose verbs include
