@@ -196,8 +196,8 @@ func (r putResource) key() string {
 	return r.gvr.Group + "/" + r.gvr.Resource
 }
 
-// path is the URL path of the object named name, with sub appended when not empty.
-func (r putResource) path(name, sub string) string {
+// path is the URL path of the object named name.
+func (r putResource) path(name string) string {
 	p := "/apis/" + r.gvr.Group + "/" + r.gvr.Version
 	if r.gvr.Group == "" {
 		p = "/api/" + r.gvr.Version
@@ -205,11 +205,7 @@ func (r putResource) path(name, sub string) string {
 	if r.namespaced {
 		p += "/namespaces/" + putNamespace
 	}
-	p += "/" + r.gvr.Resource + "/" + name
-	if sub != "" {
-		p += "/" + sub
-	}
-	return p
+	return p + "/" + r.gvr.Resource + "/" + name
 }
 
 // putTarget is one server under test.
@@ -379,7 +375,7 @@ func altName(obj *unstructured.Unstructured, n int) string {
 
 // postDryRun is the server's answer to a dry-run POST of obj, or its error.
 func (p *putTarget) postDryRun(r putResource, obj *unstructured.Unstructured) (map[string]any, string) {
-	path := strings.TrimSuffix(r.path("", ""), "/") + "?dryRun=All"
+	path := strings.TrimSuffix(r.path(""), "/") + "?dryRun=All"
 	code, body := p.do(http.MethodPost, path, named(r, obj, obj.GetName()))
 	if code != http.StatusCreated {
 		return nil, describeAnswer(code, body)
@@ -404,19 +400,21 @@ func (p *putTarget) putMissing(r putResource, obj *unstructured.Unstructured) []
 	withUID.SetUID("0b5fa8f4-5b8f-4f5e-a1a2-000000000001")
 	name = altName(obj, 2)
 	out = append(out, "PUT with uid: "+p.putAndLook(r, name, "", named(r, withUID, name), nil))
+	name = altName(obj, 4)
+	out = append(out, "PUT dry run: "+p.putAndLook(r, name, "?dryRun=All", named(r, obj, name), nil))
 	if r.status {
 		name = altName(obj, 3)
-		out = append(out, "PUT status: "+p.putAndLook(r, name, "status", named(r, obj, name), nil))
+		out = append(out, "PUT status: "+p.putAndLook(r, name, "/status", named(r, obj, name), nil))
 	}
 	return out
 }
 
-// putAndLook PUTs body to name (and sub) and describes the answer, whether the object then
+// putAndLook PUTs body to name (suffix: a subresource or a query) and describes the answer, whether the object then
 // exists and, when posted is given, how the created object differs from the POST's.
-func (p *putTarget) putAndLook(r putResource, name, sub string, body []byte, posted map[string]any) string {
-	code, answer := p.do(http.MethodPut, r.path(name, sub), body)
+func (p *putTarget) putAndLook(r putResource, name, suffix string, body []byte, posted map[string]any) string {
+	code, answer := p.do(http.MethodPut, r.path(name)+suffix, body)
 	out := describeAnswer(code, answer)
-	getCode, got := p.do(http.MethodGet, r.path(name, ""), nil)
+	getCode, got := p.do(http.MethodGet, r.path(name), nil)
 	out += fmt.Sprintf("; then GET %d", getCode)
 	if getCode != http.StatusOK {
 		return out
