@@ -632,8 +632,10 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 		ca, _ := meta.Accessor(current)
 		exists := ca.GetResourceVersion() != ""
 		// As upstream's Store.Update: a missing object is NotFound before the transform runs,
-		// unless this update may create it; only then does transform see nil.
-		if !exists && (statusOnly || !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx)) {
+		// unless this update may create it; only then does transform see nil. A status
+		// update follows its kind here, as upstream's status strategies inherit the flag
+		// (a PUT to a missing Service's status creates the Service).
+		if !exists && !s.kind.Strategy.AllowCreateOnUpdate && !createOnUpdate(ctx) {
 			return nil, apierrors.NewNotFound(s.gr(), name)
 		}
 		var in runtime.Object
@@ -650,13 +652,11 @@ func (s *Store) update(ctx context.Context, ns, name string, transform Transform
 			return nil, err
 		}
 		if !exists {
-			created = true
-			na.SetResourceVersion("")
-			obj, err := s.Create(ctx, ns, name, newObj, &metav1.CreateOptions{DryRun: dryRunOf(opts)})
+			obj, err := s.createByUpdate(ctx, ns, name, newObj, na, opts)
 			if err != nil {
 				return nil, err
 			}
-			result = obj
+			created, result = true, obj
 			return nil, errCreatedInstead
 		}
 		if rv := na.GetResourceVersion(); rv != "" && rv != ca.GetResourceVersion() {
@@ -832,6 +832,18 @@ func (s *Store) deleteIfReleased(ctx context.Context, ns, name string, obj runti
 	s.setKind(del)
 	s.removed(ctx, del)
 	return del, true
+}
+
+// createByUpdate creates newObj (metadata na), which an update of the missing object ns/name
+// brought, as a create does.
+func (s *Store) createByUpdate(ctx context.Context, ns, name string, newObj runtime.Object, na metav1.Object, opts *metav1.UpdateOptions) (runtime.Object, error) {
+	// upstream's storage checks a PUT object's uid as a precondition against the missing
+	// object's empty one (an apply has none); a resourceVersion is no precondition.
+	if uid := na.GetUID(); uid != "" && !createOnUpdate(ctx) {
+		return nil, s.PreconditionFailed(ns, name, fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: ", uid))
+	}
+	na.SetResourceVersion("")
+	return s.Create(ctx, ns, name, newObj, &metav1.CreateOptions{DryRun: dryRunOf(opts)})
 }
 
 type createOnUpdateKey struct{}

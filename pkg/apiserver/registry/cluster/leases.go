@@ -18,6 +18,8 @@ func LeasesKind() *registry.Kind {
 		New:     func() runtime.Object { return &coordinationv1.Lease{} },
 		NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 		Strategy: registry.Strategy{
+			// upstream: PUT creates missing Leases.
+			AllowCreateOnUpdate: true,
 			Validate: func(obj runtime.Object) field.ErrorList {
 				l := obj.(*coordinationv1.Lease)
 				if d := l.Spec.LeaseDurationSeconds; d != nil && *d <= 0 {

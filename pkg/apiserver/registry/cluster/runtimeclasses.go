@@ -15,6 +15,8 @@ func RuntimeClassesKind() *registry.Kind {
 		New:     func() runtime.Object { return &nodev1.RuntimeClass{} },
 		NewList: func() runtime.Object { return &nodev1.RuntimeClassList{} },
 		Strategy: registry.Strategy{
+			// upstream: PUT creates missing RuntimeClasses.
+			AllowCreateOnUpdate: true,
 			Validate: func(obj runtime.Object) field.ErrorList {
 				rc := obj.(*nodev1.RuntimeClass)
 				p := field.NewPath("handler")

@@ -15,6 +15,8 @@ func EventsKind() *registry.Kind {
 		New:     func() runtime.Object { return &corev1.Event{} },
 		NewList: func() runtime.Object { return &corev1.EventList{} },
 		Strategy: registry.Strategy{
+			// upstream: PUT creates missing Events (both core/v1 and events.k8s.io/v1).
+			AllowCreateOnUpdate: true,
 			Validate: func(obj runtime.Object) field.ErrorList {
 				ev := obj.(*corev1.Event)
 				if ev.InvolvedObject.Namespace != "" && ev.InvolvedObject.Namespace != ev.Namespace {

@@ -14,6 +14,8 @@ func LimitRangesKind() *registry.Kind {
 		New:     func() runtime.Object { return &corev1.LimitRange{} },
 		NewList: func() runtime.Object { return &corev1.LimitRangeList{} },
 		Strategy: registry.Strategy{
+			// upstream: PUT creates missing LimitRanges.
+			AllowCreateOnUpdate: true,
 			Default: func(obj runtime.Object) {
 				for i := range obj.(*corev1.LimitRange).Spec.Limits {
 					defaultLimitRangeItem(&obj.(*corev1.LimitRange).Spec.Limits[i])

@@ -20,7 +20,9 @@ func ServicesKind() *registry.Kind {
 		NewList: func() runtime.Object { return &corev1.ServiceList{} },
 		Status:  true,
 		Strategy: registry.Strategy{
-			NameValidation: apivalidation.NameIsDNS1035Label,
+			// upstream: PUT creates missing Services (and, through the inherited flag, their status).
+			AllowCreateOnUpdate: true,
+			NameValidation:      apivalidation.NameIsDNS1035Label,
 			PrepareForCreate: func(obj runtime.Object) {
 				obj.(*corev1.Service).Status = corev1.ServiceStatus{}
 			},

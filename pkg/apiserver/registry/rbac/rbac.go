@@ -28,7 +28,7 @@ func RolesKind() *registry.Kind {
 		Names:   rbacNames("Role", "roles", "role", true),
 		New:     func() runtime.Object { return &rbacv1.Role{} },
 		NewList: func() runtime.Object { return &rbacv1.RoleList{} },
-		Strategy: registry.Strategy{NameValidation: rbacName, Validate: func(obj runtime.Object) field.ErrorList {
+		Strategy: registry.Strategy{NameValidation: rbacName, AllowCreateOnUpdate: true, Validate: func(obj runtime.Object) field.ErrorList {
 			return validateRules(obj.(*rbacv1.Role).Rules, true, field.NewPath("rules"))
 		}},
 	}
@@ -39,7 +39,7 @@ func ClusterRolesKind() *registry.Kind {
 		Names:   rbacNames("ClusterRole", "clusterroles", "clusterrole", false),
 		New:     func() runtime.Object { return &rbacv1.ClusterRole{} },
 		NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} },
-		Strategy: registry.Strategy{NameValidation: rbacName, Validate: func(obj runtime.Object) field.ErrorList {
+		Strategy: registry.Strategy{NameValidation: rbacName, AllowCreateOnUpdate: true, Validate: func(obj runtime.Object) field.ErrorList {
 			cr := obj.(*rbacv1.ClusterRole)
 			errs := validateRules(cr.Rules, false, field.NewPath("rules"))
 			if ar := cr.AggregationRule; ar != nil {
@@ -62,8 +62,9 @@ func RoleBindingsKind() *registry.Kind {
 		New:     func() runtime.Object { return &rbacv1.RoleBinding{} },
 		NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} },
 		Strategy: registry.Strategy{
-			NameValidation: rbacName,
-			Default:        func(obj runtime.Object) { defaultSubjects(obj.(*rbacv1.RoleBinding).Subjects) },
+			NameValidation:      rbacName,
+			AllowCreateOnUpdate: true,
+			Default:             func(obj runtime.Object) { defaultSubjects(obj.(*rbacv1.RoleBinding).Subjects) },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				rb := obj.(*rbacv1.RoleBinding)
 				return validateBinding(rb.RoleRef, rb.Subjects, true)
@@ -81,8 +82,9 @@ func ClusterRoleBindingsKind() *registry.Kind {
 		New:     func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
 		NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
 		Strategy: registry.Strategy{
-			NameValidation: rbacName,
-			Default:        func(obj runtime.Object) { defaultSubjects(obj.(*rbacv1.ClusterRoleBinding).Subjects) },
+			NameValidation:      rbacName,
+			AllowCreateOnUpdate: true,
+			Default:             func(obj runtime.Object) { defaultSubjects(obj.(*rbacv1.ClusterRoleBinding).Subjects) },
 			Validate: func(obj runtime.Object) field.ErrorList {
 				b := obj.(*rbacv1.ClusterRoleBinding)
 				return validateBinding(b.RoleRef, b.Subjects, false)
