@@ -71,8 +71,9 @@ var putExtras = []string{
 // built-in resource both serve with the update verb: code, reason and message, whether the
 // object then exists, and, when it was created, the same object as a POST makes (metadata
 // the servers fill in, managedFields by manager and operation). The same for a PUT that
-// carries a resourceVersion or a uid and for a PUT of the status subresource of a missing
-// object. No resource is skipped: each has a minimal object kube-apiserver accepts in a POST.
+// carries a resourceVersion or a uid, for a PUT of the status subresource of a missing
+// object, and for a server-side apply of the object and of its status (an apply creates,
+// through status only where upstream's status storage lets it). No resource is skipped: each has a minimal object kube-apiserver accepts in a POST.
 // Last, a Role created by PUT is held to RBAC's escalation check as one created by POST.
 func TestPutMissingAsKubeAPIServer(t *testing.T) {
 	bin := upstream.Binary(t, "kube-apiserver")
@@ -332,11 +333,16 @@ func putObjects(t *testing.T) map[string]*unstructured.Unstructured {
 
 // do sends one request and answers the code and body.
 func (p *putTarget) do(method, path string, body []byte) (int, []byte) {
+	return p.doType(method, path, "application/json", body)
+}
+
+// doType sends one request with a body of content type ctype.
+func (p *putTarget) doType(method, path, ctype string, body []byte) (int, []byte) {
 	req, err := http.NewRequest(method, p.host+path, bytes.NewReader(body))
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.hc.Do(req)
 	if err != nil {
@@ -402,11 +408,25 @@ func (p *putTarget) putMissing(r putResource, obj *unstructured.Unstructured) []
 	out = append(out, "PUT with uid: "+p.putAndLook(r, name, "", named(r, withUID, name), nil))
 	name = altName(obj, 4)
 	out = append(out, "PUT dry run: "+p.putAndLook(r, name, "?dryRun=All", named(r, obj, name), nil))
+	name = altName(obj, 5)
+	out = append(out, "APPLY: "+p.applyAndLook(r, name, "", named(r, obj, name)))
 	if r.status {
 		name = altName(obj, 3)
 		out = append(out, "PUT status: "+p.putAndLook(r, name, "/status", named(r, obj, name), nil))
+		// Server-side apply creates a missing object, but never through a subresource.
+		name = altName(obj, 6)
+		out = append(out, "APPLY status: "+p.applyAndLook(r, name, "/status", named(r, obj, name)))
 	}
 	return out
+}
+
+// applyAndLook server-side applies body to name (suffix: a subresource) and describes the
+// answer and whether the object then exists.
+func (p *putTarget) applyAndLook(r putResource, name, suffix string, body []byte) string {
+	code, answer := p.doType(http.MethodPatch, r.path(name)+suffix+"?fieldManager=putmissing", "application/apply-patch+yaml", body)
+	out := describeAnswer(code, answer)
+	getCode, _ := p.do(http.MethodGet, r.path(name), nil)
+	return out + fmt.Sprintf("; then GET %d", getCode)
 }
 
 // putAndLook PUTs body to name (suffix: a subresource or a query) and describes the answer, whether the object then

@@ -316,6 +316,11 @@ func (s *scope) trackUpdate(live, obj runtime.Object, manager string) runtime.Ob
 	return fm.UpdateNoErrors(live, obj, manager)
 }
 
+// statusApplyCreates are the resources whose status an apply creates when the object is
+// missing: upstream's status storages refuse to create on update but for
+// ValidatingAdmissionPolicies', which passes the apply's forceAllowCreate on.
+var statusApplyCreates = map[schema.GroupResource]bool{{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}: true}
+
 // apply serves a server-side apply (PATCH with application/apply-patch+yaml): the body is
 // merged into the live object (an empty one when there is none: apply creates) by the
 // field manager, which refuses fields other managers own unless force is set.
@@ -339,7 +344,7 @@ func (s *scope) apply(w http.ResponseWriter, r *http.Request, ns, name string, p
 	force := opts.Force != nil && *opts.Force
 	validation, _ := fieldValidation(r)
 	ctx := r.Context()
-	if s.subresource == "" {
+	if s.subresource == "" || s.subresource == "status" && statusApplyCreates[s.gr()] {
 		ctx = registry.WithCreateOnUpdate(ctx)
 	}
 	uopts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
