@@ -1,0 +1,58 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hacp/hacp/pkg/apiserver/storage"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestCorruptObjects: a value that does not decode is a corrupt object to a get (named by
+// the caller's key), a list goes on past it and names every one by its full key, and
+// DeleteCorrupt removes it unconditionally while refusing a readable or missing object and
+// leaving it in place on a dry run.
+func TestCorruptObjects(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	if err := s.Create(ctx, key("good"), cm("good", nil), &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	rawPut(t, c, "bad1", garbage)
+	rawPut(t, c, "bad2", garbage)
+
+	err := s.Get(ctx, key("bad1"), storage.GetOptions{}, &corev1.ConfigMap{})
+	if !storage.IsCorrupt(err) || !containsText(err, "Key: /configmaps/ns/bad1,") {
+		t.Fatalf("get: %v, want a corrupt object named by /configmaps/ns/bad1", err)
+	}
+	err = s.GetList(ctx, "configmaps/ns", storage.ListOptions{Recursive: true}, &corev1.ConfigMapList{})
+	var cl *storage.CorruptListError
+	if !errors.As(err, &cl) || len(cl.Errs) != 2 || cl.Errs[0].Key != "/registry/configmaps/ns/bad1" || cl.Errs[1].Key != "/registry/configmaps/ns/bad2" {
+		t.Fatalf("list: %v, want both corrupt objects by full key", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		dryRun bool
+		want   func(error) bool
+	}{
+		{"good", false, func(err error) bool { return storage.Code(err) == storage.ErrCodeNotCorrupt }},
+		{"missing", false, storage.IsNotFound},
+		{"bad1", true, func(err error) bool { return err == nil }},
+		{"bad1", false, func(err error) bool { return err == nil }},
+		{"bad1", false, storage.IsNotFound},
+	} {
+		if err := s.DeleteCorrupt(ctx, key(tc.name), tc.dryRun); !tc.want(err) {
+			t.Fatalf("DeleteCorrupt(%s, dryRun=%v): unexpected %v", tc.name, tc.dryRun, err)
+		}
+	}
+	err = s.GetList(ctx, "configmaps/ns", storage.ListOptions{Recursive: true}, &corev1.ConfigMapList{})
+	if !errors.As(err, &cl) || len(cl.Errs) != 1 {
+		t.Fatalf("list after: %v, want bad2 alone", err)
+	}
+}
+
+func containsText(err error, s string) bool {
+	return err != nil && strings.Contains(err.Error(), s)
+}
