@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,20 +43,27 @@ func TestUnsafeDeleteCorruptAsKubeAPIServer(t *testing.T) {
 	if err := os.WriteFile(encCfg, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hetcd := etcdtest.Start(t)
-	h := servertest.New(t, func(c *server.Config) {
-		c.EtcdServers = []string{hetcd.ClientURL()}
-		c.EncryptionProviderConfig = encCfg
-	})
-	ketcd := etcdtest.Start(t)
-	kube := startAuthzKube(t, kubeBin, ketcd.ClientURL(), h.Certs().CACert, h.Certs().ServiceAccountKey,
-		"--encryption-provider-config="+encCfg)
-	want := corruptSteps(t, kube.admin, etcdClientOf(t, ketcd))
-	for _, s := range want {
-		t.Logf("kube-apiserver: %s", s)
+	// With the watch caches on (both servers' default) and off: without them, the watch is
+	// etcd's own and ends at the corrupt value with an error event.
+	for _, cached := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watch-cache=%v", cached), func(t *testing.T) {
+			hetcd := etcdtest.Start(t)
+			h := servertest.New(t, func(c *server.Config) {
+				c.EtcdServers = []string{hetcd.ClientURL()}
+				c.EncryptionProviderConfig = encCfg
+				c.WatchCache = cached
+			})
+			ketcd := etcdtest.Start(t)
+			kube := startAuthzKube(t, kubeBin, ketcd.ClientURL(), h.Certs().CACert, h.Certs().ServiceAccountKey,
+				"--encryption-provider-config="+encCfg, fmt.Sprintf("--watch-cache=%v", cached))
+			want := corruptSteps(t, kube.admin, etcdClientOf(t, ketcd), cached)
+			for _, s := range want {
+				t.Logf("kube-apiserver: %s", s)
+			}
+			got := corruptSteps(t, servertest.RestConfig(t, h), etcdClientOf(t, hetcd), cached)
+			sameSteps(t, got, want)
+		})
 	}
-	got := corruptSteps(t, servertest.RestConfig(t, h), etcdClientOf(t, hetcd))
-	sameSteps(t, got, want)
 }
 
 func etcdClientOf(t *testing.T, e *embedetcd.Server) *clientv3.Client {
@@ -77,7 +85,7 @@ func describeCorrupt(err error) string {
 
 // corruptSteps runs the steps against one server (admin, and carol impersonated) whose etcd
 // is ec, and describes what each saw.
-func corruptSteps(t *testing.T, admin *rest.Config, ec *clientv3.Client) []string {
+func corruptSteps(t *testing.T, admin *rest.Config, ec *clientv3.Client, cached bool) []string {
 	t.Helper()
 	ctx := context.Background()
 	const ns = "corrupt"
@@ -106,7 +114,12 @@ func corruptSteps(t *testing.T, admin *rest.Config, ec *clientv3.Client) []strin
 	// A value of the configured provider whose key cannot decrypt it, and one that no
 	// provider claims and identity passes on as bytes that do not decode.
 	putRaw(t, ec, "/registry/configmaps/"+ns+"/b-undecryptable", "k8s:enc:aescbc:v1:key1:this is not ciphertext of key1")
-	putRaw(t, ec, "/registry/configmaps/"+ns+"/c-undecodable", "k8s\x00this is not a protobuf object")
+	rev := putRaw(t, ec, "/registry/configmaps/"+ns+"/c-undecodable", "k8s\x00this is not a protobuf object")
+	var after *watchRecording
+	if !cached {
+		// etcd's own watch from the corrupt values on: the unsafe deletion of one ends it.
+		after = startRecording(t, cms, strconv.FormatInt(rev, 10))
+	}
 
 	_, err = cms.Get(ctx, "b-undecryptable", metav1.GetOptions{})
 	see("get undecryptable", err)
@@ -116,11 +129,15 @@ func corruptSteps(t *testing.T, admin *rest.Config, ec *clientv3.Client) []strin
 	see("get readable", err)
 	_, err = cms.List(ctx, metav1.ListOptions{})
 	see("list", err)
-	// Not compared: kube-apiserver's watch cache answers from the state it held before the
-	// values went bad (until it lists again), hacp's sends the list to etcd (see
+	// With watch caches, not compared: kube-apiserver's answers from the state it held before
+	// the values went bad (until it lists again), hacp's sends the list to etcd (see
 	// docs/apiserver.md).
 	_, err = cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	t.Logf("list rv=0: %s", describeCorrupt(err))
+	if cached {
+		t.Logf("list rv=0: %s", describeCorrupt(err))
+	} else {
+		see("list rv=0", err)
+	}
 
 	unsafe := metav1.DeleteOptions{IgnoreStoreReadErrorWithClusterBreakingPotential: ptr.To(true)}
 	see("delete without the option", cms.Delete(ctx, "b-undecryptable", metav1.DeleteOptions{}))
@@ -158,14 +175,23 @@ func corruptSteps(t *testing.T, admin *rest.Config, ec *clientv3.Client) []strin
 	}
 	waitUntil(t, "the watch sees d-after or ends", w.sawOrEnded("d-after"))
 	seen = append(seen, w.stop(t)...)
+	if after != nil {
+		waitUntil(t, "the watch from the corrupt values ends", after.sawOrEnded("(none)"))
+		for _, s := range after.stop(t) {
+			seen = append(seen, "from the corrupt values: "+s)
+		}
+	}
 	return seen
 }
 
-func putRaw(t *testing.T, ec *clientv3.Client, key, value string) {
+// putRaw writes value at key in etcd and returns the revision of the write.
+func putRaw(t *testing.T, ec *clientv3.Client, key, value string) int64 {
 	t.Helper()
-	if _, err := ec.Put(context.Background(), key, value); err != nil {
+	resp, err := ec.Put(context.Background(), key, value)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return resp.Header.Revision
 }
 
 // rawDelete deletes name with the option as a query parameter and no body, and describes
