@@ -52,7 +52,7 @@ func (s *scope) deleteCorrupt(w http.ResponseWriter, r *http.Request, ns, name s
 	}
 	request.AddAnnotation(r.Context(), unsafeDeleteAnnotation, "")
 	cd, ok := s.storage.(registry.CorruptObjectDeleter)
-	if !ok {
+	if !ok || !cd.DeletesCorrupt() {
 		writeError(w, r, registry.ErrNoCorruptDeleter)
 		return
 	}

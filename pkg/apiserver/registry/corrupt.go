@@ -20,6 +20,8 @@ type CorruptObjectDeleter interface {
 	// upstream's corruptObjectDeleter. An object that reads back fine is a 409, a missing
 	// one a 404; a dry run only checks.
 	DeleteCorrupt(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) error
+	// DeletesCorrupt reports whether the storage offers unsafe deletion at all.
+	DeletesCorrupt() bool
 }
 
 // ErrNoCorruptDeleter is upstream's answer where a resource has no unsafe deleter.
@@ -34,10 +36,16 @@ func (s *Store) DeleteCorrupt(ctx context.Context, ns, name string, opts *metav1
 		return err
 	}
 	cd, ok := s.storage.(storage.CorruptDeleter)
-	if !ok || s.onTerminate != nil {
+	if !ok || !s.DeletesCorrupt() {
 		return ErrNoCorruptDeleter
 	}
 	return Interpret(cd.DeleteCorrupt(ctx, s.key(ns, name), opts != nil && DryRun(opts.DryRun)), s.gr(), name)
+}
+
+// DeletesCorrupt is CorruptObjectDeleter's: every kind but namespaces.
+func (s *Store) DeletesCorrupt() bool {
+	_, ok := s.storage.(storage.CorruptDeleter)
+	return ok && s.onTerminate == nil
 }
 
 // corruptListStatus is upstream's answer to a list that met corrupt objects: 500
