@@ -298,6 +298,3 @@ func (r *watchRecording) stop(t *testing.T) []string {
 	}
 	return out
 }
-
-
-
