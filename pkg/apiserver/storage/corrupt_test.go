@@ -5,9 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd/etcdtest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestCorruptObjects: a value that does not decode is a corrupt object to a get (named by
@@ -55,4 +58,43 @@ func TestCorruptObjects(t *testing.T) {
 
 func containsText(err error, s string) bool {
 	return err != nil && strings.Contains(err.Error(), s)
+}
+
+// TestCacherCorruptObject: a value the watch cache cannot decode ends its watchers (as
+// upstream's, which end at its next list) and sends reads to etcd, which answer the corrupt
+// object's errors; once it is deleted without being read, the cache serves again.
+func TestCacherCorruptObject(t *testing.T) {
+	c := etcdtest.Client(t)
+	inner := storage.New(c, storage.Config{Prefix: "/registry", NewFunc: func() runtime.Object { return &corev1.ConfigMap{} }})
+	ch := storage.NewCacher(inner, storage.CacherConfig{KeyRoot: "configmaps", BookmarkInterval: 100 * time.Millisecond, Metrics: storage.NewCacherMetrics()})
+	ch.Start(context.Background())
+	t.Cleanup(ch.Stop)
+	waitFor(t, "the cache to serve", ch.Ready)
+	ctx := context.Background()
+	good := create(t, ch, "good", nil)
+	w, err := ch.Watch(ctx, "configmaps/ns", storage.ListOptions{ResourceVersion: good.ResourceVersion, Recursive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	rawPut(t, c, "bad", garbage)
+	for ev := range w.ResultChan() {
+		t.Fatalf("the watch went on past the corrupt value: %s %#v", ev.Type, ev.Object)
+	}
+	err = ch.GetList(ctx, "configmaps/ns", storage.ListOptions{ResourceVersion: "0", Recursive: true}, &corev1.ConfigMapList{})
+	var cl *storage.CorruptListError
+	if !errors.As(err, &cl) || len(cl.Errs) != 1 || cl.Errs[0].Key != "/registry/configmaps/ns/bad" {
+		t.Fatalf("list: %v, want the corrupt object", err)
+	}
+	if err := ch.Get(ctx, key("bad"), storage.GetOptions{}, &corev1.ConfigMap{}); !storage.IsCorrupt(err) || !strings.Contains(err.Error(), "Key: /configmaps/ns/bad,") {
+		t.Fatalf("get: %v, want the corrupt object by its key", err)
+	}
+	if err := ch.DeleteCorrupt(ctx, key("bad"), false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to serve again", ch.Ready)
+	l := &corev1.ConfigMapList{}
+	if err := ch.GetList(ctx, "configmaps/ns", storage.ListOptions{ResourceVersion: "0", Recursive: true}, l); err != nil || len(l.Items) != 1 {
+		t.Fatalf("list after: %v %v, want good alone", err, names(t, l))
+	}
 }
