@@ -312,8 +312,8 @@ func authzClients(t *testing.T, h *server.Server, tg *authzTarget) map[string]*h
 // tokens signed with hacp's key saKey for hacp's issuer (so that a token one server issued
 // differs from the other's only in the ServiceAccount's uid), the default
 // admission plugins and NodeRestriction (as kubeadm runs it, and hacp here); the admin is a
-// static token.
-func startAuthzKube(t *testing.T, bin, etcdURL, caFile, saKey string) *authzTarget {
+// static token. extra are further flags.
+func startAuthzKube(t *testing.T, bin, etcdURL, caFile, saKey string, extra ...string) *authzTarget {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
@@ -333,6 +333,7 @@ func startAuthzKube(t *testing.T, bin, etcdURL, caFile, saKey string) *authzTarg
 	args = append(args, "--authorization-mode=Node,RBAC", "--anonymous-auth=true", "--client-ca-file="+caFile,
 		"--enable-admission-plugins=NodeRestriction", "--service-account-issuer="+server.DefaultServiceAccountIssuer,
 		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey)
+	args = append(args, extra...)
 	p := startProc(t, dir, "kube-apiserver-authzdiff", bin, args...)
 	tg := &authzTarget{name: "kube", url: "https://127.0.0.1:" + port,
 		admin: &rest.Config{Host: "https://127.0.0.1:" + port, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, BearerToken: token, QPS: 1000, Burst: 1000}}

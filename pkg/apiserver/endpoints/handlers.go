@@ -417,6 +417,10 @@ func (s *scope) delete(w http.ResponseWriter, r *http.Request, ns, name string) 
 		writeError(w, r, err)
 		return
 	}
+	if unsafeDelete(opts) {
+		s.deleteCorrupt(w, r, ns, name, opts)
+		return
+	}
 	out, deleted, err := s.storage.(registry.GracefulDeleter).Delete(r.Context(), ns, name, opts)
 	if err != nil {
 		writeError(w, r, err)
@@ -444,6 +448,10 @@ func (s *scope) deleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 	}
 	if err := checkOptions(opts.DryRun, ""); err != nil {
 		writeError(w, r, err)
+		return
+	}
+	if unsafeDelete(opts) {
+		writeError(w, r, unsafeCollectionError(opts))
 		return
 	}
 	out, err := s.storage.(registry.CollectionDeleter).DeleteCollection(r.Context(), ns, opts, listOpts)

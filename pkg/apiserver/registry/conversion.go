@@ -126,6 +126,15 @@ func (c *convertingStorage) Delete(ctx context.Context, key string, out runtime.
 	return nil
 }
 
+// DeleteCorrupt is storage.CorruptDeleter's: the stored kind's key is the same.
+func (c *convertingStorage) DeleteCorrupt(ctx context.Context, key string, dryRun bool) error {
+	cd, ok := c.inner.(storage.CorruptDeleter)
+	if !ok {
+		return ErrNoCorruptDeleter
+	}
+	return cd.DeleteCorrupt(ctx, key, dryRun)
+}
+
 func (c *convertingStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	opts.Predicate = c.predicate(opts.Predicate)
 	w, err := c.inner.Watch(ctx, key, opts)

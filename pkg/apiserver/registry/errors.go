@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,6 +15,10 @@ import (
 func Interpret(err error, gr schema.GroupResource, name string) error {
 	if err == nil {
 		return nil
+	}
+	var cl *storage.CorruptListError
+	if errors.As(err, &cl) && len(cl.Errs) > 0 {
+		return corruptListStatus(cl, gr)
 	}
 	var se *storage.Error
 	if !asStorageErr(err, &se) {
@@ -34,6 +39,8 @@ func Interpret(err error, gr schema.GroupResource, name string) error {
 			return apierrors.NewConflict(gr, name, fmt.Errorf("%s", se.Msg))
 		}
 		return apierrors.NewBadRequest(se.Error())
+	case storage.ErrCodeNotCorrupt:
+		return apierrors.NewConflict(gr, name, se)
 	case storage.ErrCodeExpired:
 		e := apierrors.NewResourceExpired(se.Error())
 		e.ErrStatus.Continue = se.Continue

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -109,7 +110,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		if d == authz.Allow {
 			request.AddAnnotation(r.Context(), DecisionAnnotation, "allow")
 			request.AddAnnotation(r.Context(), ReasonAnnotation, reason)
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(request.WithVerbCheck(r.Context(), s.verbCheck(a))))
 			return
 		}
 		if err != nil {
@@ -140,3 +141,14 @@ type noRequestInfo struct{}
 func (noRequestInfo) Error() string { return "no request info on the request" }
 
 var errNoRequestInfo error = noRequestInfo{}
+
+// verbCheck checks another verb on the resource of a, the request's attributes (the
+// handlers' extra permissions, such as an unsafe deletion's).
+func (s *Server) verbCheck(a authz.Attributes) request.VerbCheck {
+	return func(ctx context.Context, verb string) (bool, string, error) {
+		b := a
+		b.Verb = verb
+		d, reason, err := s.authz.Authorize(ctx, b)
+		return d == authz.Allow, reason, err
+	}
+}

@@ -215,8 +215,9 @@ func checkEncryptedSecrets(t *testing.T, cs kubernetes.Interface, ec *clientv3.C
 }
 
 // TestEncryptionMissingKey: a value encrypted with a key the configuration no longer has is
-// a 500 InternalError naming the value's prefix and key, on get and on list (watch cache on
-// and off), and the server keeps serving everything else.
+// a corrupt object, as kube-apiserver 1.37 answers it: a 500 InternalError naming its key on
+// get, a 500 StorageReadError with a cause naming its etcd key on list (watch cache on and
+// off), and the server keeps serving everything else.
 func TestEncryptionMissingKey(t *testing.T) {
 	for _, cached := range []bool{true, false} {
 		t.Run(fmt.Sprintf("watch-cache=%v", cached), func(t *testing.T) {
@@ -231,10 +232,10 @@ func TestEncryptionMissingKey(t *testing.T) {
 			_ = s.Shutdown()
 			_, cs = startEncrypted(t, etcd.ClientURL(), writeEncryptionConfig(t, dir, aesProvider("aescbc", "key2", key2)), cached)
 			_, err := cs.CoreV1().Secrets("default").Get(ctx, "s1", metav1.GetOptions{})
-			wantMissingKey(t, "get", err)
+			wantMissingKey(t, "get", err, metav1.StatusReasonInternalError, "Key: /secrets/default/s1,")
 			for _, rv := range []string{"", "0"} {
 				_, err = cs.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{ResourceVersion: rv})
-				wantMissingKey(t, "list (resourceVersion "+rv+")", err)
+				wantMissingKey(t, "list (resourceVersion "+rv+")", err, metav1.StatusReasonStoreReadError, "Key: /registry/secrets/default/s1,")
 			}
 			if _, err := cs.CoreV1().Secrets("default").Create(ctx, secretWith("s2", "v"), metav1.CreateOptions{}); err != nil {
 				t.Errorf("create with key2: %v", err)
@@ -246,16 +247,18 @@ func TestEncryptionMissingKey(t *testing.T) {
 	}
 }
 
-// wantMissingKey checks err is a 500 InternalError that names key1's value prefix.
-func wantMissingKey(t *testing.T, what string, err error) {
+// wantMissingKey checks err is a 500 of reason for a corrupt object that names key and the
+// transformer's error.
+func wantMissingKey(t *testing.T, what string, err error, reason metav1.StatusReason, key string) {
 	t.Helper()
 	switch {
 	case err == nil:
 		t.Errorf("%s of a value under a missing key: no error", what)
-	case !apierrors.IsInternalError(err) || apierrors.ReasonForError(err) != metav1.StatusReasonInternalError || statusCode(err) != http.StatusInternalServerError:
-		t.Errorf("%s: %v, want a 500 InternalError", what, err)
-	case !strings.Contains(err.Error(), `"k8s:enc:aescbc:v1:key1:"`):
-		t.Errorf("%s: %q does not name the missing key's prefix", what, err)
+	case apierrors.ReasonForError(err) != reason || statusCode(err) != http.StatusInternalServerError:
+		t.Errorf("%s: %v, want a 500 %s", what, err, reason)
+	case !strings.Contains(err.Error(), "StorageError: corrupt object, Code: 7, "+key) ||
+		!strings.Contains(err.Error(), "data from the storage is not transformable revision=0: "):
+		t.Errorf("%s: %q does not name the corrupt object %s", what, err, key)
 	}
 }
 

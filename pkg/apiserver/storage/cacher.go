@@ -671,7 +671,7 @@ func (c *Cacher) getLatest(ctx context.Context, key string, opts GetOptions, out
 			return nil
 		}
 	}
-	return c.inner.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, out)
+	return asCallerKey(c.inner.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, out), key)
 }
 
 // GetList serves lists from the cache: resourceVersion "0" at once, N once the cache has
@@ -894,4 +894,9 @@ func prefixEnd(prefix string) string {
 		}
 	}
 	return ""
+}
+
+// DeleteCorrupt is CorruptDeleter's: the deletion goes to etcd.
+func (c *Cacher) DeleteCorrupt(ctx context.Context, key string, dryRun bool) error {
+	return c.inner.DeleteCorrupt(ctx, key, dryRun)
 }

@@ -34,6 +34,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	switch e.Code {
+	case ErrCodeCorruptObj:
+		return storageErrorText("corrupt object", 7, e.Key, e.Msg)
+	}
 	if e.Msg != "" {
 		return e.Msg
 	}

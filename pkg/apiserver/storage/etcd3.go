@@ -119,12 +119,12 @@ func (s *Etcd3) fullKey(key string) string {
 func (s *Etcd3) decode(data []byte, rev int64, into runtime.Object) error {
 	if err := s.cfg.Codec.Decode(data, into); err != nil {
 		// A codec's error carrying an API status (a conversion webhook's failure) reaches
-		// the client as it is; any other means a corrupt object.
+		// the client as it is; any other means a corrupt object (the caller names its key).
 		var st interface{ Status() metav1.Status }
 		if errors.As(err, &st) {
 			return err
 		}
-		return &Error{Code: ErrCodeInvalidObj, Msg: fmt.Sprintf("decode stored object: %v", err)}
+		return corruptError("", false, rev, err)
 	}
 	return setRV(into, rev)
 }
@@ -367,7 +367,7 @@ func (s *Etcd3) Get(ctx context.Context, key string, opts GetOptions, out runtim
 		}
 		return &Error{Code: ErrCodeNotFound, Key: key}
 	}
-	return s.decodeKV(ctx, resp.Kvs[0].Key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, out)
+	return asCallerKey(s.decodeKV(ctx, resp.Kvs[0].Key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, out), key)
 }
 
 // continueToken is the upstream-compatible continue token.
@@ -428,6 +428,9 @@ func (s *Etcd3) GetList(ctx context.Context, key string, opts ListOptions, listO
 	}
 	r, err := s.readList(ctx, key, opts, p)
 	if err != nil {
+		return err
+	}
+	if err := r.corrupt.err(); err != nil {
 		return err
 	}
 	if err := meta.SetList(listObj, r.items); err != nil {
@@ -508,6 +511,7 @@ type listRead struct {
 	readRev int64  // the revision read at
 	more    bool   // items are left after lastKey
 	lastKey []byte // with more: the first key not returned
+	corrupt corruptList
 }
 
 // readList reads the plan's keys in batches, decoding and filtering them, until the limit
@@ -549,7 +553,10 @@ func (s *Etcd3) readList(ctx context.Context, key string, opts ListOptions, p *l
 			}
 			obj := newItem()
 			if err := s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
-				return nil, err
+				if goOn, err := r.corrupt.add(err); !goOn {
+					return nil, err
+				}
+				continue
 			}
 			ok, err := opts.Predicate.Matches(obj)
 			if err != nil {
@@ -737,10 +744,10 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 		current := s.cfg.NewFunc()
 		plain, _, err := s.fromStorage(ctx, kv.Key, kv.Value)
 		if err != nil {
-			return err
+			return asCallerKey(err, key)
 		}
 		if err := s.decode(plain, kv.ModRevision, current); err != nil {
-			return err
+			return asCallerKey(err, key)
 		}
 		if err := precond.check(key, current); err != nil {
 			return err

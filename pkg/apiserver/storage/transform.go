@@ -1,10 +1,9 @@
 package storage
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage/value"
@@ -16,8 +15,8 @@ import (
 // authenticated data, as upstream, so that a value moved to another key does not decrypt.
 type Transformer = value.Transformer
 
-// ErrCodeInternal is a stored value that could not be read back: its transformer failed
-// (a key is missing, or the value was tampered with). The registry answers it with a 500.
+// ErrCodeInternal is a value that could not be transformed for storing. The registry answers
+// it with a 500.
 const ErrCodeInternal ErrCode = 100
 
 // fromStorage returns the stored value at the full etcd key k as the codec reads it. stale
@@ -29,7 +28,7 @@ func (s *Etcd3) fromStorage(ctx context.Context, k []byte, data []byte) (plain [
 	}
 	plain, stale, err = s.cfg.Transformer.TransformFromStorage(ctx, data, value.DefaultContext(k))
 	if err != nil {
-		return nil, false, transformError(k, data, err)
+		return nil, false, transformError(k, err)
 	}
 	return plain, stale, nil
 }
@@ -52,37 +51,16 @@ func (s *Etcd3) decodeKV(ctx context.Context, k, data []byte, rev int64, into ru
 	if err != nil {
 		return err
 	}
-	return s.decode(plain, rev, into)
+	err = s.decode(plain, rev, into)
+	var se *Error
+	if errors.As(err, &se) && se.Code == ErrCodeCorruptObj && se.Key == "" {
+		se.Key = string(k)
+	}
+	return err
 }
 
-// transformError names the key and the value's prefix (provider and key name, e.g.
-// "k8s:enc:aescbc:v1:key1:") in the error of a failed read, so that the missing key is
-// plain from the message.
-func transformError(k, data []byte, err error) error {
-	msg := fmt.Sprintf("unable to transform key %q: %v", k, err)
-	if p := valuePrefix(data); p != "" {
-		msg += fmt.Sprintf(" (the value is stored with prefix %s, which no configured provider and key reads)", strconv.Quote(p))
-	}
-	return &Error{Code: ErrCodeInternal, Key: string(k), Msg: msg}
-}
-
-// valuePrefix returns the "k8s:enc:<provider>:<version>:<key or plugin name>:" prefix of an
-// encrypted value, or "" for a value without one.
-func valuePrefix(data []byte) string {
-	const enc = "k8s:enc:"
-	if !bytes.HasPrefix(data, []byte(enc)) {
-		return ""
-	}
-	colons := 0
-	for i, b := range data[:min(len(data), 128)] {
-		if b < 0x20 || b > 0x7e {
-			return ""
-		}
-		if b == ':' {
-			if colons++; colons == 5 {
-				return string(data[:i+1])
-			}
-		}
-	}
-	return ""
+// transformError is the error of a value at the full key k that its transformer could not
+// read back: a corrupt object.
+func transformError(k []byte, err error) error {
+	return corruptError(string(k), true, 0, err)
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -188,7 +189,7 @@ func (w *etcdWatcher) handle(ctx context.Context, resp clientv3.WatchResponse, r
 		if err != nil {
 			// As upstream's etcd3 watcher: an event that cannot be decoded ends the
 			// watch with an error, rather than leaving the client silently behind.
-			w.sendStatus(ctx, apierrors.NewInternalError(err).Status())
+			w.sendStatus(ctx, watchReadError(err, ev.Type == clientv3.EventTypeDelete))
 			return false
 		}
 		if ev.Kv.ModRevision > *lastRV {
@@ -279,3 +280,18 @@ func (s *Etcd3) Compact(ctx context.Context) (int64, error) {
 
 // FormatRV formats a revision as a resourceVersion.
 func FormatRV(rev int64) string { return strconv.FormatInt(rev, 10) }
+
+// watchReadError is the status that ends a watch at an event whose object cannot be read
+// back, as upstream's etcd3 watcher: a corrupt object's deletion is a 500 StorageReadError,
+// any other a 500 InternalError; both carry the reason without the key.
+func watchReadError(err error, deleted bool) metav1.Status {
+	var se *Error
+	if !errors.As(err, &se) || se.Code != ErrCodeCorruptObj {
+		return apierrors.NewInternalError(err).Status()
+	}
+	if deleted {
+		return metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonStoreReadError,
+			Message: "saw a DELETED event, but object data is corrupt - " + se.Msg}
+	}
+	return apierrors.NewInternalError(errors.New(se.Msg)).Status()
+}

@@ -19,8 +19,9 @@ import (
 const garbage = "\x00\xffnot an object"
 
 // TestWatchUndecodableEvent: an etcd event the direct watch cannot decode ends the watch
-// with an ERROR event (500 InternalError, as upstream's etcd3 watcher), instead of being
-// dropped silently; a previous state that is not needed (no selection) is not decoded.
+// with an ERROR event, as upstream's etcd3 watcher (500 InternalError, or 500 StorageReadError
+// for the deletion of a corrupt object), instead of being dropped silently; a previous state
+// that is not needed (no selection) is not decoded.
 func TestWatchUndecodableEvent(t *testing.T) {
 	valid := func(t *testing.T, name string) string {
 		t.Helper()
@@ -36,13 +37,16 @@ func TestWatchUndecodableEvent(t *testing.T) {
 		during    func(t *testing.T, c *clientv3.Client) // once watching
 		selection bool                                   // watch with a label selector
 		want      watch.EventType
+		deletion  bool // the error is a corrupt object's deletion
 	}{
 		{name: "new key with garbage", during: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", garbage) },
 			want: watch.Error},
 		{name: "object overwritten with garbage", before: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", valid(t, "x")) },
 			during: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", garbage) }, want: watch.Error},
 		{name: "garbage deleted, watched with a selector", before: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", garbage) },
-			during: func(t *testing.T, c *clientv3.Client) { rawDelete(t, c, "x") }, selection: true, want: watch.Error},
+			during: func(t *testing.T, c *clientv3.Client) { rawDelete(t, c, "x") }, selection: true, want: watch.Error, deletion: true},
+		{name: "garbage deleted, no selector", before: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", garbage) },
+			during: func(t *testing.T, c *clientv3.Client) { rawDelete(t, c, "x") }, want: watch.Error, deletion: true},
 		{name: "garbage overwritten with an object, no selector", before: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", garbage) },
 			during: func(t *testing.T, c *clientv3.Client) { rawPut(t, c, "x", valid(t, "x")) }, want: watch.Modified},
 	} {
@@ -73,9 +77,13 @@ func TestWatchUndecodableEvent(t *testing.T) {
 			if tc.want != watch.Error {
 				return
 			}
+			reason, prefix := metav1.StatusReasonInternalError, "Internal error occurred: object not decodable revision="
+			if tc.deletion {
+				reason, prefix = metav1.StatusReasonStoreReadError, "saw a DELETED event, but object data is corrupt - object not decodable revision="
+			}
 			st, ok := ev.Object.(*metav1.Status)
-			if !ok || st.Code != http.StatusInternalServerError || st.Reason != metav1.StatusReasonInternalError || !strings.HasPrefix(st.Message, "Internal error occurred: ") {
-				t.Fatalf("error event %#v, want a 500 InternalError Status", ev.Object)
+			if !ok || st.Code != http.StatusInternalServerError || st.Reason != reason || !strings.HasPrefix(st.Message, prefix) {
+				t.Fatalf("error event %#v, want a 500 %s Status starting %q", ev.Object, reason, prefix)
 			}
 			if ev, ok := nextEventOrClose(t, w); ok {
 				t.Fatalf("the watch went on after its error: %s %#v", ev.Type, ev.Object)

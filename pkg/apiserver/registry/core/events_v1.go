@@ -234,3 +234,11 @@ func validateEventV1(ev *eventsv1.Event) field.ErrorList {
 	}
 	return errs
 }
+
+// DeleteCorrupt is registry.CorruptObjectDeleter's: the core Event's unsafe deletion.
+func (e *EventsV1Store) DeleteCorrupt(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) error {
+	return e.regroup(e.core.DeleteCorrupt(ctx, ns, name, opts))
+}
+
+// DeletesCorrupt is registry.CorruptObjectDeleter's.
+func (e *EventsV1Store) DeletesCorrupt() bool { return e.core.DeletesCorrupt() }
