@@ -2,10 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ const etcdAttempt = 2 * time.Second
 // endpoint and cause; after timeout (or when ctx ends) it returns an error that names every
 // endpoint and what went wrong with it (an x509 error, a refused connection, ...), which is
 // what an operator has to fix, where kube-apiserver says only "context deadline exceeded".
-func waitForEtcd(ctx context.Context, c *clientv3.Client, endpoints []string, timeout time.Duration, log *slog.Logger) error {
+func waitForEtcd(ctx context.Context, c *clientv3.Client, tlsCfg *tls.Config, endpoints []string, timeout time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conns := make([]*grpc.ClientConn, len(endpoints))
@@ -44,20 +45,23 @@ func waitForEtcd(ctx context.Context, c *clientv3.Client, endpoints []string, ti
 			}
 		}
 	}()
-	causes := make([][]string, len(endpoints))
+	causes := make([]string, len(endpoints))
 	for pause := time.Second; ; pause = min(2*pause, etcdAttempt*5/2) {
 		for i, ep := range endpoints {
 			err := probeEtcd(ctx, c, &conns[i], ep)
 			if err == nil {
 				return nil
 			}
-			if ctx.Err() != nil && len(causes[i]) > 0 {
+			if ctx.Err() != nil && causes[i] != "" {
 				continue // the wait, not the endpoint, ran out
 			}
 			cause := etcdCause(err)
-			if !slices.Contains(causes[i], cause) {
-				causes[i] = append(causes[i], cause)
+			if !strings.Contains(cause, "tls:") {
+				if tlsCause := tlsRefusal(ctx, ep, tlsCfg); tlsCause != "" {
+					cause = tlsCause + " (gRPC saw: " + cause + ")"
+				}
 			}
+			causes[i] = cause
 			log.Warn("etcd not reachable yet, retrying", "endpoint", ep, "err", cause, "gives-up-in", time.Until(deadlineOf(ctx)).Round(time.Second))
 		}
 		select {
@@ -84,6 +88,38 @@ func probeEtcd(ctx context.Context, c *clientv3.Client, conn **grpc.ClientConn, 
 	return err
 }
 
+// tlsRefusal returns, for an https endpoint, what etcd's TLS says when the apiserver
+// connects with tlsCfg and sends nothing: a refused client certificate shows as a TLS alert
+// only after the handshake (TLS 1.3), and gRPC, writing at once, usually sees just a broken
+// pipe or a reset. It returns "" when TLS has nothing to say.
+func tlsRefusal(ctx context.Context, ep string, tlsCfg *tls.Config) string {
+	u, err := url.Parse(ep)
+	if err != nil || u.Scheme != "https" || tlsCfg == nil {
+		return ""
+	}
+	cfg := tlsCfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	ctx, cancel := context.WithTimeout(ctx, etcdAttempt)
+	defer cancel()
+	conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		if strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:") {
+			return err.Error()
+		}
+		return ""
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(dl)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err != nil && strings.Contains(err.Error(), "tls:") {
+		return err.Error()
+	}
+	return ""
+}
+
 // etcdCause is err as an operator reads it: gRPC's description of why it could not connect,
 // without the status code and wrappers around it.
 func etcdCause(err error) string {
@@ -105,7 +141,7 @@ func etcdCause(err error) string {
 
 // etcdUnreachable is Start's error when no endpoint answered: each endpoint with the
 // causes seen, and a hint at the setting to check.
-func etcdUnreachable(endpoints []string, causes [][]string, timeout time.Duration, ctxErr error) error {
+func etcdUnreachable(endpoints []string, causes []string, timeout time.Duration, ctxErr error) error {
 	var b strings.Builder
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		fmt.Fprintf(&b, "no etcd server reachable after %s:", timeout)
@@ -113,7 +149,7 @@ func etcdUnreachable(endpoints []string, causes [][]string, timeout time.Duratio
 		b.WriteString("stopped waiting for etcd:")
 	}
 	for i, ep := range endpoints {
-		fmt.Fprintf(&b, " %s: %s", ep, strings.Join(causes[i], "; then: "))
+		fmt.Fprintf(&b, " %s: %s", ep, causes[i])
 		if hint := etcdHint(ep, causes[i]); hint != "" {
 			fmt.Fprintf(&b, " (%s)", hint)
 		}
@@ -125,16 +161,15 @@ func etcdUnreachable(endpoints []string, causes [][]string, timeout time.Duratio
 }
 
 // etcdHint names the setting an endpoint's causes point at, or "".
-func etcdHint(ep string, causes []string) string {
-	all := strings.Join(causes, "\n")
+func etcdHint(ep, cause string) string {
 	switch {
-	case strings.Contains(all, "x509:"):
+	case strings.Contains(cause, "x509:"):
 		return "is --etcd-cafile the CA that signed etcd's serving certificate, for this host name or IP?"
-	case strings.Contains(all, "remote error: tls:"):
+	case strings.Contains(cause, "remote error: tls:"):
 		return "etcd refused the client certificate: is --etcd-certfile signed by the CA etcd trusts (its --trusted-ca-file)?"
-	case strings.HasPrefix(ep, "http://") && strings.Contains(all, "server preface"):
+	case strings.HasPrefix(ep, "http://") && strings.Contains(cause, "server preface"):
 		return "etcd closed a plain-HTTP connection: if it serves TLS, use https:// with --etcd-cafile, --etcd-certfile and --etcd-keyfile"
-	case strings.Contains(all, "connection refused"):
+	case strings.Contains(cause, "connection refused"):
 		return "is etcd running and listening at this address?"
 	}
 	return ""

@@ -369,7 +369,7 @@ func (s *Server) startEtcd(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("apiserver: connect to etcd %v: %w", s.cfg.EtcdServers, err)
 		}
-		if err := waitForEtcd(ctx, c, s.cfg.EtcdServers, etcdDialTimeout, s.log); err != nil {
+		if err := waitForEtcd(ctx, c, tlsCfg, s.cfg.EtcdServers, etcdDialTimeout, s.log); err != nil {
 			c.Close()
 			return err
 		}
