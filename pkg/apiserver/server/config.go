@@ -303,11 +303,6 @@ func (c *Config) validateListener() []error {
 // key prefix.
 func (c *Config) validateEtcd() []error {
 	var errs []error
-	for _, s := range c.EtcdServers {
-		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, config.FieldErrorf("etcd-servers", "%q is not an http(s) URL", s))
-		}
-	}
 	for key, v := range map[string]string{"etcd-listen-client-url": c.EtcdListenClientURL, "etcd-listen-peer-urls": c.EtcdListenPeerURL, "etcd-initial-advertise-peer-urls": c.EtcdInitialAdvertisePeerURL} {
 		if v == "" && key == "etcd-initial-advertise-peer-urls" {
 			continue

@@ -19,7 +19,7 @@ import (
 // member's and the apiserver's) or none (all generated).
 func (c *Config) validateEtcdClientTLS() []error {
 	if len(c.EtcdServers) > 0 {
-		return nil
+		return c.validateEtcdServers()
 	}
 	u, err := url.Parse(c.EtcdListenClientURL)
 	if err != nil {
@@ -67,6 +67,44 @@ func (c *Config) validateEtcdClientTLS() []error {
 		return errs
 	}
 	return checkEtcdTLSFiles(c)
+}
+
+// validateEtcdServers checks what can be checked of --etcd-servers before connecting: each
+// URL's scheme (etcd's client takes http, https, unix and unixs), and the client TLS files:
+// the CA readable and PEM, the certificate with its key and the key its certificate, and not
+// given for plain URLs, which would not use them. kube-apiserver finds some of these only when
+// it starts (and a plain URL to a TLS-only etcd only after its 20 s wait).
+func (c *Config) validateEtcdServers() []error {
+	var errs []error
+	tlsFiles := c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != ""
+	for _, s := range c.EtcdServers {
+		u, err := url.Parse(s)
+		switch {
+		case err != nil || u.Scheme == "":
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q is not a URL (want https://host:port, or http://, unix://, unixs://)", s))
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "unix" && u.Scheme != "unixs":
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q: scheme %q is not one of http, https, unix, unixs", s, u.Scheme))
+		case (u.Scheme == "http" || u.Scheme == "https") && u.Host == "":
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q has no host", s))
+		case (u.Scheme == "unix" || u.Scheme == "unixs") && u.Host+u.Path == "":
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q has no socket path", s))
+		case tlsFiles && (u.Scheme == "http" || u.Scheme == "unix"):
+			errs = append(errs, config.FieldErrorf("etcd-servers", "%q is plain (no TLS) but etcd-cafile, etcd-certfile or etcd-keyfile is given, "+
+				"which only https:// and unixs:// use: use https://", s))
+		}
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, config.FieldErrorf("etcd-certfile", "etcd-certfile and etcd-keyfile go together"))
+	}
+	for _, err := range []error{
+		config.CheckCertificates("etcd-cafile", c.EtcdCAFile),
+		config.CheckKeyPair("etcd-certfile", c.EtcdCertFile, "etcd-keyfile", c.EtcdKeyFile),
+	} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // checkEtcdTLSFiles loads the given etcd client-side TLS files, so that a bad one is a

@@ -110,7 +110,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 // and returns once the server accepts requests.
 func (s *Server) Start(ctx context.Context) error {
 	s.started = time.Now()
-	if err := s.startEtcd(); err != nil {
+	if err := s.startEtcd(ctx); err != nil {
 		return err
 	}
 	s.startupPhase("etcd")
@@ -354,7 +354,7 @@ func (s *Server) writeKubeconfig() error {
 	return certs.WriteKubeconfig(p, server, s.bundle)
 }
 
-func (s *Server) startEtcd() error {
+func (s *Server) startEtcd(ctx context.Context) error {
 	if len(s.cfg.EtcdServers) > 0 {
 		var tlsCfg *tls.Config
 		if s.cfg.EtcdCertFile != "" || s.cfg.EtcdCAFile != "" {
@@ -368,6 +368,10 @@ func (s *Server) startEtcd() error {
 		c, err := clientv3.New(clientv3.Config{Endpoints: s.cfg.EtcdServers, DialTimeout: 5 * time.Second, TLS: tlsCfg, Logger: zap.NewNop()})
 		if err != nil {
 			return fmt.Errorf("apiserver: connect to etcd %v: %w", s.cfg.EtcdServers, err)
+		}
+		if err := waitForEtcd(ctx, c, tlsCfg, s.cfg.EtcdServers, etcdDialTimeout, s.log); err != nil {
+			c.Close()
+			return err
 		}
 		s.client = c
 		return nil
