@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -119,19 +120,10 @@ var _ CorruptDeleter = (*Etcd3)(nil)
 func (s *Etcd3) DeleteCorrupt(ctx context.Context, key string, dryRun bool) error {
 	k := s.fullKey(key)
 	for {
-		var resp *clientv3.GetResponse
-		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
-			resp, err = s.kv.Get(ctx, k)
-			return err
-		})
+		kv, err := s.readKey(ctx, key, k)
 		if err != nil {
-			return wrapEtcdErr(key, err)
+			return err
 		}
-		s.saw(resp.Header.Revision)
-		if len(resp.Kvs) == 0 {
-			return &Error{Code: ErrCodeNotFound, Key: key}
-		}
-		kv := resp.Kvs[0]
 		if s.decodeKV(ctx, kv.Key, kv.Value, kv.ModRevision, s.cfg.NewFunc()) == nil {
 			return &Error{Code: ErrCodeNotCorrupt, Key: k, Msg: storageErrorText("invalid object", 4, k,
 				"unsafe deletion is not allowed because the object is decodable from storage")}
@@ -139,16 +131,33 @@ func (s *Etcd3) DeleteCorrupt(ctx context.Context, key string, dryRun bool) erro
 		if dryRun {
 			return nil
 		}
-		deleted, err := s.deleteAt(ctx, key, k, kv.ModRevision)
-		if err != nil || deleted {
+		rev, err := s.deleteAt(ctx, key, k, kv.ModRevision)
+		if err != nil || rev != 0 {
 			return err
 		}
 	}
 }
 
-// deleteAt deletes the full key k if its value is still the one of revision modRev;
-// deleted is false when it changed meanwhile.
-func (s *Etcd3) deleteAt(ctx context.Context, key, k string, modRev int64) (deleted bool, _ error) {
+// readKey reads the full key k (key as the caller named it), NotFound when it is missing.
+func (s *Etcd3) readKey(ctx context.Context, key, k string) (*mvccpb.KeyValue, error) {
+	var resp *clientv3.GetResponse
+	err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
+		resp, err = s.kv.Get(ctx, k)
+		return err
+	})
+	if err != nil {
+		return nil, wrapEtcdErr(key, err)
+	}
+	s.saw(resp.Header.Revision)
+	if len(resp.Kvs) == 0 {
+		return nil, &Error{Code: ErrCodeNotFound, Key: key}
+	}
+	return resp.Kvs[0], nil
+}
+
+// deleteAt deletes the full key k if its value is still the one of revision modRev and
+// returns the deletion's revision, 0 when the value changed meanwhile.
+func (s *Etcd3) deleteAt(ctx context.Context, key, k string, modRev int64) (rev int64, _ error) {
 	err := s.write(ctx, key, func(ctx context.Context, retried bool) error {
 		txn, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).
 			Then(clientv3.OpDelete(k)).Commit()
@@ -156,8 +165,8 @@ func (s *Etcd3) deleteAt(ctx context.Context, key, k string, modRev int64) (dele
 		case err != nil:
 			return err
 		case txn.Succeeded:
-			deleted = true
-			s.saw(txn.Header.Revision)
+			rev = txn.Header.Revision
+			s.saw(rev)
 		case retried:
 			ev, err := s.firstChange(ctx, k, modRev, txn.Header.Revision)
 			if err != nil {
@@ -169,5 +178,5 @@ func (s *Etcd3) deleteAt(ctx context.Context, key, k string, modRev int64) (dele
 		}
 		return nil
 	})
-	return deleted, err
+	return rev, err
 }

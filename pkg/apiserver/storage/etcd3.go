@@ -728,19 +728,10 @@ func (s *Etcd3) GuaranteedUpdate(ctx context.Context, key string, out runtime.Ob
 func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, precond *Preconditions, validate ValidateFunc) error {
 	k := s.fullKey(key)
 	for {
-		var resp *clientv3.GetResponse
-		err := s.attempt(ctx, func(ctx context.Context, _ bool) (err error) {
-			resp, err = s.kv.Get(ctx, k)
-			return err
-		})
+		kv, err := s.readKey(ctx, key, k)
 		if err != nil {
-			return wrapEtcdErr(key, err)
+			return err
 		}
-		s.saw(resp.Header.Revision)
-		if len(resp.Kvs) == 0 {
-			return &Error{Code: ErrCodeNotFound, Key: key}
-		}
-		kv := resp.Kvs[0]
 		current := s.cfg.NewFunc()
 		plain, _, err := s.fromStorage(ctx, kv.Key, kv.Value)
 		if err != nil {
@@ -757,33 +748,13 @@ func (s *Etcd3) Delete(ctx context.Context, key string, out runtime.Object, prec
 				return err
 			}
 		}
-		var rev int64
-		err = s.write(ctx, key, func(ctx context.Context, retried bool) error {
-			txn, err := s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", kv.ModRevision)).
-				Then(clientv3.OpDelete(k)).Commit()
-			switch {
-			case err != nil:
-				return err
-			case txn.Succeeded:
-				rev = txn.Header.Revision
-			case retried:
-				ev, err := s.firstChange(ctx, k, kv.ModRevision, txn.Header.Revision)
-				if err != nil {
-					return err
-				}
-				if ev != nil && ev.Type == clientv3.EventTypeDelete {
-					return errUnknownOutcome(key, fmt.Errorf("the object was deleted at revision %d, by this request or another", ev.Kv.ModRevision))
-				}
-			}
-			return nil
-		})
+		rev, err := s.deleteAt(ctx, key, k, kv.ModRevision)
 		if err != nil {
 			return err
 		}
 		if rev == 0 {
 			continue // changed before our delete: check it again
 		}
-		s.saw(rev)
 		if out != nil {
 			return s.decode(plain, rev, out)
 		}
