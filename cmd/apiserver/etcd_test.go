@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -110,37 +107,10 @@ func TestExternalEtcdUnreachable(t *testing.T) {
 // files: it serves, and SIGTERM stops it cleanly.
 func TestExternalEtcdReachable(t *testing.T) {
 	url, files := startTLSEtcd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	cmd, _, logs := startServing(t, externalEtcdArgs(t, url, files)...)
+	if strings.Contains(logs, "etcd not reachable") {
+		t.Errorf("logged etcd as unreachable:\n%s", logs)
 	}
-	cmd := exec.Command(exe, externalEtcdArgs(t, url, files)...)
-	cmd.Env = append(os.Environ(), "APISERVER_TEST_MAIN=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var logs strings.Builder
-	serving := false
-	for !serving && sc.Scan() {
-		logs.WriteString(sc.Text() + "\n")
-		serving = strings.HasPrefix(sc.Text(), "apiserver: serving ")
-	}
-	if !serving {
-		t.Fatalf("no serving line:\n%s", logs.String())
-	}
-	if strings.Contains(logs.String(), "etcd not reachable") {
-		t.Errorf("logged etcd as unreachable:\n%s", logs.String())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -158,10 +158,6 @@ func TestConfig(t *testing.T) {
 // TestRunAndStop starts the program as `make run` does (on free ports), checks
 // it writes a kubeconfig and becomes ready, and that SIGTERM stops it cleanly.
 func TestRunAndStop(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	client, err := embedetcd.FreeLocalHTTPSURL()
 	if err != nil {
@@ -171,34 +167,8 @@ func TestRunAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "--config", "../../configs/apiserver.yaml", "--data-dir", dir, "--secure-port", "0",
+	cmd, url, _ := startServing(t, "--config", "../../configs/apiserver.yaml", "--data-dir", dir, "--secure-port", "0",
 		"--etcd-listen-client-url", client, "--etcd-listen-peer-urls", peer, "--shutdown-delay", "0s")
-	cmd.Env = append(os.Environ(), "APISERVER_TEST_MAIN=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var url string
-	var logs strings.Builder
-	for sc.Scan() {
-		logs.WriteString(sc.Text() + "\n")
-		if rest, ok := strings.CutPrefix(sc.Text(), "apiserver: serving "); ok {
-			url = rest
-			break
-		}
-	}
-	if url == "" {
-		t.Fatalf("no serving line:\n%s", logs.String())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	if _, err := os.Stat(filepath.Join(dir, "admin.kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +193,41 @@ func TestRunAndStop(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
+}
+
+// startServing runs the program (this test binary with APISERVER_TEST_MAIN) with args until
+// it logs its serving line, and returns it, the URL it serves and its log up to then; the
+// rest of its stderr is drained, and the test's cleanup kills it.
+func startServing(t *testing.T, args ...string) (cmd *exec.Cmd, url, logs string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "APISERVER_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var b strings.Builder
+	for url == "" && sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+		if rest, ok := strings.CutPrefix(sc.Text(), "apiserver: serving "); ok {
+			url = rest
+		}
+	}
+	if url == "" {
+		t.Fatalf("no serving line:\n%s", b.String())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, url, b.String()
 }
