@@ -406,9 +406,6 @@ func (u *usage) read() {
 		if cpu, ok := procCPU(pid); ok {
 			u.cpu[pid] = cpu
 		}
-		if hwm, ok := procHWM(pid); ok {
-			u.hwm[pid] = max(u.hwm[pid], hwm)
-		}
 		u.readMem(pid)
 	}
 }
@@ -464,28 +461,6 @@ func parseStatCPU(stat string) (float64, bool) {
 	return (ut + st) / 100, true
 }
 
-// procHWM is the peak resident set (VmHWM) of pid in MB.
-func procHWM(pid int) (float64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, false
-	}
-	return parseHWM(string(b))
-}
-
-func parseHWM(status string) (float64, bool) {
-	for _, line := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0, false
-			}
-			kb, err := strconv.ParseFloat(f[0], 64)
-			return kb / 1024, err == nil
-		}
-	}
-	return 0, false
-}
 
 // keepLogs copies the last 2 MiB of every log in from into to.
 func keepLogs(from, to string) error {

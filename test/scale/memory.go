@@ -214,14 +214,19 @@ func (u *usage) scrapeLoop(ctx context.Context) {
 	}
 }
 
-// readMem records pid's status when its resident set is the largest seen; u.mu is held.
+// readMem reads pid's status once a sample: its peak resident set (VmHWM) goes to u.hwm,
+// and the whole status is kept when its resident set is the largest seen; u.mu is held.
 func (u *usage) readMem(pid int) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return
 	}
 	m, ok := procStatusMem(string(b))
-	if !ok || m.RSSMB < u.mem.peak[pid].RSSMB {
+	if !ok {
+		return
+	}
+	u.hwm[pid] = max(u.hwm[pid], m.HWMMB)
+	if m.RSSMB < u.mem.peak[pid].RSSMB {
 		return
 	}
 	if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid)); err == nil {

@@ -224,13 +224,6 @@ func TestParseProc(t *testing.T) {
 	if _, ok := parseStatCPU("garbage"); ok {
 		t.Error("parseStatCPU accepted garbage")
 	}
-	status := "Name:\tapiserver\nVmPeak:\t 900000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t 102400 kB\n"
-	if mb, ok := parseHWM(status); !ok || mb != 200 {
-		t.Errorf("parseHWM = %v, %v; want 200 MB", mb, ok)
-	}
-	if _, ok := parseHWM("Name:\tx\n"); ok {
-		t.Error("parseHWM found no VmHWM but said ok")
-	}
 }
 
 func TestNewPlan(t *testing.T) {
