@@ -35,11 +35,10 @@ func (s *Store) DeleteCorrupt(ctx context.Context, ns, name string, opts *metav1
 	if err := s.checkName(name); err != nil {
 		return err
 	}
-	cd, ok := s.storage.(storage.CorruptDeleter)
-	if !ok || !s.DeletesCorrupt() {
+	if !s.DeletesCorrupt() {
 		return ErrNoCorruptDeleter
 	}
-	return Interpret(cd.DeleteCorrupt(ctx, s.key(ns, name), opts != nil && DryRun(opts.DryRun)), s.gr(), name)
+	return Interpret(s.storage.(storage.CorruptDeleter).DeleteCorrupt(ctx, s.key(ns, name), opts != nil && DryRun(opts.DryRun)), s.gr(), name)
 }
 
 // DeletesCorrupt is CorruptObjectDeleter's: every kind but namespaces.

@@ -103,9 +103,6 @@ func (s *watcherSet) remove(w *cacheWatcher) {
 	}
 }
 
-// len is the number of watchers.
-func (s *watcherSet) len() int { return len(s.all) }
-
 // offer calls fn with each watcher ev may concern: every watcher when ev's attributes
 // are unknown. fn must not add or remove watchers.
 func (s *watcherSet) offer(ev *cacheEvent, fn func(*cacheWatcher)) {

@@ -215,7 +215,7 @@ func TestCacherIndexedWatchers(t *testing.T) {
 		live = append(live, watchFrom(ic, start))
 	}
 	c.mu.Lock()
-	indexed := c.watchers.len() - len(c.watchers.rest)
+	indexed := len(c.watchers.all) - len(c.watchers.rest)
 	c.mu.Unlock()
 	if indexed != 9 {
 		t.Fatalf("%d watchers indexed by metadata.name or spec.nodeName, want 9", indexed)
@@ -250,7 +250,7 @@ func TestCacherIndexedWatchers(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n := c.watchers.len(); n != 0 || len(c.watchers.rest) != 0 || len(c.watchers.by[0]) != 0 || len(c.watchers.by[1]) != 0 {
+	if n := len(c.watchers.all); n != 0 || len(c.watchers.rest) != 0 || len(c.watchers.by[0]) != 0 || len(c.watchers.by[1]) != 0 {
 		t.Fatalf("stopped watchers still kept: %d (rest %d, by name %d, by node %d)", n, len(c.watchers.rest), len(c.watchers.by[0]), len(c.watchers.by[1]))
 	}
 }

@@ -49,8 +49,7 @@ func IsCorrupt(err error) bool { return hasCode(err, ErrCodeCorruptObj) }
 // asCallerKey names a corrupt object's error by the key the caller gave (a get), not its
 // full etcd key (a list), as upstream.
 func asCallerKey(err error, key string) error {
-	var se *Error
-	if errors.As(err, &se) && se.Code == ErrCodeCorruptObj {
+	if se := withCode(err, ErrCodeCorruptObj); se != nil {
 		return &Error{Code: se.Code, Key: "/" + strings.TrimPrefix(key, "/"), Msg: se.Msg}
 	}
 	return err
@@ -85,8 +84,8 @@ type corruptList struct{ errs []*Error }
 // add records err if it is a corrupt object's and reports whether the list goes on; any other
 // error is returned.
 func (c *corruptList) add(err error) (goOn bool, _ error) {
-	var se *Error
-	if !errors.As(err, &se) || se.Code != ErrCodeCorruptObj {
+	se := withCode(err, ErrCodeCorruptObj)
+	if se == nil {
 		return false, err
 	}
 	c.errs = append(c.errs, se)

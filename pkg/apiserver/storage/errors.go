@@ -34,8 +34,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	switch e.Code {
-	case ErrCodeCorruptObj:
+	if e.Code == ErrCodeCorruptObj {
 		return storageErrorText("corrupt object", 7, e.Key, e.Msg)
 	}
 	if e.Msg != "" {
@@ -56,9 +55,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("storage error %d on %s", e.Code, e.Key)
 }
 
-func hasCode(err error, c ErrCode) bool {
+func hasCode(err error, c ErrCode) bool { return withCode(err, c) != nil }
+
+// withCode returns the storage error in err's chain if its code is c, else nil.
+func withCode(err error, c ErrCode) *Error {
 	var se *Error
-	return errors.As(err, &se) && se.Code == c
+	if errors.As(err, &se) && se.Code == c {
+		return se
+	}
+	return nil
 }
 
 // IsNotFound reports a missing key.

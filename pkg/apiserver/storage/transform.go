@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,8 +51,7 @@ func (s *Etcd3) decodeKV(ctx context.Context, k, data []byte, rev int64, into ru
 		return err
 	}
 	err = s.decode(plain, rev, into)
-	var se *Error
-	if errors.As(err, &se) && se.Code == ErrCodeCorruptObj && se.Key == "" {
+	if se := withCode(err, ErrCodeCorruptObj); se != nil && se.Key == "" {
 		se.Key = string(k)
 	}
 	return err

@@ -285,8 +285,8 @@ func FormatRV(rev int64) string { return strconv.FormatInt(rev, 10) }
 // back, as upstream's etcd3 watcher: a corrupt object's deletion is a 500 StorageReadError,
 // any other a 500 InternalError; both carry the reason without the key.
 func watchReadError(err error, deleted bool) metav1.Status {
-	var se *Error
-	if !errors.As(err, &se) || se.Code != ErrCodeCorruptObj {
+	se := withCode(err, ErrCodeCorruptObj)
+	if se == nil {
 		return apierrors.NewInternalError(err).Status()
 	}
 	if deleted {
