@@ -461,7 +461,6 @@ func parseStatCPU(stat string) (float64, bool) {
 	return (ut + st) / 100, true
 }
 
-
 // keepLogs copies the last 2 MiB of every log in from into to.
 func keepLogs(from, to string) error {
 	files, err := filepath.Glob(filepath.Join(from, "*.log"))
