@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"strconv"
@@ -398,10 +399,15 @@ func (c *Config) validateResources() []error {
 	return errs
 }
 
+// defaultWatchCacheSizes are kube-apiserver's (DefaultWatchCacheSizes): Events, written by
+// every component and read rarely, have no watch cache (both groups' Events are the one
+// "events" store here). --watch-cache-sizes overrides them ("events#100" turns it on).
+var defaultWatchCacheSizes = map[string]int{"events": 0}
+
 // ParseWatchCacheSizes reads --watch-cache-sizes: resource[.group]#size items, each also
-// possibly a comma-separated list.
+// possibly a comma-separated list, over the defaults (no cache for events).
 func ParseWatchCacheSizes(items []string) (map[string]int, error) {
-	out := map[string]int{}
+	out := maps.Clone(defaultWatchCacheSizes)
 	for _, item := range items {
 		for _, f := range strings.Split(item, ",") {
 			f = strings.TrimSpace(f)

@@ -13,8 +13,8 @@ func TestParseWatchCacheSizes(t *testing.T) {
 		items []string
 		want  string // fmt of the map, or "error"
 	}{
-		{"none", nil, "map[]"},
-		{"one", []string{"pods#5000"}, "map[pods:5000]"},
+		{"none", nil, "map[events:0]"},
+		{"one", []string{"pods#5000"}, "map[events:0 pods:5000]"},
 		{"comma-separated and repeated", []string{"pods#5000, deployments.apps#0", "Events#10"}, "map[deployments.apps:0 events:10 pods:5000]"},
 		{"no size", []string{"pods"}, "error"},
 		{"negative", []string{"pods#-1"}, "error"},

@@ -12,8 +12,10 @@ import (
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	"github.com/hacp/hacp/pkg/apiserver/storage"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -264,5 +266,63 @@ func TestWatchCacheListAtZeroNeverGoesBack(t *testing.T) {
 			cacher.Restart() // lists go to etcd meanwhile
 		}
 		check(metav1.ListOptions{ResourceVersion: "0"}, "list at 0")
+	}
+}
+
+// Events have no watch cache unless --watch-cache-sizes names them, as kube-apiserver's
+// defaults; their lists and watches (both groups) are then served from etcd.
+func TestEventsWatchCacheOffByDefault(t *testing.T) {
+	events := schema.GroupResource{Resource: "events"}
+	for _, tc := range []struct {
+		sizes  []string
+		cached bool
+	}{{nil, false}, {[]string{"events#100"}, true}} {
+		t.Run(fmt.Sprint(tc.sizes), func(t *testing.T) {
+			s := servertest.New(t, func(c *server.Config) { c.WatchCacheSizes = tc.sizes })
+			if _, ok := s.Registry().Resource(events).Store.Storage().(*storage.Cacher); ok != tc.cached {
+				t.Fatalf("events cached = %v, want %v", ok, tc.cached)
+			}
+			if _, ok := s.Registry().Resource(schema.GroupResource{Resource: "pods"}).Store.Storage().(*storage.Cacher); !ok {
+				t.Fatal("pods have no watch cache")
+			}
+			cs := kubernetes.NewForConfigOrDie(servertest.RestConfig(t, s))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			core, err := cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer core.Stop()
+			v1, err := cs.EventsV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v1.Stop()
+			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+				Reason: "Tested", Message: "m", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "test"}}
+			created, err := cs.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range map[string]watch.Interface{"core/v1": core, "events.k8s.io/v1": v1} {
+				select {
+				case e := <-w.ResultChan():
+					m, err := meta.Accessor(e.Object)
+					if e.Type != watch.Added || err != nil || m.GetName() != "e1" || m.GetResourceVersion() != created.ResourceVersion {
+						t.Fatalf("%s watch: %s %#v", name, e.Type, e.Object)
+					}
+				case <-ctx.Done():
+					t.Fatalf("%s watch: no event", name)
+				}
+			}
+			got, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil || len(got.Items) != len(list.Items)+1 {
+				t.Fatalf("list after create: %v, %d items, want %d", err, len(got.Items), len(list.Items)+1)
+			}
+		})
 	}
 }
