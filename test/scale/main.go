@@ -54,7 +54,7 @@ type options struct {
 	keep        bool
 	search      []int         // -search: the ladder of N, increasing; nil: one run at -nodes
 	stepBudget  time.Duration // -step-budget: a search step not finished in it is not carried
-	profile     bool          // -profile: m1's CPU and heap profiles at the start of the steady window
+	profile     bool          // -profile: m1's CPU and heap profiles at the start of the steady window, heap profiles near each apiserver's peak
 }
 
 // bench is the run-wide state: the hosts, the PKI, the binaries, the clock.
@@ -86,7 +86,7 @@ func run() int {
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's temp dir (data dirs, whole logs)")
 	flag.StringVar(&ladder, "search", "", "comma-separated increasing `N`s: measure each server at each N (a fresh stack per step) until the first step it does not carry; -nodes is then unused")
 	flag.DurationVar(&o.stepBudget, "step-budget", 20*time.Minute, "with -search: a step (one server at one N) not finished in this `duration` is not carried")
-	flag.BoolVar(&o.profile, "profile", false, "fetch m1's apiserver CPU (up to 20 s) and heap profiles at the start of the steady window into <out>/logs/<server>/")
+	flag.BoolVar(&o.profile, "profile", false, "fetch m1's apiserver CPU (up to 20 s) and heap profiles at the start of the steady window into <out>/logs/<server>/, and each apiserver's heap profile again whenever its RSS grew 5% (peak-heap-<master>.pprof: the last is near its peak)")
 	flag.Parse()
 	var err error
 	if o.search, err = parseLadder(ladder); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -142,28 +143,76 @@ type memSampler struct {
 	peak   map[int]procMem
 	latest map[int]*goMem
 	scrape map[int]func(context.Context) (string, error)
+	// With -profile, each apiserver's heap profile is fetched again whenever its resident
+	// set grew by peakProfileStep since the last one, into heapFile: the last one written
+	// shows what was live (as of the collection before) close to that apiserver's peak.
+	heap      map[int]func(context.Context) (string, error)
+	heapFile  map[int]string
+	profileAt map[int]float64 // pid -> the RSS MB of the last profile fetched
 }
+
+// peakProfileStep is how much an apiserver's resident set grows before its peak heap
+// profile is fetched again.
+const peakProfileStep = 1.05
 
 // newMemSampler prepares, per server process, how to fetch its /metrics: the apiservers
 // through their address as the admin, kube-apiserver's etcd on its master's loopback.
 func newMemSampler(s *stack) *memSampler {
-	ms := &memSampler{start: time.Now(), peak: map[int]procMem{}, latest: map[int]*goMem{}, scrape: map[int]func(context.Context) (string, error){}}
+	ms := &memSampler{start: time.Now(), peak: map[int]procMem{}, latest: map[int]*goMem{}, scrape: map[int]func(context.Context) (string, error){},
+		heap: map[int]func(context.Context) (string, error){}, heapFile: map[int]string{}, profileAt: map[int]float64{}}
 	for _, m := range s.b.masters {
 		for _, p := range s.server[m.Name] {
-			if f := s.metricsFetcher(m, p); f != nil {
-				ms.scrape[p.Cmd.Process.Pid] = f
+			pid := p.Cmd.Process.Pid
+			if f := s.apiFetcher(m, p, "/metrics"); f != nil {
+				ms.scrape[pid] = f
+			}
+			if p.Name == "etcd" || !s.b.opts.profile {
+				continue
+			}
+			if f := s.apiFetcher(m, p, "/debug/pprof/heap"); f != nil {
+				ms.heap[pid] = f
+				ms.heapFile[pid] = filepath.Join(s.b.opts.out, "logs", s.name, s.b.profilePrefix()+"peak-heap-"+m.Name+".pprof")
 			}
 		}
 	}
 	return ms
 }
 
-func (s *stack) metricsFetcher(m *hnetns.Host, p *hnetns.Proc) func(context.Context) (string, error) {
+// profilePeaks fetches the heap profile of each apiserver whose resident set grew by
+// peakProfileStep since its last one (see memSampler.heap).
+func (u *usage) profilePeaks(ctx context.Context) {
+	for pid, fetch := range u.mem.heap {
+		u.mu.Lock()
+		rss := u.mem.peak[pid].RSSMB
+		due := rss > 0 && rss >= u.mem.profileAt[pid]*peakProfileStep
+		u.mu.Unlock()
+		if !due {
+			continue
+		}
+		body, err := fetch(ctx)
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(u.mem.heapFile[pid]), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(u.mem.heapFile[pid], []byte(body), 0o644)
+		}
+		if err != nil {
+			continue
+		}
+		u.mu.Lock()
+		u.mem.profileAt[pid] = rss
+		u.mu.Unlock()
+	}
+}
+
+// apiFetcher returns how to GET path from p: kube-apiserver's etcd on its master's loopback
+// (plain HTTP), an apiserver through its address as the admin.
+func (s *stack) apiFetcher(m *hnetns.Host, p *hnetns.Proc, path string) func(context.Context) (string, error) {
 	b := s.b
 	if p.Name == "etcd" {
 		hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DialContext: m.DialContext}}
 		return func(ctx context.Context) (string, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:2379/metrics", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:2379"+path, nil)
 			if err != nil {
 				return "", err
 			}
@@ -183,7 +232,7 @@ func (s *stack) metricsFetcher(m *hnetns.Host, p *hnetns.Proc) func(context.Cont
 	return func(ctx context.Context) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		body, err := cs.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 		return string(body), err
 	}
 }
@@ -208,6 +257,7 @@ func (u *usage) scrapeLoop(ctx context.Context) {
 				u.mu.Unlock()
 			}
 		}
+		u.profilePeaks(ctx)
 		if sleepCtx(ctx, metricsEvery) != nil {
 			return
 		}
