@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"sync"
 
 	"github.com/hacp/hacp/pkg/apiserver/jsonvalue"
@@ -207,15 +208,27 @@ type encodingCache struct {
 	// of 100 more than its encoding). At most one alias per entry, dropped with it; it keeps
 	// its object alive as long.
 	aliases map[aliasKey]*encodings
-	order   []objectKey // oldest first, from head
-	head    int
-	bytes   int
+	// latest is the newest cached state of each object (a stored state's key): a newer one
+	// drops it at once, since its encodings can then serve only a watcher still behind
+	// (which encodes it again). A cache filled with the superseded states of objects written
+	// in bursts (a Pod's creation, scheduling and start) held twice or more what its current
+	// objects' encodings take.
+	latest map[latestKey]objectKey
+	order  []objectKey // oldest first, from head
+	head   int
+	bytes  int
 }
 
 // aliasKey is an object the watch cache holds, read through store.
 type aliasKey struct {
 	store any
 	obj   runtime.Object
+}
+
+// latestKey is one object as store serves it, in all its stored states.
+type latestKey struct {
+	store any
+	uid   types.UID
 }
 
 // encodings are one object's encodings, filled as readers ask for them.
@@ -265,7 +278,7 @@ func (e *encodings) footprint() int {
 }
 
 func newEncodingCache(limit, maxObjects int) *encodingCache {
-	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[objectKey]*encodings{}, aliases: map[aliasKey]*encodings{}}
+	return &encodingCache{limit: limit, maxObjects: maxObjects, entries: map[objectKey]*encodings{}, aliases: map[aliasKey]*encodings{}, latest: map[latestKey]objectKey{}}
 }
 
 // ensureProto fills e.proto (e.mu held); false when obj has no protobuf form.
@@ -498,8 +511,44 @@ func (c *encodingCache) entry(key objectKey) *encodings {
 	c.entries[key] = e
 	c.order = append(c.order, key)
 	c.bytes += entryOverhead
+	if key.uid != "" {
+		lk := latestKey{key.store, key.uid}
+		if old, ok := c.latest[lk]; !ok {
+			c.latest[lk] = key
+		} else if newerRV(key.rv, old.rv) {
+			c.drop(old)
+			c.latest[lk] = key
+		}
+	}
 	c.evict()
 	return e
+}
+
+// newerRV reports whether resourceVersion a is after b; false when either is not a
+// revision (nothing is dropped for it then).
+func newerRV(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
+}
+
+// drop removes key's entry, if cached (c.mu held): its current readers still hold it, no
+// one finds it again. Its slot in order is skipped when its turn comes.
+func (c *encodingCache) drop(key objectKey) {
+	e, ok := c.entries[key]
+	if !ok {
+		return
+	}
+	c.bytes -= e.size
+	e.size, e.evicted = 0, true
+	delete(c.entries, key)
+	if e.alias.obj != nil {
+		delete(c.aliases, e.alias)
+		e.alias = aliasKey{}
+	}
+	if lk := (latestKey{key.store, key.uid}); key.uid != "" && c.latest[lk] == key {
+		delete(c.latest, lk)
+	}
 }
 
 // resize accounts e's bytes anew (e.mu held), if e is still cached, and evicts the oldest
@@ -523,15 +572,7 @@ func (c *encodingCache) evict() {
 		old := c.order[c.head]
 		c.order[c.head] = objectKey{}
 		c.head++
-		if e, ok := c.entries[old]; ok {
-			c.bytes -= e.size
-			e.size, e.evicted = 0, true
-			delete(c.entries, old)
-			if e.alias.obj != nil {
-				delete(c.aliases, e.alias)
-				e.alias = aliasKey{}
-			}
-		}
+		c.drop(old)
 	}
 	if c.head > 64 && c.head > len(c.order)/2 {
 		n := copy(c.order, c.order[c.head:])

@@ -364,3 +364,64 @@ func BenchmarkWatchEvent(b *testing.B) {
 		}
 	})
 }
+
+// A newer stored state of an object drops the cached encodings of the older one; an older
+// one (a watcher behind) is cached beside the newer without dropping it; FIFO eviction
+// forgets which state was the newest.
+func TestEncodingCacheDropsSuperseded(t *testing.T) {
+	c := newEncodingCache(1<<20, 3)
+	store := new(int)
+	state := func(uid string, rv int) *corev1.ConfigMap {
+		cm := testConfigMap(rv)
+		cm.UID, cm.ResourceVersion = types.UID(uid), fmt.Sprint(rv)
+		return cm
+	}
+	cached := func(uid string, rv int) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.entries[objectKey{store: store, uid: types.UID(uid), rv: fmt.Sprint(rv)}]
+		return ok
+	}
+	frame := func(obj runtime.Object) {
+		t.Helper()
+		if _, err := c.frame(store, wireJSON, watch.Modified, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frame(state("a", 5))
+	frame(state("b", 6))
+	frame(state("a", 7))
+	if cached("a", 5) || !cached("a", 7) || !cached("b", 6) {
+		t.Fatalf("after a@7: a@5 %v, a@7 %v, b@6 %v; want false, true, true", cached("a", 5), cached("a", 7), cached("b", 6))
+	}
+	if n, bytes := c.stats(); n != 2 || bytes <= 0 {
+		t.Fatalf("cache holds %d objects, %d bytes; want 2", n, bytes)
+	}
+	frame(state("a", 6)) // a watcher behind
+	if !cached("a", 6) || !cached("a", 7) {
+		t.Fatalf("an older state dropped the newer: a@6 %v, a@7 %v", cached("a", 6), cached("a", 7))
+	}
+	// The object bound (3) evicts b@6, then a@7; a@6 then is the only state of a, and a
+	// newer one still drops it.
+	frame(state("c", 8))
+	frame(state("d", 9))
+	if cached("a", 7) || !cached("a", 6) {
+		t.Fatalf("after eviction: a@7 %v, a@6 %v; want false, true", cached("a", 7), cached("a", 6))
+	}
+	frame(state("a", 11))
+	if cached("a", 6) || !cached("a", 11) {
+		t.Fatalf("after a@11: a@6 %v, a@11 %v; want false, true", cached("a", 6), cached("a", 11))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	for _, e := range c.entries {
+		total += e.size
+	}
+	if total != c.bytes {
+		t.Fatalf("entries hold %d bytes, the cache counts %d", total, c.bytes)
+	}
+	if len(c.latest) > len(c.entries) {
+		t.Fatalf("latest holds %d objects, the cache %d", len(c.latest), len(c.entries))
+	}
+}
