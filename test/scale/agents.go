@@ -27,7 +27,7 @@ func restConfig(b *certs.Bundle, h *hnetns.Host, server string, certPEM, keyPEM 
 	cfg := &rest.Config{
 		Host:            server,
 		TLSClientConfig: rest.TLSClientConfig{CAData: b.CAPEM, CertData: certPEM, KeyData: keyPEM},
-		// JSON, as kubectl speaks: hacp's apiserver does not serve protobuf.
+		// JSON, as kubectl speaks (the node agents speak protobuf: nodeAgentConfig).
 		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
 		Dial:          h.DialContext,
 		Timeout:       0,
@@ -37,6 +37,15 @@ func restConfig(b *certs.Bundle, h *hnetns.Host, server string, certPEM, keyPEM 
 	if rec != nil {
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &recordingTransport{rt: rt, rec: rec} }
 	}
+	return cfg
+}
+
+// nodeAgentConfig is restConfig speaking protobuf, as a kubelet and kube-proxy do by
+// default (kubelet's contentType, kube-proxy's clientConnection.contentType).
+func nodeAgentConfig(b *certs.Bundle, h *hnetns.Host, server string, certPEM, keyPEM []byte, rec *recorder, qps float32) *rest.Config {
+	cfg := restConfig(b, h, server, certPEM, keyPEM, rec, qps)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return cfg
 }
 
@@ -220,11 +229,11 @@ func (s *stack) startAgents(ctx context.Context, names []string, rec *recorder) 
 		if err != nil {
 			return nil, err
 		}
-		kubelet, err := kubernetes.NewForConfig(restConfig(b.bundle, b.client, vipURL(), kcert, kkey, rec, 50))
+		kubelet, err := kubernetes.NewForConfig(nodeAgentConfig(b.bundle, b.client, vipURL(), kcert, kkey, rec, 50))
 		if err != nil {
 			return nil, err
 		}
-		proxy, err := kubernetes.NewForConfig(restConfig(b.bundle, b.client, vipURL(), pcert, pkey, rec, 50))
+		proxy, err := kubernetes.NewForConfig(nodeAgentConfig(b.bundle, b.client, vipURL(), pcert, pkey, rec, 50))
 		if err != nil {
 			return nil, err
 		}
