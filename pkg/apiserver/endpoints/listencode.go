@@ -1,10 +1,12 @@
 package endpoints
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"reflect"
 	"sync"
@@ -21,7 +23,11 @@ import (
 // Gets and lists of objects served by the watch cache are written from the objects' cached
 // encodings (the watch frames' cache): a list's body is its envelope (kind, metadata) with the
 // items' bytes spliced in, byte for byte what encoding the whole list writes, without encoding
-// an item again while it stays unchanged and cached.
+// an item again while it stays unchanged and cached. The body is streamed, as upstream's
+// streaming collection encoders do: its parts (the envelope's pieces, separators, the items'
+// cached bytes) are written one after the other, never copied into one buffer, so a list
+// costs no memory of its size (a list of a thousand Pods was megabytes, times the lists in
+// flight and the bodies kept for reuse).
 
 // objectEncodings holds the encodings of the objects being read and watched, shared by every
 // get, list and watch of this process: 32 MiB and 16,384 objects at most, oldest out first.
@@ -49,11 +55,10 @@ func (s *scope) writeCached(w http.ResponseWriter, r *http.Request, obj runtime.
 	if meta.IsListType(obj) {
 		items, err := meta.ExtractList(obj)
 		if err == nil {
-			var body *[]byte
+			var body *listBody
 			var proto bool
 			if body, proto, err = encodeList(objectEncodings, s.storage, false, o.proto, obj, items, true); err == nil {
-				writeBody(w, proto, *body)
-				putBody(body)
+				writeList(w, proto, body)
 				return
 			}
 		}
@@ -95,36 +100,96 @@ func (s *scope) listCached(w http.ResponseWriter, r *http.Request, ns string, op
 		s.writeCached(w, r, list)
 		return true
 	}
-	writeBody(w, proto, *body)
-	putBody(body)
+	writeList(w, proto, body)
 	return true
 }
 
 func writeBody(w http.ResponseWriter, proto bool, body []byte) {
+	writeHeader(w, proto)
+	_, _ = w.Write(body)
+}
+
+func writeHeader(w http.ResponseWriter, proto bool) {
 	if proto {
 		w.Header().Set("Content-Type", protobufType)
 	} else {
 		w.Header().Set("Content-Type", "application/json")
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
 }
 
-// bodies holds list bodies for reuse: a list body is written (the HTTP/2 and HTTP/1 servers
-// are done with it when Write returns) and then put back, so that the lists of a busy
-// resource do not allocate and clear their bodies each time. Bodies over maxPooledBody are
-// left to the collector.
-var bodies = sync.Pool{New: func() any { return new([]byte) }}
+// writeList streams a spliced list's body.
+func writeList(w http.ResponseWriter, proto bool, body *listBody) {
+	writeHeader(w, proto)
+	bw := listWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	_, _ = body.WriteTo(bw)
+	_ = bw.Flush()
+	bw.Reset(nil)
+	listWriters.Put(bw)
+}
 
-const maxPooledBody = 1 << 20
+// listWriters gather a streamed list's small parts (separators, length prefixes, small
+// items) into writes of a few kilobytes; a large item goes through as it is.
+var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
 
-func getBody() *[]byte { return bodies.Get().(*[]byte) }
+// listBody is a spliced list's body, written in parts: the envelope before the items, each
+// item's cached encoding (shared, never modified) with what goes before it (a protobuf
+// field's tag and length; a JSON comma and the item's "{"), the envelope after them.
+type listBody struct {
+	head, tail []byte
+	items      [][]byte
+	proto      bool
+	braced     []bool // JSON: the item's "{" went with its kind (see spliceJSON)
+	n          int
+}
 
-func putBody(b *[]byte) {
-	if cap(*b) <= maxPooledBody {
-		*b = (*b)[:0]
-		bodies.Put(b)
+// Len is the body's length in bytes.
+func (b *listBody) Len() int { return b.n }
+
+// Bytes returns the body in one slice (a copy).
+func (b *listBody) Bytes() []byte {
+	var buf bytes.Buffer
+	buf.Grow(b.n)
+	_, _ = b.WriteTo(&buf)
+	return buf.Bytes()
+}
+
+// WriteTo writes the body to w, part by part.
+func (b *listBody) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	write := func(p []byte) error {
+		m, err := w.Write(p)
+		n += int64(m)
+		return err
 	}
+	if err := write(b.head); err != nil {
+		return n, err
+	}
+	sep := make([]byte, 0, 1+binary.MaxVarintLen64)
+	for i, it := range b.items {
+		switch {
+		case b.proto:
+			sep = binary.AppendUvarint(append(sep[:0], 0x12), uint64(len(it))) // field 2, length-delimited
+		case i > 0 && b.braced[i]:
+			sep = append(sep[:0], ',', '{')
+		case i > 0:
+			sep = append(sep[:0], ',')
+		case b.braced[i]:
+			sep = append(sep[:0], '{')
+		default:
+			sep = sep[:0]
+		}
+		if len(sep) > 0 {
+			if err := write(sep); err != nil {
+				return n, err
+			}
+		}
+		if err := write(it); err != nil {
+			return n, err
+		}
+	}
+	return n, write(b.tail)
 }
 
 // encodeObject returns the body of obj (protobuf when asked and obj has that form, else
@@ -164,8 +229,8 @@ type listForm struct {
 // holds the items too, so that the first list of each type and format can be checked
 // against the list's own encoding (see listForms); without, a form not checked yet is not
 // spliced. shared says the items are the watch cache's own objects (found by identity, see
-// encodingCache.aliases). The body comes from bodies: put it back once written.
-func encodeList(c *encodingCache, store any, shared, wantProto bool, list runtime.Object, items []runtime.Object, complete bool) (body *[]byte, proto bool, err error) {
+// encodingCache.aliases).
+func encodeList(c *encodingCache, store any, shared, wantProto bool, list runtime.Object, items []runtime.Object, complete bool) (body *listBody, proto bool, err error) {
 	if len(items) == 0 {
 		return nil, false, errNotSpliced
 	}
@@ -173,22 +238,18 @@ func encodeList(c *encodingCache, store any, shared, wantProto bool, list runtim
 	if !ok {
 		return nil, false, errNotSpliced
 	}
-	splice := func(form listForm, env []byte, fn func(*encodingCache, any, bool, []byte, []runtime.Object, []byte) ([]byte, error)) (*[]byte, bool, error) {
+	splice := func(form listForm, env []byte, fn func(*encodingCache, any, bool, []byte, []runtime.Object) (*listBody, error)) (*listBody, bool, error) {
 		if !complete {
 			if ok, seen := listForms.Load(form); !seen || !ok.(bool) {
 				return nil, false, errNotSpliced
 			}
 		}
-		b := getBody()
-		out, err := fn(c, store, shared, env, items, *b)
+		b, err := fn(c, store, shared, env, items)
 		if err != nil {
-			putBody(b)
 			return nil, false, err
 		}
-		*b = out
 		if complete {
-			if err := checkList(form, list, out); err != nil {
-				putBody(b)
+			if err := checkList(form, list, b); err != nil {
 				return nil, false, err
 			}
 		}
@@ -207,7 +268,7 @@ func encodeList(c *encodingCache, store any, shared, wantProto bool, list runtim
 }
 
 // checkList compares body with the list's own encoding the first time a form is used.
-func checkList(form listForm, list runtime.Object, body []byte) error {
+func checkList(form listForm, list runtime.Object, body *listBody) error {
 	if ok, seen := listForms.Load(form); seen {
 		if !ok.(bool) {
 			return errNotSpliced
@@ -222,7 +283,7 @@ func checkList(form listForm, list runtime.Object, body []byte) error {
 		want, err = encodeBodyJSON(listWithoutItemKinds(list))
 		want = append(want, '\n')
 	}
-	same := err == nil && bytes.Equal(body, want)
+	same := err == nil && bytes.Equal(body.Bytes(), want)
 	listForms.Store(form, same)
 	if !same {
 		return errNotSpliced
@@ -248,18 +309,18 @@ func emptyList(list runtime.Object) (runtime.Object, bool) {
 }
 
 // spliceJSON puts the items' bodies into the empty list's body, env, at its "items":[].
-func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
+func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object) (*listBody, error) {
 	marker := []byte(`"items":[]`)
 	at := bytes.Index(env, marker)
 	if at < 0 {
 		return nil, errNotSpliced
 	}
 	at += len(marker) - 1
+	out := &listBody{head: env[:at], tail: append(env[at:len(env):len(env)], '\n'),
+		items: make([][]byte, len(items)), braced: make([]bool, len(items))}
+	out.n = len(out.head) + len(out.tail) + max(len(items)-1, 0)
 	// A typed item's body (a get's) starts with its kind and apiVersion, which a list's
 	// item has not (see listWithoutItemKinds): the item is "{" and the rest of the body.
-	bodies := make([][]byte, len(items))
-	braced := make([]bool, len(items))
-	n := len(env) + 2*len(items) + 1
 	var gvk schema.GroupVersionKind // the items' kind, whose prefix is made once
 	var prefix []byte
 	for i, it := range items {
@@ -272,69 +333,43 @@ func spliceJSON(c *encodingCache, store any, shared bool, env []byte, items []ru
 				gvk, prefix = g, typeMetaPrefix(g)
 			}
 			if rest, ok := cutTypeMeta(b, prefix); ok {
-				b, braced[i] = rest, true
+				b, out.braced[i] = rest, true
+				out.n++
 			}
 		}
-		bodies[i] = b
-		n += len(b)
+		out.items[i] = b
+		out.n += len(b)
 	}
-	out := grow(dst, n)
-	out = append(out, env[:at]...)
-	for i, b := range bodies {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		if braced[i] {
-			out = append(out, '{')
-		}
-		out = append(out, b...)
-	}
-	out = append(out, env[at:]...)
-	out = append(out, '\n')
 	return out, nil
 }
 
 // spliceProto puts the items' messages into the empty list's envelope, env: the list's
 // message (the envelope's raw bytes) gets them appended as its field 2, every generated
 // list's Items, after its ListMeta (field 1).
-func spliceProto(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object, dst []byte) ([]byte, error) {
+func spliceProto(c *encodingCache, store any, shared bool, env []byte, items []runtime.Object) (*listBody, error) {
 	start, end, ok := envelopeRaw(env)
 	if !ok {
 		return nil, errNotSpliced
 	}
-	msgs := make([][]byte, len(items))
+	out := &listBody{proto: true, items: make([][]byte, len(items)), tail: env[end:]}
 	added := 0
 	for i, it := range items {
 		_, msg, ok := c.objectProto(store, it, shared)
 		if !ok {
 			return nil, errNotSpliced
 		}
-		msgs[i] = msg
+		out.items[i] = msg
 		added += 1 + uvarintLen(uint64(len(msg))) + len(msg)
 	}
 	rawLen := end - start + added
 	// env[:tagAt] is the prefix and the fields before raw; tagAt its tag, then its length.
 	tagAt := start - 1 - uvarintLen(uint64(end-start))
-	out := grow(dst, len(env)+added+binary.MaxVarintLen64)
-	out = append(out, env[:tagAt]...)
-	out = append(out, env[tagAt])
-	out = binary.AppendUvarint(out, uint64(rawLen))
-	out = append(out, env[start:end]...)
-	for _, m := range msgs {
-		out = append(out, 0x12) // field 2, length-delimited
-		out = binary.AppendUvarint(out, uint64(len(m)))
-		out = append(out, m...)
-	}
-	out = append(out, env[end:]...)
+	head := make([]byte, 0, tagAt+1+binary.MaxVarintLen64+end-start)
+	head = append(head, env[:tagAt+1]...)
+	head = binary.AppendUvarint(head, uint64(rawLen))
+	out.head = append(head, env[start:end]...)
+	out.n = len(out.head) + added + len(out.tail)
 	return out, nil
-}
-
-// grow returns dst emptied, with room for n bytes.
-func grow(dst []byte, n int) []byte {
-	if cap(dst) < n {
-		return make([]byte, 0, n)
-	}
-	return dst[:0]
 }
 
 func uvarintLen(v uint64) int {
