@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hacp/hacp/pkg/apiserver/certs"
+	"github.com/hacp/hacp/pkg/apiserver/embedetcd"
 	"github.com/hacp/hacp/pkg/apiserver/server"
 	"github.com/hacp/hacp/pkg/apiserver/server/servertest"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -167,15 +168,31 @@ func insecureConfig(t *testing.T, dir string) *server.Config {
 	return cfg
 }
 
-// startServer starts cfg's server; the test's cleanup stops it.
+// startServer starts cfg's server; the test's cleanup stops it. A start that loses one of
+// its etcd ports to another process (packages test in parallel) is retried on new ones,
+// the client URL keeping its scheme.
 func startServer(t *testing.T, cfg *server.Config) *server.Server {
 	t.Helper()
-	s, err := servertest.Start(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
+	var err error
+	for range 5 {
+		var s *server.Server
+		if s, err = servertest.Start(cfg, nil); err == nil {
+			t.Cleanup(func() { _ = s.Shutdown() })
+			return s
+		}
+		if !embedetcd.IsAddrInUse(err) {
+			break
+		}
+		fresh, ferr := servertest.Config(t.TempDir())
+		if ferr != nil {
+			t.Fatal(ferr)
+		}
+		scheme, _, _ := strings.Cut(cfg.EtcdListenClientURL, "://")
+		_, rest, _ := strings.Cut(fresh.EtcdListenClientURL, "://")
+		cfg.EtcdListenClientURL, cfg.EtcdListenPeerURL = scheme+"://"+rest, fresh.EtcdListenPeerURL
 	}
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return s
+	t.Fatal(err)
+	return nil
 }
 
 // TestEmbeddedEtcdInsecureOptIn: with etcd-allow-insecure-client an http:// client URL serves
